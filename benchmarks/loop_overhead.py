@@ -1,0 +1,104 @@
+"""The loop's own overhead per step: everything but the model call and the tool run.
+
+A session is seeded with N stored messages (real LanceDB in a temp dir), then runs turns of
+one tool step plus one answer against an instant scripted model and a trivial tool. The
+time spent inside the model call and the tool is subtracted from the turn's wall time.
+
+    python benchmarks/loop_overhead.py [--sizes 1000 10000] [--turns 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from monad_notebook.config import Config
+from monad_notebook.messages import Message, ToolCall
+from monad_notebook.session import Session
+from monad_notebook.store.lance import LanceStore
+from monad_notebook.testing import ScriptedModel, text, tool_call
+
+BODY = "The quarterly revenue by region shows South ahead; details follow. " * 6
+
+
+def seed(store: LanceStore, session: str, count: int) -> None:
+    """Store ``count`` messages of a plausible tool-using conversation, in batches."""
+    batch: list[Message] = []
+    seq = 0
+    turn = 0
+    while seq < count:
+        turn += 1
+        call = ToolCall(id=f"seed_{seq}", name="list_variables", arguments="{}")
+        for message in (
+            Message(role="user", content=f"question {turn}: {BODY[:120]}"),
+            Message(role="assistant", content="", tool_calls=[call]),
+            Message(role="tool", content=BODY, tool_call_id=call.id, name=call.name),
+            Message(role="assistant", content=f"answer {turn}: {BODY[:200]}"),
+        ):
+            message.session, message.seq, message.turn, message.step = session, seq, turn, 1
+            batch.append(message)
+            seq += 1
+        if len(batch) >= 1000:
+            store.append_messages(batch)
+            batch = []
+    if batch:
+        store.append_messages(batch)
+
+
+def measure(stored: int, turns: int) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as tmp:
+        store = LanceStore(Path(tmp) / "db")
+        config = Config.model_validate({"tools": {"python": {"approval": "auto"}}})
+        seed(store, "bench", stored)
+        script = []
+        for _ in range(turns):
+            script += [tool_call("list_variables", {}), text("done")]
+        model = ScriptedModel(script, context_window=10_000_000)
+        session = Session("bench", config=config, store=store, model=model, namespace={"x": 1})
+        spent = {"model": 0.0, "tool": 0.0}
+        complete, execute = model.complete, session.execute_tool
+
+        def timed_complete(*args, **kwargs):
+            started = time.perf_counter()
+            try:
+                return complete(*args, **kwargs)
+            finally:
+                spent["model"] += time.perf_counter() - started
+
+        def timed_execute(call):
+            started = time.perf_counter()
+            try:
+                return execute(call)
+            finally:
+                spent["tool"] += time.perf_counter() - started
+
+        model.complete, session.execute_tool = timed_complete, timed_execute
+        per_step = []
+        for _ in range(turns):
+            spent["model"] = spent["tool"] = 0.0
+            started = time.perf_counter()
+            reply = session.ask("next question")
+            wall = time.perf_counter() - started
+            per_step.append((wall - spent["model"] - spent["tool"]) / reply.steps)
+        store.close()
+    per_step_ms = sorted(1000 * s for s in per_step[2:])  # the first turns warm caches
+    return {"p50": statistics.median(per_step_ms), "max": per_step_ms[-1]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
+    parser.add_argument("--turns", type=int, default=12)
+    args = parser.parse_args()
+    print("| stored messages | overhead per step p50 (ms) | max (ms) |")
+    print("| ---: | ---: | ---: |")
+    for size in args.sizes:
+        result = measure(size, args.turns)
+        print(f"| {size:,} | {result['p50']:.1f} | {result['max']:.1f} |")
+
+
+if __name__ == "__main__":
+    main()

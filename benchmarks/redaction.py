@@ -1,0 +1,137 @@
+"""Redaction speed and precision: prints the markdown tables quoted in BENCHMARKS.md.
+
+Run from the repository root: ``python benchmarks/redaction.py``. Times are the best of a few
+runs; CPU seconds are shown next to wall seconds because a busy machine inflates wall time.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import platform
+import random
+import sys
+import sysconfig
+import time
+from collections.abc import Callable
+from importlib.metadata import version
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from monad_notebook.context.redaction import Redactor
+from tests.context.secret_corpus import NOISE, SECRETS, mixed_tool_output
+
+MB = 1_000_000
+REDACTOR = Redactor(env={})
+
+
+def timed(text: str, runs: int = 2) -> tuple[float, float, int]:
+    """Best wall and CPU seconds over ``runs`` redactions, and how many placeholders were written."""
+    best_wall = best_cpu = float("inf")
+    found = 0
+    for _ in range(runs):
+        wall, cpu = time.perf_counter(), time.process_time()
+        result = REDACTOR.redact(text)
+        best_wall = min(best_wall, time.perf_counter() - wall)
+        best_cpu = min(best_cpu, time.process_time() - cpu)
+        found = sum(result.counts.values())
+    return best_wall, best_cpu, found
+
+
+def row(name: str, text: str, runs: int = 2) -> str:
+    wall, cpu, found = timed(text, runs)
+    size = len(text.encode()) / MB
+    return f"| {name} | {size:.1f} | {wall:.2f} | {cpu:.2f} | {size / wall:.1f} | {size / cpu:.1f} | {found} |"
+
+
+def pathological() -> dict[str, Callable[[], str]]:
+    rng = random.Random(5)
+    return {
+        "mixed tool output (49 planted secrets)": lambda: mixed_tool_output(10 * MB),
+        "whitespace": lambda: " \n\t" * (10 * MB // 3),
+        "one line, no newline": lambda: "x1,y2;" * (10 * MB // 6),
+        "base64 run": lambda: base64.b64encode(rng.randbytes(10 * MB * 3 // 4)).decode(),
+        "a=a=a=...": lambda: "a=" * (5 * MB),
+        "token: token: ... (dense rejected candidates)": lambda: "token: " * (10 * MB // 7),
+        "password=password=... (one 10 MB value)": lambda: "password=" * (10 * MB // 9),
+        "worst case: a secret every 19 bytes": lambda: "token=abc123XYZ789 " * (10 * MB // 19),
+        "worst case: one 10 MB query string, a=...&a=...": lambda: "password=abcdefgh123&a=" * (10 * MB // 23),
+    }
+
+
+def throughput_table() -> list[str]:
+    lines = [
+        "| input (10 MB) | MB | wall s | CPU s | MB/s wall | MB/s CPU | placeholders |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, make in pathological().items():
+        lines.append(row(name, make(), runs=1 if name.startswith("worst") else 2))
+    return lines
+
+
+def linearity_table() -> list[str]:
+    lines = ["| mixed output MB | wall s | CPU s | MB/s CPU | CPU s / (1 MB CPU s) |", "|---|---|---|---|---|"]
+    base = None
+    for size in (1, 2, 4, 8):
+        wall, cpu, _ = timed(mixed_tool_output(size * MB), runs=3)
+        base = base or cpu
+        lines.append(f"| {size} | {wall:.2f} | {cpu:.2f} | {size / cpu:.1f} | {cpu / base:.2f} |")
+    return lines
+
+
+def precision_table() -> list[str]:
+    lines = ["| noise corpus | bytes | false positives |", "|---|---|---|"]
+    total_bytes = total_fp = 0
+    for name, text in sorted(NOISE.items()):
+        fp = sum(REDACTOR.redact(text).counts.values())
+        total_bytes += len(text.encode())
+        total_fp += fp
+        lines.append(f"| {name} | {len(text.encode())} | {fp} |")
+    noise_only = mixed_tool_output(10 * MB, secrets_every=100 * MB)
+    fp = sum(REDACTOR.redact(noise_only).counts.values())
+    lines.append(f"| 10 MB of the above, shuffled | {len(noise_only.encode())} | {fp} ({fp / 10:.2f} per MB) |")
+    stdlib_bytes, stdlib_finds = stdlib_scan()
+    lines.append(
+        f"| Python stdlib sources and data (not site-packages; real text, test passwords included) "
+        f"| {stdlib_bytes} | {stdlib_finds} ({stdlib_finds / (stdlib_bytes / MB):.2f} per MB) |"
+    )
+    caught = sum(REDACTOR.redact(s.text).text == s.expected for s in SECRETS)
+    lines.append(f"| fake-secret corpus: exact redactions | {len(SECRETS)} samples | {caught}/{len(SECRETS)} caught |")
+    return lines
+
+
+def stdlib_scan() -> tuple[int, int]:
+    """Bytes scanned and placeholders written over the interpreter's own library: text nobody wrote for this test."""
+    total = finds = 0
+    for folder, subfolders, files in os.walk(sysconfig.get_paths()["stdlib"]):
+        subfolders[:] = [d for d in subfolders if d != "site-packages"]
+        for name in files:
+            if name.endswith((".py", ".txt", ".json", ".rst", ".cfg", ".toml", ".ini", ".html", ".xml")):
+                try:
+                    text = Path(folder, name).read_text(encoding="utf-8")
+                except (UnicodeDecodeError, OSError):
+                    continue
+                total += len(text.encode())
+                finds += sum(REDACTOR.redact(text).counts.values())
+    return total, finds
+
+
+def main() -> None:
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(
+        f"Python {platform.python_version()}, google-re2 {version('google-re2')}, "
+        f"{os.cpu_count()} cores, load average {load:.1f}\n"
+    )
+    for title, table in (
+        ("Throughput and pathological inputs", throughput_table),
+        ("Linearity", linearity_table),
+        ("Precision", precision_table),
+    ):
+        print(f"### {title}\n")
+        print("\n".join(table()))
+        print()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""The agent: the turn loop, the model adapter and the tools."""

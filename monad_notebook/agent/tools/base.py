@@ -1,0 +1,132 @@
+"""Tool plumbing: a JSON schema generated from a Python signature, and safe execution.
+
+A tool is a plain function whose first parameter is the ToolContext; the remaining
+parameters become the schema. The docstring's first paragraph is the description and
+its ``Args:`` section describes the parameters.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import types
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from monad_notebook.errors import ToolError
+
+_JSON_TYPES: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
+
+
+@dataclass
+class ToolContext:
+    """What a tool may see of the world: the user's kernel and the session."""
+
+    session: str
+    namespace: dict[str, Any]
+    root: Path
+    shell: Any = None  # IPython InteractiveShell, when running inside one
+    store: Any = None  # monad_notebook.store.base.Store
+    python_approval: str = "ask"  # ask | auto | off
+    approve: Callable[[str], bool | None] | None = None  # None result: nobody can answer
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    func: Callable[..., str]
+
+    def schema(self) -> dict[str, Any]:
+        """The tool in OpenAI ``tools`` form."""
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+        }
+
+    def run(self, ctx: ToolContext, arguments: dict[str, Any]) -> str:
+        """Call the tool; bad arguments raise ToolError with a message for the model."""
+        props = self.parameters["properties"]
+        unknown = sorted(set(arguments) - set(props))
+        if unknown:
+            raise ToolError(f"{self.name}: unknown argument(s) {', '.join(unknown)}; expected {', '.join(props)}")
+        missing = [name for name in self.parameters.get("required", []) if name not in arguments]
+        if missing:
+            raise ToolError(f"{self.name}: missing required argument(s) {', '.join(missing)}")
+        for name, value in arguments.items():
+            _check_type(self.name, name, props[name], value)
+        return self.func(ctx, **arguments)
+
+
+def _check_type(tool: str, name: str, schema: dict[str, Any], value: Any) -> None:
+    expected = schema.get("type")
+    if isinstance(expected, list):
+        if value is None:
+            return
+        expected = expected[0]
+    ok = {
+        "string": lambda v: isinstance(v, str),
+        "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+        "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+        "boolean": lambda v: isinstance(v, bool),
+        "array": lambda v: isinstance(v, list),
+        None: lambda v: True,
+    }[expected]
+    if not ok(value):
+        raise ToolError(f"{tool}: argument {name!r} must be {expected}, got {type(value).__name__}")
+
+
+def tool(func: Callable[..., str]) -> Tool:
+    """Build a Tool from a function ``f(ctx, ...) -> str`` with type hints and a docstring."""
+    description, arg_docs = _parse_docstring(inspect.getdoc(func) or "")
+    hints = typing.get_type_hints(func)
+    params = list(inspect.signature(func).parameters.values())[1:]  # skip ctx
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for param in params:
+        prop = _json_schema(hints[param.name])
+        if param.name in arg_docs:
+            prop["description"] = arg_docs[param.name]
+        if param.default is inspect.Parameter.empty:
+            required.append(param.name)
+        elif param.default is not None:
+            prop["default"] = param.default
+        properties[param.name] = prop
+    parameters = {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+    return Tool(name=func.__name__, description=description, parameters=parameters, func=func)
+
+
+def _json_schema(hint: Any) -> dict[str, Any]:
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        schema = _json_schema(args[0])
+        schema["type"] = [schema["type"], "null"]
+        return schema
+    if origin is list:
+        (item,) = typing.get_args(hint) or (str,)
+        return {"type": "array", "items": _json_schema(item)}
+    if hint in _JSON_TYPES:
+        return {"type": _JSON_TYPES[hint]}
+    raise TypeError(f"unsupported tool parameter type {hint!r}")
+
+
+def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    parts = re.split(r"\n\s*Args:\s*\n", doc, maxsplit=1)
+    description = " ".join(parts[0].split("\n\n")[0].split())
+    args: dict[str, str] = {}
+    if len(parts) == 2:
+        current = ""
+        for line in parts[1].splitlines():
+            match = re.match(r"\s*(\w+):\s*(.*)", line)
+            if match and (not line.startswith(" " * 8) or not current):
+                current = match.group(1)
+                args[current] = match.group(2).strip()
+            elif current and line.strip():
+                args[current] += " " + line.strip()
+    return description, args

@@ -1,0 +1,358 @@
+"""The ``python`` tool: run the agent's code in the user's kernel, visibly.
+
+Code goes through the kernel's own machinery when there is one, so prints, plots,
+displays and errors reach the notebook exactly as if the user had run the cell, and
+long-running code streams its output live. Alongside, a text copy is recorded for the
+model: stdout, stderr, displayed objects, the last expression's value, and the error
+with a short traceback.
+"""
+
+from __future__ import annotations
+
+import ast
+import linecache
+import re
+import sys
+import traceback
+from collections import deque
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from monad_notebook.agent.tools.base import Tool, ToolContext, tool
+
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
+_CELL_FILENAME = re.compile(r"<ipython-input-[\w-]+>|\S*ipykernel_\d+[/\\]\d+\.py|<monad-cell>")
+_CAPTURE_CAP = 4_000_000  # chars kept per stream; the middle of a flood is dropped
+_TRACEBACK_FRAMES = 6
+_PLAIN_FILENAME = "<monad-cell>"
+_MISSING = object()
+
+DECLINED = "the user declined to run this code"
+NO_APPROVER = (
+    "not run: nobody can approve Python code here (no interactive prompt, e.g. nbclient, papermill or a script). "
+    'To allow it, set tools.python.approval to "auto" in agents.json, '
+    "or run the notebook interactively and answer the prompt."
+)
+TURNED_OFF = 'not run: the python tool is turned off; set tools.python.approval to "ask" or "auto" in agents.json'
+
+
+def strip_ansi(text: str) -> str:
+    """Terminal colour codes mean nothing to the model and cost tokens."""
+    return _ANSI.sub("", text) if "\x1b" in text else text
+
+
+class _Sink:
+    """Recorded text of one stream, bounded: the head and the tail survive a flood."""
+
+    def __init__(self, cap: int = _CAPTURE_CAP) -> None:
+        self.half = cap // 2
+        self.head: list[str] = []
+        self.head_len = 0
+        self.tail: deque[str] = deque()
+        self.tail_len = 0
+        self.dropped = 0
+        self.paused = 0
+
+    def add(self, text: str) -> None:
+        if self.paused or not text:
+            return
+        if self.head_len < self.half:
+            room = self.half - self.head_len
+            self.head.append(text[:room])
+            self.head_len += min(len(text), room)
+            text = text[room:]
+        if not text:
+            return
+        if len(text) >= self.half:
+            self.dropped += self.tail_len + len(text) - self.half
+            self.tail, self.tail_len = deque([text[-self.half :]]), self.half
+            return
+        self.tail.append(text)
+        self.tail_len += len(text)
+        while self.tail_len > self.half and len(self.tail) > 1:
+            dropped = self.tail.popleft()
+            self.tail_len -= len(dropped)
+            self.dropped += len(dropped)
+
+    def text(self) -> str:
+        gap = f"\n[... {self.dropped} characters of output not captured ...]\n" if self.dropped else ""
+        return "".join(self.head) + gap + "".join(self.tail)
+
+
+class _Tee:
+    """A stream that writes through to the real one (live output) and records a copy."""
+
+    def __init__(self, target: Any, sink: _Sink) -> None:
+        self._target = target
+        self._sink = sink
+
+    def write(self, text: str) -> int:
+        if isinstance(text, str):
+            self._sink.add(text)
+        return self._target.write(text)
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        self._target.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._target, name)
+
+
+class _RecordingPublisher:
+    """Forwards every display to the frontend and records its plain-text form."""
+
+    def __init__(self, inner: Any, run: _Run) -> None:
+        self._inner = inner
+        self._run = run
+
+    def publish(self, data: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        self._run.record_display(data)
+        return _paused(self._run, self._inner.publish)(data, *args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+@dataclass
+class _Run:
+    stdout: _Sink = field(default_factory=_Sink)
+    stderr: _Sink = field(default_factory=_Sink)
+    displays: list[str] = field(default_factory=list)
+    value: str | None = None
+    error: str | None = None
+
+    def pause(self) -> None:
+        self.stdout.paused += 1
+        self.stderr.paused += 1
+
+    def resume(self) -> None:
+        self.stdout.paused = max(0, self.stdout.paused - 1)
+        self.stderr.paused = max(0, self.stderr.paused - 1)
+
+    def record_display(self, data: dict[str, Any]) -> None:
+        text = str(data.get("text/plain", ""))
+        rich = sorted(k for k in data if k != "text/plain")
+        shown = f" ({', '.join(rich)} shown to the user)" if rich else ""
+        self.displays.append(f"{text.rstrip()}{shown}" or "(an empty display)")
+
+    def render(self) -> str:
+        parts = []
+        for label, text in (("stdout", self.stdout.text()), ("stderr", self.stderr.text())):
+            if text.strip():
+                parts.append(f"{label}:\n{strip_ansi(text).rstrip()}")
+        if self.displays:
+            parts.append("displayed:\n" + "\n".join(strip_ansi(d) for d in self.displays))
+        if self.value is not None:
+            value = strip_ansi(self.value).rstrip()
+            parts.append(f"value:\n{value}" if "\n" in value else f"value: {value}")
+        if self.error:
+            parts.append(f"error: {self.error}")
+        return "\n".join(parts) or "(no output)"
+
+
+@contextmanager
+def _swapped(obj: Any, name: str, value: Any) -> Iterator[None]:
+    """Temporarily replace an attribute, restoring exactly what was there (or its absence)."""
+    before = vars(obj).get(name, _MISSING)
+    setattr(obj, name, value)
+    try:
+        yield
+    finally:
+        if before is _MISSING:
+            delattr(obj, name)
+        else:
+            setattr(obj, name, before)
+
+
+def _paused(run: _Run, func: Callable[..., Any]) -> Callable[..., Any]:
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        run.pause()
+        try:
+            return func(*args, **kwargs)
+        finally:
+            run.resume()
+
+    return wrapper
+
+
+def _shell_swaps(run: _Run, shell: Any) -> list[tuple[Any, str, Any]]:
+    """What to replace on the shell: displays are recorded, its own echo is kept out of the copy.
+
+    The shell echoes the value ("Out[1]: ...") and prints a coloured traceback; the model gets
+    the value and a plain, short traceback instead, so neither is recorded as stdout.
+    """
+    hook = shell.displayhook
+    write, start, finish = hook.write_format_data, hook.start_displayhook, hook.finish_displayhook
+
+    def write_format_data(format_dict: dict[str, Any], md_dict: Any = None) -> None:
+        run.value = str(format_dict.get("text/plain", ""))
+        write(format_dict, md_dict)
+
+    def start_displayhook() -> Any:
+        run.pause()
+        return start()
+
+    def finish_displayhook() -> Any:
+        try:
+            return finish()
+        finally:
+            run.resume()
+
+    return [
+        (shell, "display_pub", _RecordingPublisher(shell.display_pub, run)),
+        (shell, "_showtraceback", _paused(run, shell._showtraceback)),
+        (hook, "write_format_data", write_format_data),
+        (hook, "start_displayhook", start_displayhook),
+        (hook, "finish_displayhook", finish_displayhook),
+    ]
+
+
+@contextmanager
+def _recording(run: _Run, shell: Any = None) -> Iterator[None]:
+    """Tee stdout and stderr (output stays live); with a shell, also record what it displays."""
+    swaps = [(sys, "stdout", _Tee(sys.stdout, run.stdout)), (sys, "stderr", _Tee(sys.stderr, run.stderr))]
+    if shell is not None:
+        swaps += _shell_swaps(run, shell)
+    with ExitStack() as stack:
+        for obj, name, value in swaps:
+            stack.enter_context(_swapped(obj, name, value))
+        yield
+
+
+def short_traceback(exc: BaseException) -> str:
+    """The exception line plus the last few frames of user and library code, without ANSI."""
+    frames = [] if isinstance(exc, SyntaxError) else traceback.extract_tb(exc.__traceback__)
+    frames = [f for f in frames if not _is_machinery(f.filename)]
+    if isinstance(exc, SyntaxError):
+        lines = ["".join(traceback.format_exception_only(type(exc), exc)).strip()]
+    else:
+        lines = [f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__]
+    if frames:
+        lines.append("Traceback (most recent call last):")
+        hidden = len(frames) - _TRACEBACK_FRAMES
+        if hidden > 0:
+            lines.append(f"  [... {hidden} earlier frames ...]")
+        for frame in frames[-_TRACEBACK_FRAMES:]:
+            lines.append(f"  File {_short_path(frame.filename)}, line {frame.lineno}, in {frame.name}")
+            if frame.line:
+                lines.append(f"    {frame.line.strip()}")
+    return _CELL_FILENAME.sub("<cell>", strip_ansi("\n".join(lines)))
+
+
+def _is_machinery(filename: str) -> bool:
+    return __file__ == filename or "/IPython/core/" in filename.replace("\\", "/")
+
+
+def _short_path(filename: str) -> str:
+    for marker in ("site-packages/", "dist-packages/"):
+        if marker in filename:
+            return filename.split(marker, 1)[1]
+    return filename
+
+
+def _run_in_shell(shell: Any, code: str) -> _Run:
+    run = _Run()
+    outer = getattr(shell.displayhook, "exec_result", None)  # the %%monad cell's own result, reset by run_cell
+    try:
+        with _recording(run, shell):
+            result = shell.run_cell(code, store_history=False, silent=False)
+    finally:
+        shell.displayhook.exec_result = outer
+    error = result.error_before_exec or result.error_in_exec
+    if isinstance(error, KeyboardInterrupt):
+        raise error
+    if error is not None:
+        run.error = short_traceback(error)
+    return run
+
+
+def _run_plain(namespace: dict[str, Any], code: str) -> _Run:
+    """No kernel (a script, a test): exec the body and eval a final expression."""
+    run = _Run()
+    lines = code.splitlines(keepends=True)
+    linecache.cache[_PLAIN_FILENAME] = (len(code), None, lines, _PLAIN_FILENAME)
+    try:
+        tree = ast.parse(code, filename=_PLAIN_FILENAME)
+        last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+        with _recording(run):
+            exec(compile(tree, _PLAIN_FILENAME, "exec"), namespace)
+            if last is not None:
+                value = eval(compile(ast.Expression(last.value), _PLAIN_FILENAME, "eval"), namespace)
+                if value is not None:
+                    run.value = repr(value)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # SystemExit too: the user's session must survive the agent's code
+        run.error = short_traceback(exc)
+    return run
+
+
+def is_shell(shell: Any) -> bool:
+    """True for an IPython InteractiveShell (a kernel or the terminal), the only shells we drive."""
+    if shell is None:
+        return False
+    from IPython.core.interactiveshell import InteractiveShell
+
+    return isinstance(shell, InteractiveShell)
+
+
+def _refusal(ctx: ToolContext, code: str) -> str | None:
+    mode = ctx.python_approval
+    if mode == "auto":
+        return None
+    if mode != "ask":
+        return TURNED_OFF
+    answer = ctx.approve(code) if ctx.approve is not None else None
+    if answer is None:
+        return NO_APPROVER
+    return None if answer else DECLINED
+
+
+@tool
+def python(ctx: ToolContext, code: str) -> str:
+    """Run Python code in the user's notebook kernel, in the same namespace as their cells.
+
+    The user sees the output, plots and errors in the notebook, and variables you create stay
+    available to them. The result lists stdout, stderr, displayed objects, the value of a final
+    expression, and any error with a short traceback.
+
+    Args:
+        code: Python source to run; a final expression's value is shown, as in a notebook cell.
+    """
+    refusal = _refusal(ctx, code)
+    if refusal is not None:
+        return refusal
+    run = _run_in_shell(ctx.shell, code) if is_shell(ctx.shell) else _run_plain(ctx.namespace, code)
+    return run.render()
+
+
+def stdin_approver(shell: Any = None) -> Callable[[str], bool | None]:
+    """An approver that shows the code and asks "Run this code? [y/N]" on the frontend's stdin.
+
+    Returns None from the approver when nobody can answer: a kernel whose client does not
+    allow stdin (nbclient, papermill) or a script whose stdin is not a terminal.
+    """
+
+    def approve(code: str) -> bool | None:
+        in_kernel = getattr(shell, "kernel", None) is not None
+        if not in_kernel and not (sys.stdin is not None and sys.stdin.isatty()):
+            return None
+        from IPython.core.error import StdinNotImplementedError
+
+        print(f"The agent wants to run this code:\n\n{code.rstrip()}\n", flush=True)
+        try:
+            answer = input("Run this code? [y/N] ")
+        except (StdinNotImplementedError, EOFError):
+            return None
+        return answer.strip().lower() in {"y", "yes"}
+
+    return approve
+
+
+TOOLS: list[Tool] = [python]

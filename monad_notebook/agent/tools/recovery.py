@@ -1,0 +1,119 @@
+"""read_tool_output: page back a truncated or evicted tool result by its tool-call id.
+
+Truncation and eviction hide bytes the model may still need. When the full output was
+spilled to the store, reading it back is deterministic, whereas re-running the tool may
+give other bytes or repeat a side effect. Reads are scoped to the current session, and
+every answer stays under the per-result cap so paging can never blow the window.
+"""
+
+from __future__ import annotations
+
+import json
+
+from monad_notebook.agent.tools.base import ToolContext, tool
+from monad_notebook.context.truncation import DEFAULT_MAX_CHARS, read_call, truncate_tool_output
+from monad_notebook.errors import ToolError
+
+MAX_ID_CHARS = 256
+MAX_GREP_MATCHES = 200
+MAX_GREP_LINE_CHARS = 400
+
+
+@tool
+def read_tool_output(ctx: ToolContext, id: str, offset: int = 0, limit: int = 20000, grep: str | None = None) -> str:
+    """Read back the full output of an earlier tool call that was truncated or cleared from context.
+
+    Use the exact call quoted in a truncation marker or a [context-cleared] placeholder.
+    Page with offset/limit, or pass grep to list only the lines containing a substring.
+
+    Args:
+        id: The tool-call id whose saved output to read.
+        offset: First character to return (0-based).
+        limit: How many characters to return; long pages are shortened to fit the context.
+        grep: Return only lines containing this exact, case-sensitive text (with line numbers and
+            character offsets) instead of a page; offset and limit are then ignored.
+    """
+    if offset < 0:
+        raise ToolError("read_tool_output: offset must be 0 or more")
+    if limit < 1:
+        raise ToolError("read_tool_output: limit must be 1 or more")
+    raw = _load(ctx, id)
+    if raw is None:
+        return _not_found(id)
+    cap = int(ctx.extra.get("tool_output_max_chars", DEFAULT_MAX_CHARS))
+    text = _grep(id, raw, grep, cap) if grep else _page(id, raw, offset, limit, cap)
+    return truncate_tool_output(text, tool_call_id=id, max_chars=cap, recoverable=False)
+
+
+def _load(ctx: ToolContext, tool_call_id: str) -> str | None:
+    if not tool_call_id or len(tool_call_id) > MAX_ID_CHARS or ctx.store is None:
+        return None
+    return ctx.store.get_raw_output(ctx.session, tool_call_id)
+
+
+def _not_found(tool_call_id: str) -> str:
+    shown = json.dumps(tool_call_id if len(tool_call_id) <= 80 else tool_call_id[:80] + "...")
+    return (
+        f"No saved output for id {shown}: it was never truncated or evicted, had secrets redacted, "
+        "or belongs to another session."
+    )
+
+
+def _page(tool_call_id: str, raw: str, offset: int, limit: int, cap: int) -> str:
+    """``raw[offset:offset + limit]`` framed by a header and, if more remains, the next call.
+
+    The page is shortened until header, page and footer fit in ``cap`` together, so the
+    final truncation never fires on a page and the offsets quoted stay exact.
+    """
+    total = len(raw)
+    if offset >= total and total:
+        return f"[read_tool_output id={json.dumps(tool_call_id)}: offset {offset} is past the end ({total} chars)]"
+    size = min(limit, total - offset)
+    while True:
+        text = _framed_page(tool_call_id, raw, offset, size, limit)
+        if len(text) <= cap or size <= 1:
+            return text
+        size = max(1, size - (len(text) - cap))
+
+
+def _framed_page(tool_call_id: str, raw: str, offset: int, size: int, limit: int) -> str:
+    end = offset + size
+    header = f"[read_tool_output id={json.dumps(tool_call_id)} chars {offset}..{end} of {len(raw)}]\n"
+    footer = ""
+    if end < len(raw):
+        footer = f"\n[more remains: {read_call(tool_call_id, offset=end, limit=min(limit, len(raw) - end))}]"
+    return header + raw[offset:end] + footer
+
+
+def _grep(tool_call_id: str, raw: str, needle: str, cap: int) -> str:
+    """Lines of ``raw`` containing ``needle`` literally, as ``line N @char: text``, within ``cap``."""
+    head = f"[read_tool_output id={json.dumps(tool_call_id)} grep={json.dumps(needle)}"
+    shown: list[str] = []
+    used = len(head) + 200
+    matches = 0
+    start = 0
+    for number, line in enumerate(raw.split("\n"), 1):
+        if needle in line:
+            matches += 1
+            entry = f"line {number} @{start}: {_clip(line, needle)}"
+            if len(shown) < MAX_GREP_MATCHES and used + len(entry) + 1 <= cap:
+                shown.append(entry)
+                used += len(entry) + 1
+        start += len(line) + 1
+    if not matches:
+        return f"{head}: no line contains it in {len(raw)} chars]"
+    more = "" if len(shown) == matches else "; use a more specific grep, or page with offset/limit"
+    return f"{head}: {matches} matching lines, showing {len(shown)}{more}]\n" + "\n".join(shown)
+
+
+def _clip(line: str, needle: str) -> str:
+    """A long line cut to a window around its first match, so one minified line cannot fill the page."""
+    if len(line) <= MAX_GREP_LINE_CHARS:
+        return line
+    at = line.find(needle)
+    start = max(0, min(at - MAX_GREP_LINE_CHARS // 2, len(line) - MAX_GREP_LINE_CHARS))
+    end = start + max(MAX_GREP_LINE_CHARS, len(needle))
+    return ("..." if start else "") + line[start:end] + ("..." if end < len(line) else "")
+
+
+TOOLS = [read_tool_output]

@@ -1,0 +1,126 @@
+"""The ``monad`` command: ``monad demo`` runs a real data-exploration session from the terminal."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from monad_notebook import events as ev
+from monad_notebook.config import ConfigWatcher
+from monad_notebook.demo import DEMO_QUESTIONS, dataset_path
+from monad_notebook.errors import MonadError
+from monad_notebook.events import Event
+from monad_notebook.session import Session, open_store
+
+
+def _demo_overrides(args: argparse.Namespace) -> tuple[dict, str]:
+    """The model the demo runs on: a real endpoint when asked for, else the scripted demo model."""
+    real = bool(args.model or args.base_url or os.environ.get(args.api_key_env))
+    main: dict = {"apiKeyEnv": args.api_key_env}
+    if real:
+        if args.model:
+            main["model"] = args.model
+        if args.base_url:
+            main["baseUrl"] = args.base_url
+        label = f"model {args.model or 'gpt-4.1-mini'}" + (f" at {args.base_url}" if args.base_url else "")
+    else:
+        main["model"] = "scripted-demo"
+        label = "scripted demo model, no LLM (pass --model/--base-url or set OPENAI_API_KEY for a real one)"
+    overrides = {"models": {"main": main}, "tools": {"python": {"approval": "auto"}}}
+    if args.db:
+        overrides["store"] = {"uri": args.db}
+    return overrides, label
+
+
+def _print_event(event: Event) -> None:
+    data = event.data
+    if event.kind == ev.TOOL_STARTED:
+        first = " ".join(str(data.get("arguments", "")).split())[:90]
+        print(f"  -> {data['name']}({first})")
+    elif event.kind == ev.TOOL_FINISHED:
+        preview = " ".join(str(data.get("preview", "")).split())[:90]
+        print(f"     <- {preview}")
+    elif event.kind == ev.EVICTED:
+        print(f"  [context] cleared {data['count']} old tool result(s), {data['reclaimed']} tokens, recoverable")
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    overrides, label = _demo_overrides(args)
+    workdir = Path(args.workdir or tempfile.mkdtemp(prefix="monad-demo-")).resolve()
+    (workdir / "data").mkdir(parents=True, exist_ok=True)
+    shutil.copy(dataset_path(), workdir / "data" / "sales.csv")
+    watcher = ConfigWatcher(overrides=overrides)
+    store = open_store(watcher.current())
+    if store.get_session(args.session) is not None:
+        store.delete_session(args.session)
+    namespace: dict = {}
+    print(f"monad demo: {label}")
+    print(f"working directory {workdir}, python tool approval: auto (demo), session {args.session!r}\n")
+    totals = {"turns": 0, "steps": 0, "tool calls": 0, "prompt tokens sent": 0}
+    estimated = False
+    session = None
+    for number, question in enumerate(DEMO_QUESTIONS, 1):
+        if number == len(DEMO_QUESTIONS):
+            print("(reopening the session from the store, as a restarted kernel would)\n")
+            namespace = {}
+        if session is None or number == len(DEMO_QUESTIONS):
+            session = Session(args.session, config=watcher, store=store, namespace=namespace, root=workdir)
+            session.events.subscribe(_print_event)
+        print(f"[turn {number}] you: {question}")
+        previous = Path.cwd()
+        os.chdir(workdir)
+        try:
+            reply = session.ask(question)
+        finally:
+            os.chdir(previous)
+        print(f"[turn {number}] monad: {reply.text}\n")
+        totals["turns"] += 1
+        totals["steps"] += reply.steps
+        totals["tool calls"] += reply.tool_calls
+        totals["prompt tokens sent"] += reply.prompt_tokens
+        estimated = estimated or reply.estimated
+    assert session is not None
+    rows = {
+        "stored messages": store.count_messages(args.session),
+        "stored events": len(store.list_events(args.session)),
+    }
+    if estimated:
+        totals["prompt tokens sent"] = f"{totals['prompt tokens sent']} (estimated)"
+    print("| what | count |\n| --- | --- |")
+    for key, value in {**totals, **rows}.items():
+        print(f"| {key} | {value} |")
+    store.close()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="monad", description="monad-notebook: an agent in your notebook.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    demo = sub.add_parser("demo", help="run a multi-turn data-exploration session on a bundled dataset")
+    demo.add_argument("--model", help="a real model id (default: the scripted demo model)")
+    demo.add_argument("--base-url", help="an OpenAI-compatible endpoint, e.g. http://localhost:11434/v1")
+    demo.add_argument("--api-key-env", default="OPENAI_API_KEY", help="env var holding the API key")
+    demo.add_argument("--db", help="LanceDB URI (default: store.uri, else ~/.monad/db)")
+    demo.add_argument("--workdir", help="where the dataset is copied (default: a new temp dir)")
+    demo.add_argument("--session", default="demo", help="session name (replaced on each run)")
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    try:
+        code = run_demo(args)
+    except MonadError as exc:
+        print(f"monad: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("monad: interrupted", file=sys.stderr)
+        return 130
+    print(f"\ndone in {time.perf_counter() - started:.1f} s")
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,567 @@
+"""agents.json: defaults, validation, discovery and hot reload.
+
+Every knob has a default, so no file is needed. A file is validated strictly (JSON
+types, bounds, no unknown keys) because a typo that silently falls back to a default
+is worse than an error; each error is one line naming the file and the dotted key.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import functools
+import json
+import os
+import re
+import threading
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal, get_args
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
+
+from monad_notebook.errors import ConfigError
+
+CONFIG_NAME = "agents.json"
+SCRIPTED_DEMO_MODEL = "scripted-demo"
+
+
+def _fraction(value: float) -> float:
+    if value <= 0:
+        raise PydanticCustomError("fraction", "must be above 0 (got {got})", {"got": _num(value)})
+    if value > 1:
+        raise PydanticCustomError("fraction", "must be between 0 and 1 (got {got})", {"got": _num(value)})
+    return value
+
+
+def _compiles(value: str) -> str:
+    try:
+        re.compile(value)
+    except re.error as error:
+        raise PydanticCustomError("regex", "is not a valid regular expression: {why}", {"why": str(error)}) from None
+    return value
+
+
+Fraction = Annotated[float, AfterValidator(_fraction)]
+PositiveInt = Annotated[int, Field(gt=0)]
+NonNegativeInt = Annotated[int, Field(ge=0)]
+Seconds = Annotated[float, Field(gt=0)]
+Name = Annotated[str, Field(min_length=1)]
+
+
+class _Section(BaseModel):
+    """JSON keys are camelCase, attributes snake_case; JSON types are not coerced."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", strict=True, validate_assignment=True
+    )
+
+
+class ModelConfig(_Section):
+    """One model tier on an OpenAI-compatible endpoint (``baseUrl`` null means OpenAI)."""
+
+    model: Name = "gpt-4.1-mini"
+    base_url: str | None = None
+    api_key_env: Name = "OPENAI_API_KEY"
+    context_window: PositiveInt | None = None
+    max_output_tokens: PositiveInt | None = None
+    temperature: Annotated[float, Field(ge=0, le=2)] | None = None
+    timeout_seconds: Seconds = 60.0
+    max_retries: NonNegativeInt = 4
+
+
+class FastModelConfig(ModelConfig):
+    """Same keys as main; whatever is not set here is read from main (see ``resolved_fast``)."""
+
+    model: Name = "gpt-4.1-nano"
+
+
+class EmbeddingConfig(_Section):
+    provider: Literal["local", "openai", "none"] = "local"
+    model: Name | None = None
+    base_url: str | None = None
+    api_key_env: Name = "OPENAI_API_KEY"
+    dimensions: PositiveInt | None = None
+
+
+class ModelsConfig(_Section):
+    main: ModelConfig = Field(default_factory=ModelConfig)
+    fast: FastModelConfig = Field(default_factory=FastModelConfig)
+    embedding: EmbeddingConfig = Field(default_factory=EmbeddingConfig)
+
+    def resolved_fast(self) -> ModelConfig:
+        """The fast tier with every key it does not set taken from main.
+
+        An unset fast model is gpt-4.1-nano only while main talks to OpenAI itself; on a
+        custom endpoint (or the scripted demo) nano would not exist, so main's model is
+        reused. Window and output limits describe a model, so they are inherited only
+        when both tiers resolve to the same model.
+        """
+        own = self.fast.model_fields_set
+        values = {name: getattr(self.fast if name in own else self.main, name) for name in ModelConfig.model_fields}
+        if "model" not in own:
+            on_openai = self.main.base_url is None and self.main.model != SCRIPTED_DEMO_MODEL
+            values["model"] = self.fast.model if on_openai else self.main.model
+        if values["model"] != self.main.model:
+            for name in ("context_window", "max_output_tokens"):
+                values[name] = getattr(self.fast, name)
+        return ModelConfig(**values)
+
+
+class StoreConfig(_Section):
+    uri: Name | None = None
+    storage_options: dict[str, str] = Field(default_factory=dict)
+    optimize_every_writes: PositiveInt = 50
+
+    def resolved_uri(self) -> str:
+        """The LanceDB URI to open: ``uri`` or ``$MONAD_HOME/db``."""
+        return self.uri if self.uri is not None else str(monad_home() / "db")
+
+
+class AgentConfig(_Section):
+    max_steps: PositiveInt = 24
+    system_prompt: str | None = None
+
+
+class PythonToolConfig(_Section):
+    approval: Literal["ask", "auto", "off"] = "ask"
+    timeout_seconds: Seconds | None = None
+
+
+class FilesToolConfig(_Section):
+    root: Name | None = None
+
+
+class ToolsConfig(_Section):
+    python: PythonToolConfig = Field(default_factory=PythonToolConfig)
+    files: FilesToolConfig = Field(default_factory=FilesToolConfig)
+
+
+class ToolOutputConfig(_Section):
+    max_chars: PositiveInt = 24_000
+    head_fraction: Fraction = 0.7
+    persist_raw: bool = True
+    raw_cap_bytes: PositiveInt = 10_000_000
+
+
+class EvictionConfig(_Section):
+    enabled: bool = True
+    at_fraction: Fraction = 0.5
+    keep_recent_rounds: PositiveInt = 3
+    clear_at_least: NonNegativeInt = 2000
+    min_result_tokens: NonNegativeInt = 200
+
+
+class SummarizeConfig(_Section):
+    enabled: bool = True
+    background: bool = True
+    soft_fraction: Fraction = 0.75
+    hard_fraction: Fraction = 0.9
+    keep_recent: PositiveInt = 8
+    reflect_at_tokens: PositiveInt = 4000
+    ledger_max_items: PositiveInt = 80
+
+    @field_validator("hard_fraction")
+    @classmethod
+    def _hard_not_below_soft(cls, value: float, info: ValidationInfo) -> float:
+        soft = info.data.get("soft_fraction")
+        if soft is not None and value < soft:
+            raise PydanticCustomError(
+                "order", "must be at least softFraction, {soft} (got {got})", {"soft": _num(soft), "got": _num(value)}
+            )
+        return value
+
+
+class RecitationConfig(_Section):
+    enabled: bool = False
+
+
+class RetrievalConfig(_Section):
+    enabled: bool = False
+    min_score: Annotated[float, Field(ge=0, le=1)] = 0.35
+    max_results: PositiveInt = 5
+    snippet_chars: PositiveInt = 600
+
+
+class MemoryPromotionConfig(_Section):
+    mode: Literal["off", "suggest", "auto"] = "off"
+    max_facts: PositiveInt = 8
+
+
+class MemoryConfig(_Section):
+    prompt_budget_tokens: NonNegativeInt = 800
+
+
+class HandoffConfig(_Section):
+    enabled: bool = False
+    at_fraction: Fraction = 0.6
+    after_reflections: PositiveInt = 2
+
+
+class RedactionPattern(_Section):
+    name: Name
+    regex: Annotated[str, AfterValidator(_compiles)]
+
+    def compiled(self) -> re.Pattern[str]:
+        return re.compile(self.regex)
+
+
+class RedactionConfig(_Section):
+    enabled: bool = True
+    env_secrets: bool = True
+    patterns: list[RedactionPattern] = Field(default_factory=list)
+    hook: Annotated[str, Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")] | None = None
+
+
+class ContextConfig(_Section):
+    tool_output: ToolOutputConfig = Field(default_factory=ToolOutputConfig)
+    eviction: EvictionConfig = Field(default_factory=EvictionConfig)
+    summarize: SummarizeConfig = Field(default_factory=SummarizeConfig)
+    recitation: RecitationConfig = Field(default_factory=RecitationConfig)
+    retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
+    memory_promotion: MemoryPromotionConfig = Field(default_factory=MemoryPromotionConfig)
+    memory: MemoryConfig = Field(default_factory=MemoryConfig)
+    handoff: HandoffConfig = Field(default_factory=HandoffConfig)
+    redaction: RedactionConfig = Field(default_factory=RedactionConfig)
+
+
+class Config(_Section):
+    """The whole of agents.json; ``Config()`` is the all-defaults configuration."""
+
+    models: ModelsConfig = Field(default_factory=ModelsConfig)
+    store: StoreConfig = Field(default_factory=StoreConfig)
+    agent: AgentConfig = Field(default_factory=AgentConfig)
+    tools: ToolsConfig = Field(default_factory=ToolsConfig)
+    context: ContextConfig = Field(default_factory=ContextConfig)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """The effective configuration in agents.json shape (fast tier shown resolved)."""
+        data = self.model_dump(mode="json", by_alias=True)
+        data["models"]["fast"] = self.models.resolved_fast().model_dump(mode="json", by_alias=True)
+        return data
+
+
+def monad_home() -> Path:
+    """Where the database and the user-wide agents.json live: ``$MONAD_HOME`` or ``~/.monad``."""
+    return Path(os.environ.get("MONAD_HOME") or "~/.monad").expanduser()
+
+
+def find_config_path() -> Path | None:
+    """``$MONAD_CONFIG``, else ``./agents.json``, else ``$MONAD_HOME/agents.json``, else None."""
+    named = os.environ.get("MONAD_CONFIG")
+    if named:
+        path = Path(named).expanduser().absolute()
+        if not path.is_file():
+            raise ConfigError(f"MONAD_CONFIG names {named}, which does not exist: create it or unset MONAD_CONFIG")
+        return path
+    for candidate in (Path.cwd() / CONFIG_NAME, monad_home() / CONFIG_NAME):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load_config(path: Path | None = None, *, overrides: Mapping[str, Any] | None = None) -> tuple[Config, Path | None]:
+    """The configuration from ``path`` (or the discovered file, or defaults) and the file used."""
+    source = Path(path).expanduser().absolute() if path is not None else find_config_path()
+    return _load(source, overrides), source
+
+
+def parse_config(data: Any, source: str = CONFIG_NAME) -> Config:
+    """Validate agents.json-shaped data; errors become one ConfigError line naming ``source``.
+
+    An unknown key is reported first: a misspelt key usually explains a missing one.
+    """
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{source} must hold a JSON object ({{...}}) at the top level")
+    data = _canonical(data, Config)
+    try:
+        return Config.model_validate(data)
+    except ValidationError as error:
+        errors = sorted(error.errors(include_url=False), key=lambda item: item["type"] != "extra_forbidden")
+        more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise ConfigError(f"{source}: {_describe(errors[0], data)}{more}") from None
+
+
+def deep_merge(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
+    """``b`` over ``a``: objects merge key by key; anything else, lists included, is replaced."""
+    merged = copy.deepcopy(dict(a))
+    for key, value in b.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+class ConfigWatcher:
+    """The current configuration, re-read whenever agents.json changes, appears or disappears.
+
+    Asked once per turn, so a stat or two is all it costs. A broken save keeps the last
+    good configuration (with a warning) because failing a turn over a half-edited file
+    helps no one; only the first load must succeed.
+    """
+
+    def __init__(self, path: Path | None = None, overrides: Mapping[str, Any] | None = None) -> None:
+        self._start(Path(path).expanduser().absolute() if path is not None else None, overrides, None)
+
+    @classmethod
+    def fixed(cls, config: Config) -> ConfigWatcher:
+        """A watcher that reads no file: it hands out ``config``, plus any overrides set later."""
+        watcher = cls.__new__(cls)
+        watcher._start(None, None, config.model_dump(mode="json", by_alias=True, exclude_unset=True))
+        watcher._config = config
+        return watcher
+
+    def _start(self, explicit: Path | None, overrides: Mapping[str, Any] | None, fixed: dict[str, Any] | None) -> None:
+        self._explicit, self._fixed = explicit, fixed
+        self._overrides = copy.deepcopy(dict(overrides or {}))
+        self._lock = threading.Lock()
+        self._warning: str | None = None
+        source = self._locate()
+        self._seen: tuple[Any, Any] = (source, _stamp(source))
+        self._config = self._build(source, self._overrides)
+        self.source = source
+
+    @property
+    def overrides(self) -> dict[str, Any]:
+        return copy.deepcopy(self._overrides)
+
+    def current(self) -> Config:
+        """The configuration to use now: the same object until something changes."""
+        with self._lock:
+            try:
+                source = self._locate()
+            except ConfigError as error:
+                self._fail((None, str(error)), error)
+                return self._config
+            seen = (source, _stamp(source))
+            if seen != self._seen:
+                try:
+                    config = self._build(source, self._overrides)
+                except ConfigError as error:
+                    self._fail(seen, error)
+                else:
+                    self._seen = seen
+                    self._adopt(config, source)
+            return self._config
+
+    def set_overrides(self, overrides: Mapping[str, Any]) -> Config:
+        """Replace the overrides; a value that does not validate raises ConfigError and changes nothing."""
+        overrides = copy.deepcopy(dict(overrides))
+        with self._lock:
+            source = self._locate()
+            seen = (source, _stamp(source))
+            config = self._build(source, overrides)
+            self._overrides, self._seen = overrides, seen
+            self._adopt(config, source)
+            return config
+
+    def pop_warning(self) -> str | None:
+        """The warning about the last broken reload, once."""
+        with self._lock:
+            warning, self._warning = self._warning, None
+            return warning
+
+    def _locate(self) -> Path | None:
+        if self._fixed is not None:
+            return None
+        return self._explicit if self._explicit is not None else find_config_path()
+
+    def _build(self, source: Path | None, overrides: Mapping[str, Any]) -> Config:
+        if self._fixed is None:
+            return _load(source, overrides)
+        parse_config(overrides, "overrides")
+        return parse_config(deep_merge(self._fixed, _canonical(overrides, Config)), "overrides")
+
+    def _fail(self, seen: tuple[Any, Any], error: ConfigError) -> None:
+        if seen != self._seen:
+            self._seen = seen
+            self._warning = f"{error} — keeping the previous configuration"
+
+    def _adopt(self, config: Config, source: Path | None) -> None:
+        self._config, self.source, self._warning = config, source, None
+
+
+def _stamp(path: Path | None) -> tuple[int, int, int] | None:
+    if path is None:
+        return None
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_mtime_ns, stat.st_size, stat.st_ino
+
+
+def _load(source: Path | None, overrides: Mapping[str, Any] | None) -> Config:
+    name = _display(source) if source is not None else "configuration"
+    data: Any = _read_json(source, name) if source is not None else {}
+    if overrides:
+        parse_config(overrides, "overrides")
+        if isinstance(data, Mapping):
+            data = deep_merge(_canonical(data, Config), _canonical(overrides, Config))
+    return parse_config(data, name)
+
+
+def _read_json(path: Path, name: str) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise ConfigError(f"{name} does not exist: create it, or remove the setting that names it") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{name} is not UTF-8 text: save it as UTF-8") from None
+    except OSError as error:
+        raise ConfigError(f"cannot read {name}: {error.strerror}") from None
+    if not text.strip():
+        raise ConfigError(f"{name} is empty: write {{}} for the defaults, or delete it")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ConfigError(f"{name} is not valid JSON: line {error.lineno} column {error.colno}: {error.msg}") from None
+
+
+def _display(path: Path) -> str:
+    for base, prefix in ((Path.cwd(), ""), (Path.home(), "~/")):
+        try:
+            return prefix + str(path.absolute().relative_to(base))
+        except ValueError:
+            continue
+    return str(path)
+
+
+_PHRASES = {
+    "int_type": "must be a whole number",
+    "float_type": "must be a number",
+    "bool_type": "must be true or false",
+    "string_type": "must be a string",
+    "list_type": "must be a list",
+    "dict_type": "must be an object",
+    "model_type": "must be an object",
+    "string_too_short": "must not be empty",
+    "string_pattern_mismatch": 'must look like "module:function"',
+}
+_BOUNDS = {"greater_than": "greater than", "greater_than_equal": "at least", "less_than_equal": "at most"}
+
+
+def _describe(error: Mapping[str, Any], data: Any) -> str:
+    """One pydantic error as ``<dotted.key> <what is wrong>``."""
+    loc, kind, ctx = tuple(error["loc"]), error["type"], error.get("ctx") or {}
+    path = _key_path(loc)
+    if kind == "extra_forbidden":
+        return f"unknown key {path}{_suggestion(loc)}"
+    if kind == "missing":
+        return f"{path} is required"
+    if kind == "regex":
+        named = _lookup(data, loc[:-1])
+        label = f' (pattern "{named["name"]}")' if isinstance(named, Mapping) and "name" in named else ""
+        return f"{path} {error['msg']}{label}"
+    if kind in ("fraction", "order"):
+        return f"{path} {error['msg']}"
+    if kind in _BOUNDS:
+        bound = _num(next(iter(ctx.values()), "?"))
+        what = f"must be {_BOUNDS[kind]} {bound}"
+    elif kind == "literal_error":
+        what = "must be one of " + str(ctx.get("expected", "")).replace("'", '"')
+    else:
+        what = _PHRASES.get(kind) or "is invalid: " + str(error["msg"]).removeprefix("Value error, ")
+    return f"{path} {what} (got {_shown(error.get('input'))})"
+
+
+def _key_path(loc: tuple[Any, ...]) -> str:
+    path = ""
+    for part in loc:
+        path += f"[{part}]" if isinstance(part, int) else f".{part}" if path else str(part)
+    return path
+
+
+def _shown(value: Any) -> str:
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _lookup(data: Any, loc: tuple[Any, ...]) -> Any:
+    for part in loc:
+        try:
+            data = data[part]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return data
+
+
+def _suggestion(loc: tuple[Any, ...]) -> str:
+    """A "did you mean" for an unknown key: a near sibling, or the same key elsewhere."""
+    parent = _model_at(loc[:-1])
+    if parent is None:
+        return ""
+    key = str(loc[-1])
+    siblings = {_squash(alias): alias for alias in _aliases(parent)}
+    close = difflib.get_close_matches(_squash(key), list(siblings), n=1, cutoff=0.6)
+    if close:
+        return f" (did you mean {siblings[close[0]]}?)"
+    elsewhere = [path for path in _key_paths(Config) if _squash(path.rsplit(".", 1)[-1]) == _squash(key)]
+    if elsewhere:
+        return f" (did you mean {elsewhere[0]}?)"
+    return f" (expected one of: {', '.join(_aliases(parent))})"
+
+
+def _squash(key: str) -> str:
+    return key.replace("_", "").replace("-", "").lower()
+
+
+@functools.cache
+def _keys(model: type[BaseModel]) -> dict[str, tuple[str, type[BaseModel] | None]]:
+    """Each field under both its alias and its attribute name -> (alias, the model it nests)."""
+    keys: dict[str, tuple[str, type[BaseModel] | None]] = {}
+    for name, field in model.model_fields.items():
+        entry = (field.alias or name, _nested_model(field.annotation))
+        keys[name] = keys[entry[0]] = entry
+    return keys
+
+
+def _aliases(model: type[BaseModel]) -> list[str]:
+    return list(dict.fromkeys(alias for alias, _ in _keys(model).values()))
+
+
+def _key_paths(model: type[BaseModel], prefix: str = "") -> Iterator[str]:
+    for alias, nested in dict.fromkeys(_keys(model).values()):
+        yield prefix + alias
+        if nested is not None:
+            yield from _key_paths(nested, f"{prefix}{alias}.")
+
+
+def _nested_model(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return next((found for arg in get_args(annotation) if (found := _nested_model(arg))), None)
+
+
+def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    model: type[BaseModel] | None = Config
+    for part in loc:
+        if model is not None and not isinstance(part, int):
+            model = _keys(model).get(str(part), ("", None))[1]
+    return model
+
+
+def _canonical(data: Any, model: type[BaseModel]) -> Any:
+    """Rename snake_case keys to their camelCase aliases so merges and error paths agree."""
+    if not isinstance(data, Mapping):
+        return data
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        alias, nested = _keys(model).get(key, (key, None))
+        if nested is not None:
+            value = (
+                [_canonical(item, nested) for item in value] if isinstance(value, list) else _canonical(value, nested)
+            )
+        out[alias] = value
+    return out
+
+
+def _num(value: Any) -> Any:
+    """1.0 reads as 1 in messages, as the user most likely wrote it."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value

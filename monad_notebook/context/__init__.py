@@ -1,0 +1,1 @@
+"""The context cascade: stages that keep a long session inside the model's window."""

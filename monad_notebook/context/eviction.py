@@ -1,0 +1,136 @@
+"""Lossless tool-result eviction: old tool outputs become placeholders, pairs stay intact.
+
+Tool results dominate a long transcript and go stale fast: once the model has acted on a
+file read, the raw bytes rarely matter again. Eviction replaces the *sent* text of old
+tool results with a ``[context-cleared]`` placeholder; the original content is kept (in
+the message and the store), no message is dropped, and every assistant tool call keeps
+its result, so strict providers never see an orphan.
+
+Recency is counted in rounds (one assistant message with tool calls plus its results),
+so parallel calls of one step share an age and a recent step is always kept whole.
+
+Reading of the spec's "fires in batches": once occupancy crosses ``at_fraction`` a pass
+evicts *every* eligible result outside the protected rounds, and only if that pass
+reclaims at least ``clear_at_least`` tokens (all or nothing). Evicting a batch at a time,
+rather than just enough each step, changes the prompt's prefix rarely, which keeps
+provider prompt caches warm and leaves headroom for many steps before the next pass.
+
+Everything here is pure: the caller saves ``plan.spill`` as raw outputs *before* the
+placeholders advertising them are sent, then records the placeholders.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from monad_notebook.context.truncation import read_call
+from monad_notebook.messages import Message
+
+PLACEHOLDER_PREFIX = "[context-cleared]"
+
+
+@dataclass
+class EvictionPlan:
+    """What one eviction pass would change; empty when the pass should not fire."""
+
+    placeholders: dict[str, str] = field(default_factory=dict)  # message id -> placeholder text
+    spill: dict[str, str] = field(default_factory=dict)  # tool_call_id -> full text to save first
+    reclaimed_tokens: int = 0
+    evicted_tool_call_ids: list[str] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.placeholders)
+
+
+def rounds(messages: list[Message]) -> list[list[Message]]:
+    """The transcript's rounds, oldest first: an assistant message with tool calls plus its results.
+
+    Tool messages belong to the round of the assistant message they directly follow, so
+    parallel calls of one step form one round. Messages outside any round (system, user,
+    plain assistant answers, a stray tool message) are not part of the result.
+    """
+    out: list[list[Message]] = []
+    current: list[Message] | None = None
+    for message in messages:
+        if message.role == "assistant" and message.tool_calls:
+            current = [message]
+            out.append(current)
+        elif message.role == "tool" and current is not None:
+            current.append(message)
+        else:
+            current = None
+    return out
+
+
+def placeholder_for(message: Message, tokens: int, *, handle: bool) -> str:
+    """The text sent instead of an evicted tool result; it says how to get the output back."""
+    what = f"Output of {message.name or 'a tool call'} ({tokens} tokens) was cleared to save context."
+    if handle:
+        return f"{PLACEHOLDER_PREFIX} {what} Read it back exactly with {read_call(message.tool_call_id)}."
+    if message.redacted:
+        return f"{PLACEHOLDER_PREFIX} {what} It had secrets redacted and was not saved; re-run the tool if needed."
+    return f"{PLACEHOLDER_PREFIX} {what} It was not saved; re-run the tool if needed."
+
+
+def plan_eviction(
+    messages: list[Message],
+    *,
+    occupancy: int,
+    context_window: int,
+    at_fraction: float,
+    keep_recent_rounds: int,
+    clear_at_least: int,
+    min_result_tokens: int,
+    count_tokens: Callable[[str], int],
+    has_raw: Callable[[list[str]], set[str]],
+    persist_raw: bool,
+) -> EvictionPlan:
+    """Plan one eviction pass over ``messages``; an empty plan when it should not fire.
+
+    ``occupancy`` is the window's current input tokens. A result is eligible when it lies
+    outside the last ``keep_recent_rounds`` rounds, is not already evicted, has at least
+    ``min_result_tokens`` tokens and its placeholder is smaller than it. ``has_raw`` is
+    asked once, for the eligible ids that could get a handle, which of them were already
+    spilled (truncated at execution time): those are never spilled again, since their
+    content is the truncated text and the saved raw output is the full one.
+    """
+    if keep_recent_rounds < 0:
+        raise ValueError("keep_recent_rounds must not be negative")
+    if occupancy < at_fraction * context_window:
+        return EvictionPlan()
+    all_rounds = rounds(messages)
+    old_rounds = all_rounds[: max(0, len(all_rounds) - keep_recent_rounds)]
+    candidates: list[tuple[Message, int]] = []
+    for round_ in old_rounds:
+        for message in round_[1:]:
+            if message.evicted:
+                continue
+            tokens = count_tokens(message.content)
+            if tokens >= min_result_tokens:
+                candidates.append((message, tokens))
+    handle_ids = [m.tool_call_id for m, _ in candidates if persist_raw and not m.redacted]
+    spilled = has_raw(handle_ids) if handle_ids else set()
+    plan = EvictionPlan()
+    for message, tokens in candidates:
+        handle = persist_raw and not message.redacted
+        text = placeholder_for(message, tokens, handle=handle)
+        saved = tokens - count_tokens(text)
+        if saved <= 0:
+            continue
+        plan.placeholders[message.id] = text
+        plan.evicted_tool_call_ids.append(message.tool_call_id)
+        plan.reclaimed_tokens += saved
+        if handle and message.tool_call_id not in spilled:
+            plan.spill[message.tool_call_id] = message.content
+    if not plan.placeholders or plan.reclaimed_tokens < clear_at_least:
+        return EvictionPlan()
+    return plan
+
+
+def apply_plan(messages: list[Message], plan: EvictionPlan) -> None:
+    """Set the planned placeholders in place; content is untouched and a placeholder never changes."""
+    for message in messages:
+        text = plan.placeholders.get(message.id)
+        if text and not message.evicted:
+            message.placeholder = text

@@ -1,0 +1,83 @@
+"""The lossless stage wired together: redaction -> truncation with spill, then eviction.
+
+Order matters: redaction sees the full pre-truncation text once, before truncation, the
+spill, the store, events or the model; a redacted result never gets a recovery handle.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from monad_notebook import events as ev
+from monad_notebook.context.eviction import apply_plan, plan_eviction
+from monad_notebook.context.redaction import Redactor
+from monad_notebook.context.tokens import TokenCounter
+from monad_notebook.context.truncation import cap_raw, truncate_tool_output
+from monad_notebook.messages import Message
+
+if TYPE_CHECKING:
+    from monad_notebook.session import Session
+
+
+class LosslessStage:
+    def __init__(self, context_cfg: Any, counter: TokenCounter) -> None:
+        self.cfg = context_cfg
+        self.counter = counter
+        self.redactor = Redactor.from_config(context_cfg.redaction)
+        self._spill: dict[str, str] = {}
+
+    def process_result(self, message: Message, text: str) -> None:
+        """Fill a tool message from the tool's raw text: redact, spill the full text if cut, truncate."""
+        out = self.cfg.tool_output
+        redaction = self.redactor.redact(text)
+        message.redacted = redaction.redacted
+        recoverable = out.persist_raw and not redaction.redacted
+        if recoverable and len(redaction.text) > out.max_chars:
+            self._spill[message.tool_call_id] = cap_raw(redaction.text, out.raw_cap_bytes)
+        message.content = truncate_tool_output(
+            redaction.text,
+            tool_call_id=message.tool_call_id,
+            max_chars=out.max_chars,
+            head_fraction=out.head_fraction,
+            recoverable=recoverable,
+        )
+
+    def take_spill(self) -> dict[str, str]:
+        spill, self._spill = self._spill, {}
+        return spill
+
+    def evict(self, session: Session, occupancy: int, *, force: bool = False) -> int:
+        """One eviction pass over the session's window; returns the tokens reclaimed.
+
+        ``force`` is the overflow path (the provider refused the prompt): every result may go,
+        the recent rounds included, since each stays readable by handle.
+        """
+        cfg = self.cfg.eviction
+        if not cfg.enabled:
+            return 0
+        store = session.store
+        plan = plan_eviction(
+            session.window,
+            occupancy=occupancy,
+            context_window=session.context_window,
+            at_fraction=0.0 if force else cfg.at_fraction,
+            keep_recent_rounds=0 if force else cfg.keep_recent_rounds,
+            clear_at_least=1 if force else cfg.clear_at_least,
+            min_result_tokens=cfg.min_result_tokens,
+            count_tokens=self.counter.count_text,
+            has_raw=lambda ids: store.has_raw_outputs(session.name, ids),
+            persist_raw=self.cfg.tool_output.persist_raw,
+        )
+        if not plan.placeholders:
+            return 0
+        if plan.spill:
+            store.save_raw_outputs(session.name, plan.spill)
+        store.set_placeholders(session.name, plan.placeholders)
+        apply_plan(session.window, plan)
+        session.emit(
+            ev.EVICTED,
+            reclaimed=plan.reclaimed_tokens,
+            count=len(plan.placeholders),
+            tool_call_ids=plan.evicted_tool_call_ids,
+        )
+        return plan.reclaimed_tokens

@@ -1,0 +1,57 @@
+"""Errors a user can cause or meet, each with a one-line message.
+
+    MonadError
+    ├── ConfigError          agents.json is missing a key, has a bad value, or is not JSON
+    ├── UsageError           bad magic or command-line arguments
+    ├── ModelError           the model endpoint failed in a way retrying will not fix
+    │   ├── AuthError            bad or missing API key
+    │   ├── ModelNotFoundError   the endpoint does not serve that model
+    │   ├── EndpointError        unreachable endpoint, or retries exhausted
+    │   └── ContextLengthError   the prompt did not fit the model's window
+    ├── StoreError           the database cannot be opened or written
+    └── ToolError            a tool was called with bad arguments (reported to the model)
+
+Magics and the CLI print ``str(error)`` for a MonadError, never a traceback.
+"""
+
+from __future__ import annotations
+
+
+class MonadError(Exception):
+    """Base of every error monad-notebook raises on purpose."""
+
+
+class ConfigError(MonadError):
+    """agents.json is invalid; the message names the key and what to do."""
+
+
+class UsageError(MonadError):
+    """Bad arguments to a magic or to the ``monad`` command."""
+
+
+class ModelError(MonadError):
+    """The model endpoint failed in a way that retrying will not fix."""
+
+
+class AuthError(ModelError):
+    """The endpoint rejected the API key, or none was found."""
+
+
+class ModelNotFoundError(ModelError):
+    """The endpoint does not serve the configured model."""
+
+
+class EndpointError(ModelError):
+    """The endpoint is unreachable, or kept failing after every retry."""
+
+
+class ContextLengthError(ModelError):
+    """The provider said the prompt exceeds the model's context window."""
+
+
+class StoreError(MonadError):
+    """The database cannot be opened, read or written."""
+
+
+class ToolError(MonadError):
+    """A tool was called with bad arguments; the message goes back to the model."""

@@ -1,0 +1,77 @@
+"""Wire events: what the session tells its listeners (the cell, the panel, the store).
+
+Names follow the cascade spec. Transient kinds are notices, not history: they reach
+listeners but are never written to the store.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+TURN_STARTED = "turn.started"
+TURN_FINISHED = "turn.finished"
+MESSAGE_DELTA = "session.message.delta.appended"
+TOOL_STARTED = "tool.call.started"
+TOOL_FINISHED = "tool.call.finished"
+USAGE = "context.usage"
+EVICTED = "context.evicted"
+COMPACTION_STARTED = "context.compaction.started"
+COMPACTION_FINISHED = "context.compaction.finished"
+REINJECTED = "context.reinjected"
+HANDOFF_SUGGESTED = "context.handoff_suggested"
+MEMORY_SUGGESTION = "memory.suggestion"
+MEMORY_SAVED = "memory.saved"
+ERROR = "session.error"
+
+TRANSIENT_KINDS = frozenset({MESSAGE_DELTA, EVICTED, HANDOFF_SUGGESTED})
+
+
+@dataclass(frozen=True)
+class Event:
+    kind: str
+    session: str
+    data: dict[str, Any] = field(default_factory=dict)
+    ts: float = field(default_factory=time.time)
+
+    @property
+    def persisted(self) -> bool:
+        return self.kind not in TRANSIENT_KINDS
+
+
+Listener = Callable[[Event], None]
+
+
+class EventBus:
+    """Fan-out of events to listeners; safe to emit from the session's worker thread.
+
+    A failing listener is dropped from this emit's fan-out only: a broken panel must
+    never fail a turn.
+    """
+
+    def __init__(self) -> None:
+        self._listeners: list[Listener] = []
+        self._lock = threading.Lock()
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        with self._lock:
+            self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                if listener in self._listeners:
+                    self._listeners.remove(listener)
+
+        return unsubscribe
+
+    def emit(self, event: Event) -> None:
+        with self._lock:
+            listeners = list(self._listeners)
+        for listener in listeners:
+            try:
+                listener(event)
+            except Exception:  # a listener's bug is not the turn's problem
+                continue

@@ -1,0 +1,273 @@
+"""``%%monad`` and ``%monad``: parse, call the Session, display.
+
+Every error a user can cause prints one line; nothing here raises a traceback at them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import time
+from typing import Any
+
+from IPython.core.magic import Magics, line_cell_magic, magics_class
+from IPython.display import Markdown, display
+
+from monad_notebook import events as ev
+from monad_notebook.agent.loop import Reply
+from monad_notebook.agent.tools.python import stdin_approver
+from monad_notebook.config import ConfigWatcher
+from monad_notebook.errors import MonadError, UsageError
+from monad_notebook.events import Event
+from monad_notebook.session import Session, open_store
+from monad_notebook.store.base import Store
+
+HELP = """\
+%%monad [--session NAME] [--model MODEL] [--new]
+    The cell body is your message to the agent. --session switches to (or creates) NAME,
+    --model overrides models.main.model for this notebook, --new starts a fresh session.
+
+%monad help                 this text
+%monad status               session, model, window, occupancy, message counts
+%monad sessions             every stored session
+%monad session NAME         switch to NAME (created on first use)
+%monad branch NEW           copy this session into NEW and switch to it
+%monad reset                forget this session's conversation
+%monad delete NAME          delete a session and everything stored with it
+%monad config               the effective configuration and where it came from"""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{message}; usage: {self.format_usage().strip().removeprefix('usage: ')}")
+
+
+def _cell_parser() -> _Parser:
+    parser = _Parser(prog="%%monad", add_help=False)
+    parser.add_argument("--session", "-s")
+    parser.add_argument("--model", "-m")
+    parser.add_argument("--new", action="store_true")
+    return parser
+
+
+def _split(line: str) -> list[str]:
+    try:
+        return shlex.split(line)
+    except ValueError as exc:
+        raise UsageError(f"cannot parse arguments ({exc}); quote names with spaces") from None
+
+
+class CellView:
+    """The cell's live view of a turn: streamed Markdown in a rich frontend, plain text in a terminal."""
+
+    def __init__(self, rich: bool) -> None:
+        self.rich = rich
+        self.text = ""
+        self.tool_lines: list[str] = []
+        self._last_draw = 0.0
+        self.handle = display(Markdown("…"), display_id=True) if rich else None
+
+    def on_text(self, delta: str) -> None:
+        self.text += delta
+        if self.rich:
+            self._draw()
+        else:
+            sys.stdout.write(delta)
+            sys.stdout.flush()
+
+    def on_event(self, event: Event) -> None:
+        data = event.data
+        if event.kind == ev.TOOL_STARTED:
+            line = f"🔧 `{data['name']}` {_preview(data.get('arguments', ''), 80)}"
+        elif event.kind == ev.TOOL_FINISHED:
+            line = f"  ↳ {_preview(data.get('preview', ''), 100)}"
+        elif event.kind == ev.EVICTED:
+            line = f"♻️ cleared {data['count']} old tool result(s), {data['reclaimed']:,} tokens (recoverable by handle)"
+        elif event.kind == ev.ERROR:
+            line = f"⚠️ {data.get('message', '')}"
+        else:
+            return
+        self.tool_lines.append(line)
+        if self.rich:
+            self._draw(force=True)
+        else:
+            print(line.replace("`", ""), flush=True)
+
+    def finish(self, footer: str) -> None:
+        if self.rich:
+            self.text += f"\n\n<sub>{footer}</sub>"
+            self._draw(force=True)
+        else:
+            print(f"\n{footer}")
+
+    def _draw(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self._last_draw < 0.1:
+            return
+        self._last_draw = now
+        tools = "\n".join(f"- {line}" for line in self.tool_lines)
+        body = f"{tools}\n\n{self.text}" if tools else self.text
+        assert self.handle is not None
+        self.handle.update(Markdown(body or "…"))
+
+
+def _preview(text: str, limit: int) -> str:
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def footer(session: Session, reply: Reply) -> str:
+    usage = session.usage_snapshot()
+    tokens = f"{reply.prompt_tokens:,} prompt tokens" + (" (estimated)" if reply.estimated else "")
+    return (
+        f"session {session.name} · {session.model.name} · {reply.steps} step(s) · {reply.tool_calls} tool call(s) · "
+        f"{tokens} · window {usage['occupancy']:,}/{usage['context_window']:,} ({usage['fraction']:.0%})"
+    )
+
+
+@magics_class
+class MonadMagics(Magics):
+    def __init__(self, shell: Any) -> None:
+        super().__init__(shell)
+        self.current = "default"
+        self.overrides: dict[str, Any] = {}
+        self._watcher: ConfigWatcher | None = None
+        self._store: Store | None = None
+        self._sessions: dict[str, Session] = {}
+
+    # --- plumbing -------------------------------------------------------------------
+
+    @property
+    def watcher(self) -> ConfigWatcher:
+        if self._watcher is None:
+            self._watcher = ConfigWatcher(overrides=self.overrides)
+        return self._watcher
+
+    @property
+    def store(self) -> Store:
+        if self._store is None:
+            self._store = open_store(self.watcher.current())
+        return self._store
+
+    def session(self, name: str | None = None) -> Session:
+        name = name or self.current
+        if name not in self._sessions:
+            self._sessions[name] = Session(
+                name,
+                config=self.watcher,
+                store=self.store,
+                shell=self.shell,
+                approve=stdin_approver(self.shell),
+            )
+        self.current = name
+        return self._sessions[name]
+
+    @property
+    def rich(self) -> bool:
+        return type(self.shell).__name__ == "ZMQInteractiveShell"
+
+    # --- the magic ------------------------------------------------------------------
+
+    @line_cell_magic
+    def monad(self, line: str, cell: str | None = None) -> Any:
+        try:
+            if cell is None:
+                return self._line(line)
+            return self._cell(line, cell)
+        except MonadError as exc:
+            print(f"monad: {exc}", file=sys.stderr)
+        except KeyboardInterrupt:
+            print(
+                "monad: interrupted. The session is consistent; run another %%monad cell to continue.",
+                file=sys.stderr,
+            )
+        return None
+
+    def _cell(self, line: str, cell: str) -> None:
+        args = _cell_parser().parse_args(_split(line))
+        if args.model:
+            self.overrides.setdefault("models", {}).setdefault("main", {})["model"] = args.model
+            self.watcher.set_overrides(self.overrides)
+        if args.new:
+            name = args.session or time.strftime("session-%Y%m%d-%H%M%S")
+            if self.store.get_session(name) is not None:
+                raise UsageError(f"session {name!r} already exists; pick another name or %monad reset it")
+            args.session = name
+        session = self.session(args.session)
+        view = CellView(self.rich)
+        unsubscribe = session.events.subscribe(view.on_event)
+        try:
+            reply = session.ask(cell, on_text=view.on_text)
+        finally:
+            unsubscribe()
+        if reply.stopped_at_max_steps:
+            view.on_text(f"\n\n{reply.text}")
+        view.finish(footer(session, reply))
+
+    def _line(self, line: str) -> Any:
+        words = _split(line)
+        command, rest = (words[0], words[1:]) if words else ("help", [])
+        handler = getattr(self, f"_cmd_{command}", None)
+        if handler is None:
+            raise UsageError(f"unknown command {command!r}; try %monad help")
+        return handler(rest)
+
+    def _want(self, rest: list[str], count: int, usage: str) -> list[str]:
+        if len(rest) != count:
+            raise UsageError(f"usage: %monad {usage}")
+        return rest
+
+    def _cmd_help(self, rest: list[str]) -> None:
+        print(HELP)
+
+    def _cmd_status(self, rest: list[str]) -> None:
+        self._want(rest, 0, "status")
+        status = self.session().status()
+        width = max(len(k) for k in status)
+        print("\n".join(f"{k:<{width}}  {v}" for k, v in status.items()))
+
+    def _cmd_sessions(self, rest: list[str]) -> None:
+        self._want(rest, 0, "sessions")
+        records = self.store.list_sessions()
+        if not records:
+            print("no sessions yet: run a %%monad cell")
+        for record in records:
+            marker = "*" if record.name == self.current else " "
+            stamp = time.strftime("%Y-%m-%d %H:%M", time.localtime(record.updated_at))
+            print(f"{marker} {record.name}  ({self.store.count_messages(record.name)} messages, {stamp})")
+
+    def _cmd_session(self, rest: list[str]) -> None:
+        (name,) = self._want(rest, 1, "session NAME")
+        session = self.session(name)
+        print(f"now using session {session.name!r} ({len(session.window)} messages in its window)")
+
+    def _cmd_branch(self, rest: list[str]) -> None:
+        (name,) = self._want(rest, 1, "branch NEW")
+        source = self.session()
+        source.branch(name)
+        self.session(name)
+        print(f"branched {source.name!r} into {name!r}; now using {name!r}")
+
+    def _cmd_reset(self, rest: list[str]) -> None:
+        self._want(rest, 0, "reset")
+        self.session().reset()
+        print(f"session {self.current!r} reset: its conversation is forgotten")
+
+    def _cmd_delete(self, rest: list[str]) -> None:
+        (name,) = self._want(rest, 1, "delete NAME")
+        if self.store.get_session(name) is None:
+            raise UsageError(f"no session named {name!r}; see %monad sessions")
+        self.store.delete_session(name)
+        self._sessions.pop(name, None)
+        if self.current == name:
+            self.current = "default"
+        print(f"deleted session {name!r}")
+
+    def _cmd_config(self, rest: list[str]) -> None:
+        self._want(rest, 0, "config")
+        config = self.watcher.current()
+        source = self.watcher.source or "(no agents.json found: defaults)"
+        print(f"# from {source}")
+        print(json.dumps(config.to_json_dict(), indent=2))

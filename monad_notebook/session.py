@@ -1,0 +1,340 @@
+"""Session: one agent conversation, its window, and the wiring of config, store, model and tools.
+
+The session owns the in-memory window (the rolling summary plus the messages after the
+durable boundary), so a turn never reads the whole transcript.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from monad_notebook import events as ev
+from monad_notebook.agent.loop import Reply, Turn
+from monad_notebook.agent.model import ChatModel, OpenAIChatModel, TextCallback, context_window_for
+from monad_notebook.agent.tools.base import Tool, ToolContext
+from monad_notebook.agent.tools.registry import default_tools, run_tool
+from monad_notebook.config import Config, ConfigWatcher
+from monad_notebook.context.lossless import LosslessStage
+from monad_notebook.context.tokens import TokenCounter, effective_input_tokens
+from monad_notebook.errors import UsageError
+from monad_notebook.events import Event, EventBus
+from monad_notebook.messages import Message, Role, ToolCall
+from monad_notebook.store.base import SessionRecord, Store, Summary
+from monad_notebook.store.lance import LanceStore, default_db_uri
+
+SYSTEM_PROMPT = """\
+You are monad, a data-science assistant working inside the user's Jupyter kernel.
+You can run Python in the user's namespace, inspect their variables and DataFrames,
+read files under the notebook's working directory and look at recent cells.
+Prefer looking at the data over guessing. Keep answers short and in Markdown; quote
+file paths, variable and column names exactly. When a tool result was cleared or
+truncated to save context, use read_tool_output to read it back instead of re-running
+a tool."""
+
+
+def open_store(config: Config) -> Store:
+    uri = config.store.uri or default_db_uri()
+    return LanceStore(
+        uri, storage_options=dict(config.store.storage_options), optimize_every=config.store.optimize_every_writes
+    )
+
+
+def build_model(config: Config, tier: str = "main") -> ChatModel:
+    """The configured model of a tier; ``scripted-demo`` is the labelled scripted demo model."""
+    spec = config.models.main if tier == "main" else config.models.resolved_fast()
+    if spec.model == "scripted-demo":
+        from monad_notebook.demo import DemoModel
+
+        return DemoModel(context_window=spec.context_window or 32_000)
+    return OpenAIChatModel(
+        spec.model,
+        base_url=spec.base_url,
+        api_key_env=spec.api_key_env,
+        context_window=spec.context_window,
+        timeout=spec.timeout_seconds,
+        max_retries=spec.max_retries,
+        temperature=spec.temperature,
+        max_output_tokens=spec.max_output_tokens,
+    )
+
+
+class Session:
+    """One named conversation. ``Session("eda").ask("...")`` runs a turn and returns a Reply."""
+
+    def __init__(
+        self,
+        name: str = "default",
+        *,
+        config: Config | ConfigWatcher | None = None,
+        store: Store | None = None,
+        model: ChatModel | None = None,
+        shell: Any = None,
+        namespace: dict[str, Any] | None = None,
+        root: str | Path | None = None,
+        approve: Callable[[str], bool | None] | None = None,
+    ) -> None:
+        if not name or len(name) > 200 or any(c in name for c in "\x00\n\r"):
+            raise UsageError("a session name must be 1-200 characters without newlines")
+        self.name = name
+        self.watcher = config if isinstance(config, ConfigWatcher) else ConfigWatcher.fixed(config or Config())
+        self.config = self.watcher.current()
+        self.store = store if store is not None else open_store(self.config)
+        self._fixed_model = model
+        self.model = model or build_model(self.config)
+        self.shell = shell
+        self.namespace = namespace if namespace is not None else (shell.user_ns if shell is not None else {})
+        self._root = root
+        self.approve = approve
+        self.events = EventBus()
+        self._pending_events: list[Event] = []
+        self.record = self.store.get_session(name) or self.store.create_session(name, model=self.model.name)
+        self._load_window()
+        self.turn = max((m.turn for m in self.window), default=0)
+        self.step = 0
+        self.last_prompt_tokens: int | None = None
+        self.last_estimate = 0
+        self.reclaimed_tokens = 0
+        self.warnings: list[str] = []
+        self._configure()
+
+    # --- configuration -------------------------------------------------------------
+
+    def _configure(self) -> None:
+        cfg = self.config
+        if self._fixed_model is None and self.model.name != cfg.models.main.model:
+            self.model = build_model(cfg)
+        self.context_window = cfg.models.main.context_window or getattr(self.model, "context_window", None)
+        self.context_window = self.context_window or context_window_for(self.model.name, None)
+        self.counter = TokenCounter(self.model.name)
+        self._token_cache: dict[tuple[str, bool], int] = {}
+        self._prompt_sources: list[Message | None] = []
+        self.lossless = LosslessStage(cfg.context, self.counter)
+        tools = default_tools(python_approval=cfg.tools.python.approval)
+        if cfg.context.tool_output.persist_raw:
+            from monad_notebook.agent.tools.recovery import TOOLS as recovery_tools
+
+            tools = [*tools, *recovery_tools]
+        self.tools: dict[str, Tool] = {t.name: t for t in tools}
+
+    def reload_config(self) -> None:
+        """Pick up agents.json changes from disk (hot reload); a broken file keeps the last good one."""
+        config = self.watcher.current()
+        warning = self.watcher.pop_warning()
+        if warning:
+            self.warnings.append(warning)
+            self.emit(ev.ERROR, message=warning)
+        if config is not self.config:
+            self.config = config
+            self._configure()
+
+    @property
+    def root(self) -> Path:
+        return Path(self._root or self.config.tools.files.root or os.getcwd()).expanduser().resolve()
+
+    # --- window --------------------------------------------------------------------
+
+    def _load_window(self) -> None:
+        self.summary: Summary | None = self.store.load_summary(self.name)
+        boundary = self.summary.boundary_seq if self.summary else -1
+        self.window: list[Message] = self.store.load_messages(self.name, after_seq=boundary)
+        last = self.window[-1].seq if self.window else boundary
+        self.next_seq = last + 1
+
+    def new_message(self, role: Role, content: str, *, tool_calls: list[ToolCall] | None = None) -> Message:
+        message = Message(
+            role=role,
+            content=content,
+            session=self.name,
+            seq=self.next_seq,
+            turn=self.turn,
+            step=self.step,
+            tool_calls=list(tool_calls or []),
+        )
+        self.next_seq += 1
+        return message
+
+    def tool_result(self, call: ToolCall, text: str) -> Message:
+        """The tool message for ``call``: redacted, truncated, its full text queued for spill."""
+        message = self.new_message("tool", "")
+        message.tool_call_id = call.id
+        message.name = call.name
+        self.lossless.process_result(message, text)
+        return message
+
+    def commit_step(self, messages: list[Message]) -> None:
+        """Persist a step: one write per table (messages, raw outputs, events)."""
+        spilled = self.lossless.take_spill()
+        if spilled:
+            self.store.save_raw_outputs(self.name, spilled)
+        self.store.append_messages(messages)
+        self.window.extend(messages)
+        self.flush_events()
+
+    # --- stages --------------------------------------------------------------------
+
+    def begin_turn(self) -> None:
+        self.reload_config()
+        self.turn += 1
+        self.step = 0
+
+    def run_turn_stages(self) -> None:
+        """Stages that append to the prompt: once per turn, never per step."""
+
+    def run_step_stages(self) -> None:
+        """Stages that react to the growing window: every step."""
+        self._note_reclaimed(self.lossless.evict(self, self.occupancy()))
+
+    def _note_reclaimed(self, reclaimed: int) -> None:
+        """Count what eviction freed; the stale provider count shrinks by as much until the next real one."""
+        if reclaimed:
+            self.reclaimed_tokens += reclaimed
+            if self.last_prompt_tokens is not None:
+                self.last_prompt_tokens = max(0, self.last_prompt_tokens - reclaimed)
+            self.last_estimate = max(0, self.last_estimate - reclaimed)
+
+    def compact_for_overflow(self) -> bool:
+        """Make room after a provider context-length error; False when nothing could be freed."""
+        reclaimed = self.lossless.evict(self, self.context_window, force=True)
+        self._note_reclaimed(reclaimed)
+        return reclaimed > 0
+
+    # --- prompt and occupancy ------------------------------------------------------
+
+    def system_prompt(self) -> str:
+        return self.config.agent.system_prompt or SYSTEM_PROMPT
+
+    def assemble_prompt(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """What the model receives: system prompt, then the window (summary folded into the first user message)."""
+        messages = [{"role": "system", "content": self.system_prompt()}]
+        sources: list[Message | None] = [None]
+        messages.extend(m.to_openai() for m in self.window)
+        sources.extend(self.window)
+        if self.summary is not None and self.summary.text:
+            folded = f"<summary>\n{self.summary.text}\n</summary>\n\n"
+            first = next((i for i, m in enumerate(messages) if m["role"] == "user"), None)
+            if first is None:
+                messages.insert(1, {"role": "user", "content": folded.rstrip()})
+                sources.insert(1, None)
+            else:
+                messages[first]["content"] = folded + messages[first]["content"]
+                sources[first] = None
+        self._prompt_sources = sources
+        tools = [t.schema() for t in self.tools.values()]
+        return messages, tools
+
+    def estimate_prompt(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> int:
+        """The calibrated estimate of what the provider will count for this request.
+
+        Window messages are counted once each (cached by id and eviction state), so a step
+        costs a sum over the window rather than re-tokenizing it.
+        """
+        sources = self._prompt_sources if len(self._prompt_sources) == len(messages) else [None] * len(messages)
+        loose = [m for m, src in zip(messages, sources, strict=True) if src is None]
+        raw = self.counter.count_messages(loose, tools)
+        raw += sum(self._message_tokens(src) for src in sources if src is not None)
+        self.last_raw_count = raw
+        self.last_estimate = round(raw * self.counter.calibration)
+        return self.last_estimate
+
+    def _message_tokens(self, message: Message) -> int:
+        key = (message.id, message.evicted)
+        count = self._token_cache.get(key)
+        if count is None:
+            count = self.counter.count_messages([message.to_openai()]) - self.counter.count_messages([])
+            self._token_cache[key] = count
+        return count
+
+    def record_prompt_tokens(self, estimate: int, real: int | None) -> None:
+        if real is not None:
+            self.counter.observe(self.last_raw_count, real)
+        self.last_prompt_tokens = real
+
+    def occupancy(self) -> int:
+        """effectiveInputTokens: the provider's last real count, else the calibrated estimate."""
+        if self.last_prompt_tokens is None and not self.last_estimate:
+            messages, tools = self.assemble_prompt()
+            self.estimate_prompt(messages, tools)
+        return effective_input_tokens(self.last_prompt_tokens, self.last_estimate)
+
+    def usage_snapshot(self) -> dict[str, Any]:
+        occupancy = self.occupancy()
+        return {
+            "occupancy": occupancy,
+            "context_window": self.context_window,
+            "fraction": round(occupancy / self.context_window, 4) if self.context_window else 0.0,
+            "exact": self.last_prompt_tokens is not None,
+            "reclaimed": self.reclaimed_tokens,
+            "messages": len(self.window),
+        }
+
+    # --- tools ---------------------------------------------------------------------
+
+    def execute_tool(self, call: ToolCall) -> str:
+        ctx = ToolContext(
+            session=self.name,
+            namespace=self.namespace,
+            root=self.root,
+            shell=self.shell,
+            store=self.store,
+            python_approval=self.config.tools.python.approval,
+            approve=self.approve,
+            extra={"tool_output_max_chars": self.config.context.tool_output.max_chars},
+        )
+        return run_tool(self.tools, ctx, call.name, call.arguments)
+
+    # --- events --------------------------------------------------------------------
+
+    def emit(self, kind: str, **data: Any) -> None:
+        event = Event(kind=kind, session=self.name, data=data)
+        if event.persisted:
+            self._pending_events.append(event)
+        self.events.emit(event)
+
+    def flush_events(self) -> None:
+        if self._pending_events:
+            pending, self._pending_events = self._pending_events, []
+            self.store.append_events(pending)
+
+    # --- public API ----------------------------------------------------------------
+
+    def ask(self, text: str, *, on_text: TextCallback | None = None) -> Reply:
+        """Run one turn: the model answers ``text``, calling tools as it needs."""
+        if not text.strip():
+            raise UsageError("the message is empty: write what you want the agent to do")
+        try:
+            return Turn(self, text, on_text).run()
+        finally:
+            self.flush_events()
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "session": self.name,
+            "model": self.model.name,
+            "config": str(self.watcher.source) if self.watcher.source else "(defaults)",
+            "stored_messages": self.store.count_messages(self.name),
+            "window_messages": len(self.window),
+            "summary": bool(self.summary and self.summary.text),
+            **self.usage_snapshot(),
+        }
+
+    def reset(self) -> None:
+        """Forget this session's conversation (its record stays)."""
+        self.store.reset_session(self.name)
+        self._load_window()
+        self.turn = 0
+        self.last_prompt_tokens = None
+        self.last_estimate = 0
+        self.reclaimed_tokens = 0
+
+    def branch(self, name: str) -> SessionRecord:
+        return self.store.clone_session(self.name, name)
+
+    def history(self) -> list[Message]:
+        """The whole stored transcript (original texts), for inspection; not used per turn."""
+        return self.store.load_messages(self.name)
+
+    def close(self) -> None:
+        self.flush_events()

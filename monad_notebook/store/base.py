@@ -1,0 +1,96 @@
+"""What the rest of the code may ask of storage.
+
+Every method takes the session *name* as plain data: implementations must never
+interpolate it into a query string unescaped (names come from users).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from monad_notebook.events import Event
+from monad_notebook.messages import Message
+
+
+@dataclass
+class SessionRecord:
+    name: str
+    created_at: float
+    updated_at: float
+    model: str = ""
+    parent: str = ""  # the session this one was branched or handed off from
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Summary:
+    """The rolling summary and the durable boundary: messages with seq <= boundary are folded."""
+
+    session: str
+    text: str
+    boundary_seq: int
+    created_at: float
+    tokens: int = 0
+    reflections: int = 0
+
+
+@dataclass
+class MemoryFact:
+    id: str
+    scope: str  # "global" or "agent:<name>"
+    text: str
+    created_at: float
+    source: str = "manual"  # manual | tool | promotion
+
+
+class Store(Protocol):
+    # sessions
+    def get_session(self, name: str) -> SessionRecord | None: ...
+    def create_session(self, name: str, *, model: str = "", parent: str = "") -> SessionRecord: ...
+    def list_sessions(self) -> list[SessionRecord]: ...
+    def delete_session(self, name: str) -> None:
+        """Remove the session and everything keyed to it (messages, raw outputs, summaries, events)."""
+
+    def reset_session(self, name: str) -> None:
+        """Keep the session's record, drop its messages, raw outputs, summaries and events."""
+
+    def clone_session(self, source: str, target: str) -> SessionRecord:
+        """Branch: copy messages, summary and raw outputs into an independent new session."""
+
+    # messages
+    def append_messages(self, messages: list[Message]) -> None:
+        """One write for the whole batch, whatever its size."""
+
+    def load_messages(self, session: str, *, after_seq: int = -1) -> list[Message]:
+        """Messages with seq > after_seq, in seq order, deduplicated by id."""
+
+    def count_messages(self, session: str) -> int: ...
+    def set_placeholders(self, session: str, placeholders: dict[str, str]) -> None:
+        """Record evictions (message id -> placeholder) in one write; content is kept."""
+
+    # tool raw outputs (recovery by handle)
+    def save_raw_outputs(self, session: str, outputs: dict[str, str]) -> None:
+        """Upsert tool_call_id -> full text, in one write."""
+
+    def get_raw_output(self, session: str, tool_call_id: str) -> str | None: ...
+    def has_raw_outputs(self, session: str, tool_call_ids: list[str]) -> set[str]: ...
+
+    # summaries
+    def save_summary(self, summary: Summary) -> None: ...
+    def load_summary(self, session: str) -> Summary | None: ...
+
+    # events (persisted kinds only)
+    def append_events(self, events: list[Event]) -> None: ...
+    def list_events(self, session: str, *, kind: str | None = None) -> list[Event]: ...
+
+    # memory
+    def add_facts(self, facts: list[MemoryFact]) -> None: ...
+    def list_facts(self, scopes: list[str] | None = None) -> list[MemoryFact]: ...
+    def remove_fact(self, fact_id: str) -> bool: ...
+
+    # housekeeping
+    def optimize(self) -> None:
+        """Compact fragments and drop old versions; safe to call from a worker thread."""
+
+    def close(self) -> None: ...

@@ -1,0 +1,498 @@
+"""Offline stand-ins for a real model, for tests of monad itself and of your own notebooks.
+
+Everything here is scripted or fake: no answer comes from a language model.
+
+- ``ScriptedModel`` is a ChatModel that replays queued answers, records every call it gets,
+  and fails loudly when called more often than scripted.
+- ``FakeOpenAIServer`` is a real HTTP server on 127.0.0.1 that speaks the OpenAI wire format
+  (streaming chat completions with tool calls and usage, embeddings, model list) and can be
+  told to fail: rate limits, server errors, context-length errors, slow or broken streams.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import hashlib
+import json
+import re
+import struct
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from monad_notebook.agent.model import ChatResponse, TextCallback, Usage
+from monad_notebook.messages import ToolCall, new_id
+
+__all__ = [
+    "FakeOpenAIServer",
+    "RecordedCall",
+    "RecordedRequest",
+    "ScriptedModel",
+    "approximate_prompt_tokens",
+    "text",
+    "tool_call",
+    "tool_calls",
+]
+
+Scripted = ChatResponse | str | Exception
+
+
+def _words(content: str) -> list[str]:
+    return re.findall(r"\s*\S+\s*|\s+", content)
+
+
+def _estimate(content: str) -> int:
+    return max(1, len(content) // 4)
+
+
+def approximate_prompt_tokens(messages: list[dict[str, Any]]) -> int:
+    """The fake server's default prompt-token count: deterministic, so tests can assert it."""
+    return len(json.dumps(messages)) // 4
+
+
+def text(content: str, prompt_tokens: int | None = None) -> ChatResponse:
+    """A scripted plain-text answer; with ``prompt_tokens`` it also carries a provider usage report."""
+    usage = None if prompt_tokens is None else Usage(prompt_tokens, _estimate(content))
+    return ChatResponse(content=content, usage=usage)
+
+
+def tool_call(name: str, arguments: dict[str, Any], id: str | None = None) -> ChatResponse:
+    """A scripted answer that calls one tool."""
+    call = ToolCall(id=id or f"call_{new_id()[:12]}", name=name, arguments=json.dumps(arguments))
+    return ChatResponse(content="", tool_calls=[call], finish_reason="tool_calls")
+
+
+def tool_calls(*calls: ChatResponse | ToolCall) -> ChatResponse:
+    """A scripted answer with parallel tool calls, from ``tool_call(...)`` answers or ToolCalls."""
+    merged: list[ToolCall] = []
+    for call in calls:
+        merged.extend(call.tool_calls if isinstance(call, ChatResponse) else [call])
+    return ChatResponse(content="", tool_calls=merged, finish_reason="tool_calls")
+
+
+@dataclass
+class RecordedCall:
+    """What a ScriptedModel was asked: deep copies, so later mutation by the caller cannot hide a bug."""
+
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+
+    @property
+    def last_message(self) -> dict[str, Any]:
+        return self.messages[-1] if self.messages else {}
+
+
+class ScriptedModel:
+    """A scripted ChatModel: answers are replayed in order; an extra call raises AssertionError.
+
+    A queued ``str`` is a plain text answer and a queued Exception instance is raised. Usage is
+    None (callers fall back to their own estimate) unless the answer carries one or ``usage``
+    computes one from the messages.
+    """
+
+    text = staticmethod(text)
+    tool_call = staticmethod(tool_call)
+    tool_calls = staticmethod(tool_calls)
+
+    def __init__(
+        self,
+        responses: Iterable[Scripted],
+        *,
+        name: str = "scripted",
+        context_window: int = 8192,
+        usage: Callable[[list[dict[str, Any]]], Usage] | None = None,
+    ) -> None:
+        self.name = name
+        self.context_window = context_window
+        self.calls: list[RecordedCall] = []
+        self._responses: deque[Scripted] = deque(responses)
+        self._usage = usage
+
+    @property
+    def remaining(self) -> int:
+        return len(self._responses)
+
+    def queue(self, *responses: Scripted) -> None:
+        self._responses.extend(responses)
+
+    def complete(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        on_text: TextCallback | None = None,
+    ) -> ChatResponse:
+        self.calls.append(RecordedCall(copy.deepcopy(messages), copy.deepcopy(tools)))
+        if not self._responses:
+            last = str(messages[-1].get("content", "")) if messages else ""
+            raise AssertionError(
+                f"ScriptedModel: unexpected call #{len(self.calls)}; queued responses are exhausted; "
+                f"last message: {last[:200]!r}"
+            )
+        scripted = self._responses.popleft()
+        if isinstance(scripted, Exception):
+            raise scripted
+        response = copy.deepcopy(text(scripted) if isinstance(scripted, str) else scripted)
+        if response.usage is None and self._usage is not None:
+            response.usage = self._usage(messages)
+        if on_text is not None:
+            for piece in _pieces(response.content, 3):
+                on_text(piece)
+        return response
+
+
+def _pieces(content: str, count: int) -> list[str]:
+    words = _words(content)
+    size = max(1, -(-len(words) // count))
+    return ["".join(words[i : i + size]) for i in range(0, len(words), size)]
+
+
+@dataclass
+class RecordedRequest:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any  # parsed JSON, or None
+
+
+@dataclass
+class _Fault:
+    status: int
+    body: dict[str, Any]
+    retry_after: float | None
+
+
+_ERROR_TYPES = {400: "invalid_request_error", 401: "invalid_request_error", 404: "invalid_request_error"}
+_DEFAULT_MESSAGES = {
+    429: "Rate limit reached for requests (fake).",
+    500: "The server had an error while processing your request (fake).",
+    503: "The engine is currently overloaded (fake).",
+}
+
+
+def _error(message: str, *, status: int = 500, code: str | None = None) -> dict[str, Any]:
+    kind = _ERROR_TYPES.get(status, "rate_limit_error" if status == 429 else "server_error")
+    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+
+
+def _hash_vector(content: str, dims: int) -> list[float]:
+    raw = b""
+    counter = 0
+    while len(raw) < dims * 4:
+        raw += hashlib.sha256(f"{counter}:{content}".encode()).digest()
+        counter += 1
+    values = [v / 2**31 - 1.0 for v in struct.unpack(f"<{dims}I", raw[: dims * 4])]
+    norm = sum(v * v for v in values) ** 0.5 or 1.0
+    return [v / norm for v in values]
+
+
+class FakeOpenAIServer:
+    """A fake OpenAI-compatible server on 127.0.0.1, for offline tests through real HTTP.
+
+    Chat answers come from ``queue``; with nothing queued a chat request gets a 500 that says so
+    (and lands in ``unscripted``), so a test that calls the model more than it meant fails loudly.
+    Faults from ``fail`` are served first, to chat and embedding requests alike.
+    """
+
+    def __init__(
+        self,
+        *,
+        embedding_dims: int = 16,
+        embed: Callable[[str], list[float]] | None = None,
+        count_tokens: Callable[[list[dict[str, Any]]], int] = approximate_prompt_tokens,
+        require_key: str | None = None,
+        known_models: Iterable[str] | None = None,
+    ) -> None:
+        self.embedding_dims = embedding_dims
+        self.embed = embed
+        self.count_tokens = count_tokens
+        self.require_key = require_key
+        self.known_models = set(known_models) if known_models is not None else None
+        self.chunk_delay = 0.0  # seconds between streamed chunks
+        self.report_usage = True  # False: behave like servers that never send a usage chunk
+        self.log: list[RecordedRequest] = []
+        self.unscripted: list[dict[str, Any]] = []
+        self.disconnects = 0  # responses the client hung up on
+        self._lock = threading.Lock()
+        self._responses: deque[ChatResponse] = deque()
+        self._faults: deque[_Fault] = deque()
+        self._delays: deque[float] = deque()
+        self._breaks: deque[int] = deque()
+        self._httpd: ThreadingHTTPServer | None = None
+
+    # lifecycle
+    def start(self) -> FakeOpenAIServer:
+        handler = type("FakeOpenAIHandler", (_Handler,), {"fake": self})
+        self._httpd = _QuietServer(("127.0.0.1", 0), handler)
+        serve = threading.Thread(target=self._httpd.serve_forever, args=(0.02,), name="fake-openai", daemon=True)
+        serve.start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    def __enter__(self) -> FakeOpenAIServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    @property
+    def base_url(self) -> str:
+        if self._httpd is None:
+            raise RuntimeError("FakeOpenAIServer is not running: use it as a context manager or call start()")
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    # scripting
+    def queue(self, *responses: ChatResponse | str) -> None:
+        """Answer the next chat requests with these, in order (a str is a plain text answer)."""
+        with self._lock:
+            self._responses.extend(text(r) if isinstance(r, str) else r for r in responses)
+
+    def fail(
+        self,
+        status: int = 429,
+        *,
+        times: int = 1,
+        retry_after: float | None = None,
+        code: str | None = None,
+        message: str | None = None,
+    ) -> None:
+        """Answer the next ``times`` POST requests with this HTTP error instead."""
+        body = _error(message or _DEFAULT_MESSAGES.get(status, f"Fake error {status}."), status=status, code=code)
+        with self._lock:
+            self._faults.extend(_Fault(status, body, retry_after) for _ in range(times))
+
+    def fail_context_length(self, limit: int = 128_000) -> None:
+        """Answer the next POST with OpenAI's own context-length error."""
+        message = (
+            f"This model's maximum context length is {limit} tokens. However, your messages resulted in "
+            f"{limit + 1000} tokens. Please reduce the length of the messages."
+        )
+        self.fail(400, code="context_length_exceeded", message=message)
+
+    def delay(self, seconds: float, *, times: int = 1) -> None:
+        """Make the next ``times`` POST requests wait before their first byte."""
+        with self._lock:
+            self._delays.extend([seconds] * times)
+
+    def break_stream_after(self, n_chunks: int) -> None:
+        """Cut the next streamed answer off after ``n_chunks`` events, without finishing the body."""
+        with self._lock:
+            self._breaks.append(n_chunks)
+
+    # inspection
+    @property
+    def requests(self) -> list[Any]:
+        """Every POST body, parsed, in arrival order."""
+        return [r.body for r in self.log if r.method == "POST"]
+
+    @property
+    def chat_requests(self) -> list[dict[str, Any]]:
+        return [r.body for r in self.log if r.path.endswith("/chat/completions")]
+
+    @property
+    def embedding_requests(self) -> list[dict[str, Any]]:
+        return [r.body for r in self.log if r.path.endswith("/embeddings")]
+
+    @property
+    def pending(self) -> int:
+        """Queued chat answers not yet served."""
+        return len(self._responses)
+
+    def _take(self, queue: deque[Any]) -> Any:
+        with self._lock:
+            return queue.popleft() if queue else None
+
+
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client hanging up (a timeout, an interrupt) is part of the script, not a server error."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    fake: FakeOpenAIServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet: test output is not the place for an access log."""
+
+    def do_GET(self) -> None:
+        self._record(None)
+        if not self._authorized():
+            return
+        if self.path.rstrip("/") != "/v1/models":
+            return self._json(404, _error(f"Unknown path {self.path}.", status=404))
+        models = sorted(self.fake.known_models or {"fake-model"})
+        self._json(200, {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "fake"} for m in models]})
+
+    def do_POST(self) -> None:
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        try:
+            body = json.loads(raw or b"null")
+        except json.JSONDecodeError:
+            body = None
+        self._record(body)
+        if not self._authorized():
+            return
+        if not isinstance(body, dict):
+            return self._json(400, _error("The request body is not a JSON object.", status=400))
+        model = body.get("model")
+        if self.fake.known_models is not None and model not in self.fake.known_models:
+            message = f"The model `{model}` does not exist or you do not have access to it."
+            return self._json(404, _error(message, status=404, code="model_not_found"))
+        seconds = self.fake._take(self.fake._delays)
+        if seconds:
+            time.sleep(seconds)
+        fault: _Fault | None = self.fake._take(self.fake._faults)
+        if fault is not None:
+            headers = {} if fault.retry_after is None else {"Retry-After": f"{fault.retry_after:g}"}
+            return self._json(fault.status, fault.body, headers)
+        try:
+            if self.path == "/v1/chat/completions":
+                return self._chat(body)
+            if self.path == "/v1/embeddings":
+                return self._embeddings(body)
+            self._json(404, _error(f"Unknown path {self.path}.", status=404))
+        except ConnectionError:
+            self.fake.disconnects += 1
+            self.close_connection = True
+
+    def _record(self, body: Any) -> None:
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        self.fake.log.append(RecordedRequest(self.command, self.path, headers, body))
+
+    def _authorized(self) -> bool:
+        key = self.fake.require_key
+        if key is None or self.headers.get("Authorization") == f"Bearer {key}":
+            return True
+        self._json(401, _error("Incorrect API key provided (fake).", status=401, code="invalid_api_key"))
+        return False
+
+    def _json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _chat(self, body: dict[str, Any]) -> None:
+        response: ChatResponse | None = self.fake._take(self.fake._responses)
+        if response is None:
+            self.fake.unscripted.append(body)
+            message = "FakeOpenAIServer: no queued response for this chat request; call server.queue(...) first."
+            return self._json(500, _error(message))
+        usage = self._usage(body, response)
+        if not body.get("stream"):
+            return self._json(200, _completion(body, response, usage if self.fake.report_usage else None))
+        include_usage = self.fake.report_usage and bool((body.get("stream_options") or {}).get("include_usage"))
+        self._stream(_chunks(body, response, usage if include_usage else None))
+
+    def _usage(self, body: dict[str, Any], response: ChatResponse) -> dict[str, int]:
+        if response.usage is not None:
+            prompt, completion = response.usage.prompt_tokens, response.usage.completion_tokens
+        else:
+            prompt = self.fake.count_tokens(body.get("messages") or [])
+            completion = _estimate(response.content + "".join(c.arguments for c in response.tool_calls))
+        return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+    def _stream(self, events: Iterator[dict[str, Any]]) -> None:
+        cut = self.fake._take(self.fake._breaks)
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        for sent, event in enumerate(events):
+            if cut is not None and sent >= cut:
+                self.close_connection = True
+                return
+            self._write_chunk(f"data: {json.dumps(event)}\n\n".encode())
+            if self.fake.chunk_delay:
+                time.sleep(self.fake.chunk_delay)
+        self._write_chunk(b"data: [DONE]\n\n")
+        self.wfile.write(b"0\r\n\r\n")
+
+    def _write_chunk(self, data: bytes) -> None:
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
+
+    def _embeddings(self, body: dict[str, Any]) -> None:
+        inputs = body.get("input")
+        texts = [inputs] if isinstance(inputs, str) else list(inputs or [])
+        dims = int(body.get("dimensions") or self.fake.embedding_dims)
+        vectors = [self.fake.embed(t) if self.fake.embed else _hash_vector(str(t), dims) for t in texts]
+        as_base64 = body.get("encoding_format") == "base64"
+        data = [
+            {
+                "object": "embedding",
+                "index": i,
+                "embedding": base64.b64encode(struct.pack(f"<{len(v)}f", *v)).decode() if as_base64 else v,
+            }
+            for i, v in enumerate(vectors)
+        ]
+        tokens = sum(_estimate(str(t)) for t in texts)
+        usage = {"prompt_tokens": tokens, "total_tokens": tokens}
+        self._json(200, {"object": "list", "data": data, "model": body.get("model"), "usage": usage})
+
+
+def _completion(body: dict[str, Any], response: ChatResponse, usage: dict[str, int] | None) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": response.content or None}
+    if response.tool_calls:
+        message["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in response.tool_calls
+        ]
+    return {
+        "id": f"chatcmpl-fake{new_id()[:12]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": body.get("model"),
+        "choices": [{"index": 0, "message": message, "finish_reason": response.finish_reason}],
+        "usage": usage,
+    }
+
+
+def _chunks(body: dict[str, Any], response: ChatResponse, usage: dict[str, int] | None) -> Iterator[dict[str, Any]]:
+    """The answer as OpenAI streams it: role, text deltas, tool-call deltas by index, finish, usage.
+
+    Argument fragments of parallel tool calls are interleaved, which the wire format allows,
+    so a client that assembles calls by arrival order instead of by index gets caught.
+    """
+    base = {"id": f"chatcmpl-fake{new_id()[:12]}", "object": "chat.completion.chunk", "created": int(time.time())}
+    base["model"] = body.get("model")
+    if usage is not None:
+        base["usage"] = None
+
+    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+        return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]}
+
+    yield chunk({"role": "assistant", "content": ""})
+    for word in _words(response.content):
+        yield chunk({"content": word})
+    for index, call in enumerate(response.tool_calls):
+        head = {"index": index, "id": call.id, "type": "function", "function": {"name": call.name, "arguments": ""}}
+        yield chunk({"tool_calls": [head]})
+    fragments = [[c.arguments[i : i + 8] for i in range(0, len(c.arguments), 8)] for c in response.tool_calls]
+    for step in range(max((len(f) for f in fragments), default=0)):
+        for index, parts in enumerate(fragments):
+            if step < len(parts):
+                yield chunk({"tool_calls": [{"index": index, "function": {"arguments": parts[step]}}]})
+    yield chunk({}, response.finish_reason)
+    if usage is not None:
+        yield {**base, "choices": [], "usage": usage}

@@ -1,0 +1,189 @@
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from monad_notebook.agent.tools.base import ToolContext
+from monad_notebook.agent.tools.recovery import TOOLS, read_tool_output
+from monad_notebook.context.truncation import truncate_tool_output
+from monad_notebook.errors import ToolError
+
+HEADER = re.compile(r"\A\[read_tool_output id=(\".*?\") chars (\d+)\.\.(\d+) of (\d+)\]\n")
+NEXT = re.compile(r"\n\[more remains: read_tool_output\((\{.*\})\)\]\Z")
+CALL = re.compile(r"read_tool_output\((\{.*?\})\)")
+
+
+class RawOutputStore:
+    """The raw-output part of the Store protocol, in memory, keyed by (session, tool_call_id)."""
+
+    def __init__(self) -> None:
+        self.outputs: dict[tuple[str, str], str] = {}
+        self.lookups: list[tuple[str, str]] = []
+
+    def save_raw_outputs(self, session: str, outputs: dict[str, str]) -> None:
+        self.outputs.update({(session, k): v for k, v in outputs.items()})
+
+    def get_raw_output(self, session: str, tool_call_id: str) -> str | None:
+        self.lookups.append((session, tool_call_id))
+        return self.outputs.get((session, tool_call_id))
+
+
+@pytest.fixture
+def store() -> RawOutputStore:
+    return RawOutputStore()
+
+
+def context(store: RawOutputStore, *, session: str = "analysis", cap: int | None = None) -> ToolContext:
+    extra = {} if cap is None else {"tool_output_max_chars": cap}
+    return ToolContext(session=session, namespace={}, root=Path.cwd(), store=store, extra=extra)
+
+
+def call(ctx: ToolContext, **arguments) -> str:
+    """Run the tool the way the agent loop does: JSON arguments validated against its schema."""
+    return read_tool_output.run(ctx, json.loads(json.dumps(arguments)))
+
+
+def big_output() -> str:
+    rows = [f"{i},région-{i % 7},{i * 3.5:.2f},😀" if i % 50 else f"ERROR row {i} failed" for i in range(12000)]
+    return "\n".join(rows) + "\n"
+
+
+def test_paging_through_a_big_output_reconstructs_it_exactly(store):
+    raw = big_output()
+    store.save_raw_outputs("analysis", {"call_1": raw})
+    ctx = context(store)
+    pieces, answers = [], []
+    arguments = {"id": "call_1", "offset": 0}
+    while arguments:
+        answer = call(ctx, **arguments)
+        answers.append(answer)
+        header = HEADER.match(answer)
+        start, end, total = (int(g) for g in header.groups()[1:])
+        assert start == arguments["offset"] and total == len(raw)
+        pieces.append(answer[header.end() : header.end() + end - start])
+        following = NEXT.search(answer)
+        arguments = json.loads(following.group(1)) if following else None
+        assert (following is None) == (end == total)
+    assert "".join(pieces) == raw
+    assert len(answers) == -(-len(raw) // 20000)
+    assert all(len(a) <= 24000 for a in answers)
+
+
+def test_the_call_quoted_by_a_truncation_marker_pages_the_middle_back(store):
+    raw = big_output()
+    shown = truncate_tool_output(raw, tool_call_id="call_7", recoverable=True)
+    store.save_raw_outputs("analysis", {"call_7": raw})
+    arguments = json.loads(CALL.search(shown).group(1))
+    offset, limit = arguments["offset"], arguments["limit"]
+    middle = []
+    while limit > 0:
+        answer = call(context(store), id="call_7", offset=offset, limit=limit)
+        header = HEADER.match(answer)
+        start, end = int(header.group(2)), int(header.group(3))
+        middle.append(answer[header.end() : header.end() + end - start])
+        offset, limit = end, limit - (end - start)
+    head_len = arguments["offset"]
+    tail_len = len(raw) - arguments["offset"] - arguments["limit"]
+    assert shown[:head_len] + "".join(middle) + shown[len(shown) - tail_len :] == raw
+
+
+def test_pages_are_shortened_to_fit_a_small_cap(store):
+    raw = "abcdefghij" * 1000
+    store.save_raw_outputs("analysis", {"call_1": raw})
+    answer = call(context(store, cap=500), id="call_1", offset=100, limit=5000)
+    header = HEADER.match(answer)
+    start, end = int(header.group(2)), int(header.group(3))
+    assert len(answer) <= 500 and start == 100 and 300 < end - start < 500
+    assert answer[header.end() : header.end() + end - start] == raw[start:end]
+    assert json.loads(NEXT.search(answer).group(1))["offset"] == end
+
+
+def test_grep_returns_matching_lines_with_numbers_and_offsets(store):
+    raw = "alpha\nERROR: disk full\nbeta\nerror: lower case\nERROR: again\n"
+    store.save_raw_outputs("analysis", {"call_1": raw})
+    answer = call(context(store), id="call_1", grep="ERROR")
+    lines = answer.splitlines()
+    assert "2 matching lines, showing 2" in lines[0]
+    assert lines[1:] == ["line 2 @6: ERROR: disk full", "line 5 @46: ERROR: again"]
+    assert raw[6:].startswith("ERROR: disk full") and raw[46:].startswith("ERROR: again")
+
+
+def test_grep_is_a_literal_substring_not_a_pattern(store):
+    store.save_raw_outputs("analysis", {"call_1": "axb\na.b\n[x]\n"})
+    assert call(context(store), id="call_1", grep="a.b").splitlines()[1:] == ["line 2 @4: a.b"]
+    assert call(context(store), id="call_1", grep="[x]").splitlines()[1:] == ["line 3 @8: [x]"]
+
+
+def test_grep_without_a_match_says_so(store):
+    store.save_raw_outputs("analysis", {"call_1": "nothing here\n"})
+    answer = call(context(store), id="call_1", grep="needle")
+    assert "no line contains it" in answer and "\n" not in answer
+
+
+def test_grep_with_many_matches_stays_under_the_cap_and_says_how_many(store):
+    store.save_raw_outputs("analysis", {"call_1": big_output()})
+    answer = call(context(store, cap=2000), id="call_1", grep="région")
+    assert len(answer) <= 2000
+    count, shown = map(int, re.search(r"(\d+) matching lines, showing (\d+)", answer).groups())
+    assert count == 12000 - 240 and 0 < shown < count and len(answer.splitlines()) == shown + 1
+    assert "more specific grep" in answer
+
+
+def test_grep_clips_a_huge_line_around_the_match(store):
+    store.save_raw_outputs("analysis", {"call_1": "x" * 50_000 + "NEEDLE" + "y" * 50_000})
+    answer = call(context(store), id="call_1", grep="NEEDLE")
+    assert "NEEDLE" in answer and len(answer) < 1000
+
+
+def test_unknown_id_is_not_found_in_one_line(store):
+    answer = call(context(store), id="call_404")
+    assert answer.startswith('No saved output for id "call_404"') and "\n" not in answer
+
+
+def test_another_sessions_output_is_not_found(store):
+    store.save_raw_outputs("other", {"call_1": "private bytes"})
+    answer = call(context(store, session="analysis"), id="call_1")
+    assert answer.startswith("No saved output") and "private" not in answer
+    assert store.lookups == [("analysis", "call_1")]
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    ["", "'; DROP TABLE tool_raw_outputs; --", '" OR 1=1 --', "call_1' OR session != 'x", "a\nb", "c" * 10_000],
+)
+def test_hostile_ids_are_just_not_found(store, hostile):
+    store.save_raw_outputs("analysis", {"call_1": "secret-free bytes"})
+    answer = call(context(store), id=hostile)
+    assert answer.startswith("No saved output") and "\n" not in answer and len(answer) < 300
+
+
+def test_empty_and_overlong_ids_never_reach_the_store(store):
+    call(context(store), id="")
+    call(context(store), id="c" * 10_000)
+    assert store.lookups == []
+
+
+def test_offset_past_the_end_says_so(store):
+    store.save_raw_outputs("analysis", {"call_1": "short"})
+    assert "past the end" in call(context(store), id="call_1", offset=99)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [({"offset": -1}, "offset must be 0 or more"), ({"limit": -5}, "limit must be 1 or more"), ({"limit": 0}, "limit")],
+)
+def test_negative_offset_or_empty_limit_is_a_tool_error(store, arguments, message):
+    store.save_raw_outputs("analysis", {"call_1": "short"})
+    with pytest.raises(ToolError, match=message):
+        call(context(store), id="call_1", **arguments)
+
+
+def test_is_exposed_with_a_schema_the_model_can_call():
+    schema = TOOLS[0].schema()["function"]
+    assert TOOLS[0] is read_tool_output and len(TOOLS) == 1
+    assert schema["name"] == "read_tool_output"
+    assert schema["parameters"]["required"] == ["id"]
+    assert schema["parameters"]["properties"]["grep"]["type"] == ["string", "null"]

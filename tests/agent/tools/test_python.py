@@ -1,0 +1,238 @@
+"""The python tool through IPython's real in-process shell, and without one; approval paths."""
+
+from __future__ import annotations
+
+import io
+import sys
+from typing import Any
+
+import pytest
+from IPython.core.displaypub import CapturingDisplayPublisher
+from IPython.core.error import StdinNotImplementedError
+
+from monad_notebook.agent.tools.base import ToolContext
+from monad_notebook.agent.tools.python import DECLINED, python, stdin_approver
+
+
+@pytest.fixture
+def ctx(ip, tmp_path):
+    return ToolContext(session="t", namespace=ip.user_ns, root=tmp_path, shell=ip, python_approval="auto")
+
+
+@pytest.fixture
+def plain(tmp_path):
+    return ToolContext(session="t", namespace={}, root=tmp_path, python_approval="auto")
+
+
+class LiveStream(io.StringIO):
+    """A frontend stream that remembers each write as it arrives."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes: list[str] = []
+
+    def write(self, text: str) -> int:
+        self.writes.append(text)
+        return super().write(text)
+
+
+# --- in the IPython shell -------------------------------------------------------------
+
+
+def test_shell_run_captures_stdout_stderr_and_value_and_the_user_sees_them_too(ctx, ip, capsys):
+    code = "py_answer = 41\nprint('hello from the agent')\nimport sys\nprint('careful', file=sys.stderr)\npy_answer + 1"
+    out = python.run(ctx, {"code": code})
+    assert out == "stdout:\nhello from the agent\nstderr:\ncareful\nvalue: 42"
+    assert ip.user_ns["py_answer"] == 41
+    seen = capsys.readouterr()
+    assert "hello from the agent" in seen.out and "42" in seen.out and "careful" in seen.err
+
+
+def test_shell_error_gives_the_model_a_short_plain_traceback_and_the_user_the_usual_one(ctx, capsys):
+    code = "def py_inner():\n    return 1 / 0\n\npy_inner()"
+    out = python.run(ctx, {"code": code})
+    assert out.startswith("error: ZeroDivisionError: division by zero\nTraceback (most recent call last):")
+    assert "File <cell>, line 2, in py_inner\n    return 1 / 0" in out
+    assert "\x1b" not in out and "interactiveshell" not in out
+    assert "ZeroDivisionError" in capsys.readouterr().out
+
+
+def test_shell_syntax_error_is_reported_with_the_offending_line(ctx):
+    out = python.run(ctx, {"code": "def broken(:\n    pass"})
+    assert out.startswith("error: ") and "SyntaxError" in out and "def broken(:" in out
+
+
+def test_shell_output_streams_live_while_the_code_runs(ctx, monkeypatch):
+    stream = LiveStream()
+    monkeypatch.setattr(sys, "stdout", stream)
+    ctx.namespace["py_stream"] = stream
+    out = python.run(ctx, {"code": "print('step 1')\npy_seen = list(py_stream.writes)\nprint('step 2')"})
+    assert "step 1" in "".join(ctx.namespace["py_seen"])
+    assert out == "stdout:\nstep 1\nstep 2"
+
+
+def test_shell_displays_reach_the_frontend_as_rich_output_and_the_model_as_text(ctx, ip, monkeypatch):
+    frontend = CapturingDisplayPublisher()
+    monkeypatch.setattr(ip, "display_pub", frontend)
+    monkeypatch.setattr(ip.display_formatter, "active_types", ["text/plain", "text/html"])
+    code = (
+        "import pandas as pd\n"
+        "py_df = pd.DataFrame({'region': ['north', 'south'], 'growth': [0.1, 0.3]})\n"
+        "display(py_df)\n"
+        "display({'text/html': '<b>bold</b>', 'text/plain': 'bold text'}, raw=True)"
+    )
+    out = python.run(ctx, {"code": code})
+    bundles = [output["data"] for output in frontend.outputs]
+    assert "<table" in bundles[0]["text/html"] and "south" in bundles[0]["text/plain"]
+    assert bundles[1] == {"text/html": "<b>bold</b>", "text/plain": "bold text"}
+    assert "displayed:" in out and "south" in out and "bold text (text/html shown to the user)" in out
+    assert ip.display_pub is frontend
+
+
+def _shell_state(ip) -> tuple[Any, ...]:
+    hooks = ("write_format_data", "start_displayhook", "finish_displayhook")
+    patched = [vars(ip.displayhook).get(name) for name in hooks]
+    return sys.stdout, sys.stderr, ip.display_pub, vars(ip).get("_showtraceback"), patched
+
+
+def test_shell_is_left_exactly_as_it_was_after_a_run(ctx, ip):
+    before = _shell_state(ip)
+    python.run(ctx, {"code": "print('x')\n1/0"})
+    assert _shell_state(ip) == before
+
+
+def test_keyboard_interrupt_in_the_code_propagates_and_restores_the_shell(ctx, ip):
+    before = _shell_state(ip)
+    with pytest.raises(KeyboardInterrupt):
+        python.run(ctx, {"code": "raise KeyboardInterrupt"})
+    assert _shell_state(ip) == before
+
+
+def test_a_flood_of_output_keeps_its_head_and_tail_within_bounds(ctx, capsys):
+    code = "for i in range(120_000):\n    print(f'line {i:06d} ' + 'x' * 80)"
+    out = python.run(ctx, {"code": code})
+    capsys.readouterr()
+    assert len(out) < 4_500_000
+    assert "line 000000" in out and "line 119999" in out and "characters of output not captured" in out
+
+
+def test_code_without_output_says_so(ctx):
+    assert python.run(ctx, {"code": "py_quiet = 1"}) == "(no output)"
+
+
+# --- without a shell ------------------------------------------------------------------
+
+
+def test_plain_run_execs_in_the_namespace_and_evaluates_the_last_expression(plain, capsys):
+    out = python.run(plain, {"code": "x = [1, 2]\nprint('len', len(x))\nx + [3]"})
+    assert out == "stdout:\nlen 2\nvalue: [1, 2, 3]"
+    assert plain.namespace["x"] == [1, 2]
+    assert "len 2" in capsys.readouterr().out
+
+
+def test_plain_run_reports_errors_and_survives_sys_exit(plain):
+    out = python.run(plain, {"code": "def f():\n    raise ValueError('bad input')\nf()"})
+    assert out.startswith("error: ValueError: bad input") and "File <cell>, line 2, in f" in out
+    assert python.run(plain, {"code": "import sys\nsys.exit(3)"}).startswith("error: SystemExit: 3")
+    syntax = python.run(plain, {"code": "x = = 1"})
+    assert "SyntaxError" in syntax and "Traceback" not in syntax
+
+
+def test_plain_run_lets_keyboard_interrupt_through(plain):
+    with pytest.raises(KeyboardInterrupt):
+        python.run(plain, {"code": "raise KeyboardInterrupt"})
+
+
+# --- approval -------------------------------------------------------------------------
+
+
+class Approver:
+    """Answers approval prompts from a script and remembers what it was shown."""
+
+    def __init__(self, answer: bool | None) -> None:
+        self.answer = answer
+        self.shown: list[str] = []
+
+    def __call__(self, code: str) -> bool | None:
+        self.shown.append(code)
+        return self.answer
+
+
+@pytest.mark.parametrize("answer", [True, False, None])
+def test_ask_mode_runs_only_what_the_user_approves(plain, answer):
+    approver = Approver(answer)
+    plain.python_approval, plain.approve = "ask", approver
+    out = python.run(plain, {"code": "ran = True\n'done'"})
+    assert approver.shown == ["ran = True\n'done'"]
+    assert ("ran" in plain.namespace) is (answer is True)
+    if answer is True:
+        assert out == "value: 'done'"
+    elif answer is False:
+        assert out == DECLINED
+    else:
+        assert "tools.python.approval" in out and '"auto"' in out and "agents.json" in out
+
+
+def test_ask_mode_without_any_approver_refuses_and_explains_how_to_allow(plain):
+    plain.python_approval, plain.approve = "ask", None
+    out = python.run(plain, {"code": "ran = True"})
+    assert "ran" not in plain.namespace and "tools.python.approval" in out
+
+
+def test_auto_mode_never_asks(plain):
+    approver = Approver(False)
+    plain.approve = approver
+    assert python.run(plain, {"code": "1 + 1"}) == "value: 2" and approver.shown == []
+
+
+def test_off_mode_refuses_even_if_called(plain):
+    plain.python_approval = "off"
+    out = python.run(plain, {"code": "ran = True"})
+    assert "ran" not in plain.namespace and "turned off" in out
+
+
+class KernelShell:
+    """Stands in for ipykernel's shell: the only thing the approver checks is ``kernel``."""
+
+    kernel = object()
+
+
+def _answer(reply: Any):
+    def fake_input(prompt: str = "") -> str:
+        print(prompt)
+        if isinstance(reply, BaseException):
+            raise reply
+        return reply
+
+    return fake_input
+
+
+@pytest.mark.parametrize(("reply", "expected"), [("y", True), ("YES ", True), ("n", False), ("", False)])
+def test_stdin_approver_shows_the_code_and_reads_the_answer(monkeypatch, capsys, reply, expected):
+    monkeypatch.setattr("builtins.input", _answer(reply))
+    assert stdin_approver(KernelShell())("delete_everything()") is expected
+    out = capsys.readouterr().out
+    assert "delete_everything()" in out and "Run this code? [y/N]" in out
+
+
+def test_stdin_approver_returns_none_when_the_kernel_has_no_stdin(monkeypatch):
+    monkeypatch.setattr("builtins.input", _answer(StdinNotImplementedError("raw_input was called")))
+    assert stdin_approver(KernelShell())("x = 1") is None
+
+
+def test_stdin_approver_returns_none_in_a_script_without_a_terminal(monkeypatch):
+    monkeypatch.setattr(sys, "stdin", io.StringIO("y\n"))
+    monkeypatch.setattr("builtins.input", _answer("y"))
+    assert stdin_approver(None)("x = 1") is None
+
+
+def test_stdin_approver_asks_on_a_terminal(monkeypatch):
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr(sys, "stdin", Terminal())
+    monkeypatch.setattr("builtins.input", _answer("y"))
+    assert stdin_approver(None)("x = 1") is True
+    monkeypatch.setattr("builtins.input", _answer(EOFError()))
+    assert stdin_approver(None)("x = 1") is None

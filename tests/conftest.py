@@ -1,0 +1,27 @@
+"""Every test runs isolated: its own MONAD_HOME, no config file, no API key, its own cwd."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path, monkeypatch):
+    home = tmp_path / "monad-home"
+    home.mkdir()
+    monkeypatch.setenv("MONAD_HOME", str(home))
+    for var in ("MONAD_CONFIG", "OPENAI_API_KEY", "OPENAI_BASE_URL", "MONAD_MODEL"):
+        monkeypatch.delenv(var, raising=False)
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    return work
+
+
+@pytest.fixture(scope="session")
+def ip():
+    """IPython's in-process test shell, shared by every test that needs one (no kernel)."""
+    from IPython.testing import globalipapp
+
+    # Looked up on the module each time: once started, globalipapp rebinds get_ipython to the shell's own.
+    return globalipapp.get_ipython()

@@ -1,0 +1,107 @@
+"""The magics in-process, through IPython's global test shell (no kernel, no mocks)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from monad_notebook.testing import FakeOpenAIServer, tool_call
+
+
+@pytest.fixture
+def server(ip, isolated_env):
+    with FakeOpenAIServer() as server:
+        config = {
+            "models": {"main": {"model": "gpt-4.1-mini", "baseUrl": server.base_url, "maxRetries": 1}},
+            "tools": {"python": {"approval": "auto"}},
+        }
+        (isolated_env / "agents.json").write_text(json.dumps(config))
+        ip.run_line_magic("reload_ext", "monad_notebook")
+        yield server
+
+
+def test_cell_magic_sends_the_cell_and_prints_the_answer(ip, server, capsys):
+    server.queue(tool_call("python", {"code": "answer = 40 + 2"}), "It is 42.")
+    ip.run_cell_magic("monad", "", "What is 40 + 2?\n")
+    out = capsys.readouterr().out
+    assert "It is 42." in out and "python" in out
+    assert ip.user_ns["answer"] == 42
+    assert server.chat_requests[0]["messages"][-1] == {"role": "user", "content": "What is 40 + 2?\n"}
+
+
+def test_sessions_switch_and_keep_their_own_history(ip, server, capsys):
+    server.queue("A1", "B1", "A2")
+    ip.run_cell_magic("monad", "--session alpha", "first in alpha")
+    ip.run_cell_magic("monad", "-s beta", "first in beta")
+    ip.run_cell_magic("monad", "--session alpha", "second in alpha")
+    contents = [m["content"] for m in server.chat_requests[2]["messages"][1:]]
+    assert contents == ["first in alpha", "A1", "second in alpha"]
+    ip.run_line_magic("monad", "sessions")
+    out = capsys.readouterr().out
+    assert "* alpha" in out and "beta" in out
+
+
+def test_status_and_config_describe_the_session(ip, server, capsys, isolated_env):
+    server.queue("ok")
+    ip.run_cell_magic("monad", "--session st", "hello")
+    ip.run_line_magic("monad", "status")
+    out = capsys.readouterr().out
+    assert "gpt-4.1-mini" in out and "occupancy" in out and "stored_messages  2" in out
+    ip.run_line_magic("monad", "config")
+    out = capsys.readouterr().out
+    assert str(isolated_env / "agents.json") in out and '"approval": "auto"' in out
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("frobnicate", "unknown command 'frobnicate'"),
+        ("session", "usage: %monad session NAME"),
+        ("delete nobody", "no session named 'nobody'"),
+        ("session 'unclosed", "cannot parse arguments"),
+    ],
+)
+def test_bad_line_arguments_give_one_line(ip, server, capsys, line, expected):
+    ip.run_line_magic("monad", line)
+    err = capsys.readouterr().err
+    assert expected in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_bad_cell_arguments_give_one_line(ip, server, capsys):
+    ip.run_cell_magic("monad", "--bogus", "hi")
+    err = capsys.readouterr().err
+    assert "unrecognized arguments: --bogus" in err and err.count("\n") == 1
+    assert server.chat_requests == []
+
+
+def test_reset_branch_and_delete(ip, server, capsys):
+    server.queue("one", "two")
+    ip.run_cell_magic("monad", "--session main", "keep this")
+    ip.run_line_magic("monad", "branch side")
+    ip.run_cell_magic("monad", "", "in the branch")
+    assert [m["content"] for m in server.chat_requests[1]["messages"][1:]] == ["keep this", "one", "in the branch"]
+    ip.run_line_magic("monad", "session main")
+    ip.run_line_magic("monad", "reset")
+    ip.run_line_magic("monad", "delete side")
+    ip.run_line_magic("monad", "sessions")
+    out = capsys.readouterr().out
+    assert "deleted session 'side'" in out and "main  (0 messages" in out
+
+
+def test_new_starts_a_fresh_named_session_and_refuses_to_clobber(ip, server, capsys):
+    server.queue("fresh")
+    ip.run_cell_magic("monad", "--new --session fresh", "hi")
+    ip.run_cell_magic("monad", "--new --session fresh", "hi again")
+    err = capsys.readouterr().err
+    assert "session 'fresh' already exists" in err
+
+
+def test_a_dead_endpoint_is_one_line_and_the_next_cell_works(ip, server, capsys):
+    server.fail(status=500, times=20)
+    ip.run_cell_magic("monad", "--session dead", "hello")
+    err = capsys.readouterr().err
+    assert err.startswith("monad: ") and err.count("\n") == 1
+    server._faults.clear()
+    server.queue("alive")
+    ip.run_cell_magic("monad", "", "again")
+    assert "alive" in capsys.readouterr().out
