@@ -36,7 +36,8 @@ HELP = """\
 %monad branch NEW           copy this session into NEW and switch to it
 %monad reset                forget this session's conversation
 %monad delete NAME          delete a session and everything stored with it
-%monad config               the effective configuration and where it came from"""
+%monad config               the effective configuration and where it came from
+%monad prompt [--step N]    exactly what the model received at a step (default: the latest)"""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -125,6 +126,22 @@ def footer(session: Session, reply: Reply) -> str:
         f"session {session.name} · {session.model.name} · {reply.steps} step(s) · {reply.tool_calls} tool call(s) · "
         f"{tokens} · window {usage['occupancy']:,}/{usage['context_window']:,} ({usage['fraction']:.0%})"
     )
+
+
+def render_prompt_record(records: list[dict[str, Any]], step: int | None) -> str:
+    """One prompt record as text: every part with its kind, role and tokens, and a preview."""
+    if not records:
+        return "no prompt sent yet in this kernel: run a %%monad cell first"
+    if step is None:
+        record = records[-1]
+    else:
+        if not 1 <= step <= len(records):
+            raise UsageError(f"--step must be between 1 and {len(records)} (steps kept in this kernel)")
+        record = records[step - 1]
+    lines = [f"turn {record['turn']} step {record['step']}: about {record['total_tokens']:,} tokens"]
+    for part in record["parts"]:
+        lines.append(f"  {part['kind']:<16} {part['role']:<9} {part['tokens']:>7,}  {_preview(part['text'], 70)}")
+    return "\n".join(lines)
 
 
 @magics_class
@@ -264,6 +281,12 @@ class MonadMagics(Magics):
         if self.current == name:
             self.current = "default"
         print(f"deleted session {name!r}")
+
+    def _cmd_prompt(self, rest: list[str]) -> None:
+        parser = _Parser(prog="%monad prompt", add_help=False)
+        parser.add_argument("--step", type=int, default=None)
+        args = parser.parse_args(rest)
+        print(render_prompt_record(self.session().prompt_records, args.step))
 
     def _cmd_config(self, rest: list[str]) -> None:
         self._want(rest, 0, "config")

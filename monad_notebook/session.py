@@ -18,6 +18,7 @@ from monad_notebook.agent.tools.base import Tool, ToolContext
 from monad_notebook.agent.tools.registry import default_tools, run_tool
 from monad_notebook.config import Config, ConfigWatcher
 from monad_notebook.context.lossless import LosslessStage
+from monad_notebook.context.prompt import Prompt, assemble, count_parts
 from monad_notebook.context.tokens import TokenCounter, effective_input_tokens
 from monad_notebook.errors import UsageError
 from monad_notebook.events import Event, EventBus
@@ -33,6 +34,8 @@ Prefer looking at the data over guessing. Keep answers short and in Markdown; qu
 file paths, variable and column names exactly. When a tool result was cleared or
 truncated to save context, use read_tool_output to read it back instead of re-running
 a tool."""
+
+PROMPT_RECORDS_KEPT = 50
 
 
 def open_store(config: Config) -> Store:
@@ -98,6 +101,8 @@ class Session:
         self.last_estimate = 0
         self.reclaimed_tokens = 0
         self.warnings: list[str] = []
+        self.turn_blocks: dict[str, str] = {}
+        self.prompt_records: list[dict[str, Any]] = []
         self._configure()
 
     # --- configuration -------------------------------------------------------------
@@ -110,7 +115,6 @@ class Session:
         self.context_window = self.context_window or context_window_for(self.model.name, None)
         self.counter = TokenCounter(self.model.name)
         self._token_cache: dict[tuple[str, bool], int] = {}
-        self._prompt_sources: list[Message | None] = []
         self.lossless = LosslessStage(cfg.context, self.counter)
         tools = default_tools(python_approval=cfg.tools.python.approval)
         if cfg.context.tool_output.persist_raw:
@@ -206,38 +210,40 @@ class Session:
     def system_prompt(self) -> str:
         return self.config.agent.system_prompt or SYSTEM_PROMPT
 
-    def assemble_prompt(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        """What the model receives: system prompt, then the window (summary folded into the first user message)."""
-        messages = [{"role": "system", "content": self.system_prompt()}]
-        sources: list[Message | None] = [None]
-        messages.extend(m.to_openai() for m in self.window)
-        sources.extend(self.window)
-        if self.summary is not None and self.summary.text:
-            folded = f"<summary>\n{self.summary.text}\n</summary>\n\n"
-            first = next((i for i, m in enumerate(messages) if m["role"] == "user"), None)
-            if first is None:
-                messages.insert(1, {"role": "user", "content": folded.rstrip()})
-                sources.insert(1, None)
-            else:
-                messages[first]["content"] = folded + messages[first]["content"]
-                sources[first] = None
-        self._prompt_sources = sources
-        tools = [t.schema() for t in self.tools.values()]
-        return messages, tools
+    def assemble_prompt(self) -> Prompt:
+        """What the model receives now: system prompt and memory, summary, window, injected blocks."""
+        current_user = next((m.id for m in reversed(self.window) if m.role == "user"), None)
+        return assemble(
+            system=self.system_prompt(),
+            memory=self.turn_blocks.get("memory", ""),
+            summary=self.summary.text if self.summary else None,
+            window=self.window,
+            tools=[t.schema() for t in self.tools.values()],
+            related=self.turn_blocks.get("related_context"),
+            plan=self.turn_blocks.get("plan"),
+            current_user_id=current_user,
+        )
 
-    def estimate_prompt(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> int:
+    def estimate_prompt(self, prompt: Prompt) -> int:
         """The calibrated estimate of what the provider will count for this request.
 
         Window messages are counted once each (cached by id and eviction state), so a step
         costs a sum over the window rather than re-tokenizing it.
         """
-        sources = self._prompt_sources if len(self._prompt_sources) == len(messages) else [None] * len(messages)
-        loose = [m for m, src in zip(messages, sources, strict=True) if src is None]
-        raw = self.counter.count_messages(loose, tools)
-        raw += sum(self._message_tokens(src) for src in sources if src is not None)
+        pure = [len(g) == 1 and g[0].source is not None for g in prompt.groups]
+        loose = [m for m, is_pure in zip(prompt.messages, pure, strict=True) if not is_pure]
+        raw = self.counter.count_messages(loose, prompt.tools)
+        raw += sum(self._message_tokens(g[0].source) for g, is_pure in zip(prompt.groups, pure, strict=True) if is_pure)
         self.last_raw_count = raw
         self.last_estimate = round(raw * self.counter.calibration)
         return self.last_estimate
+
+    def record_prompt(self, prompt: Prompt) -> None:
+        """Keep an account of what the model received at this step (the inspector reads it)."""
+        count_parts(prompt, self._message_tokens, self.counter.count_text)
+        tools_tokens = self.counter.count_messages([], prompt.tools) - self.counter.count_messages([])
+        self.prompt_records.append(prompt.record(self.turn, self.step, self.last_estimate, tools_tokens))
+        del self.prompt_records[:-PROMPT_RECORDS_KEPT]
 
     def _message_tokens(self, message: Message) -> int:
         key = (message.id, message.evicted)
@@ -255,8 +261,7 @@ class Session:
     def occupancy(self) -> int:
         """effectiveInputTokens: the provider's last real count, else the calibrated estimate."""
         if self.last_prompt_tokens is None and not self.last_estimate:
-            messages, tools = self.assemble_prompt()
-            self.estimate_prompt(messages, tools)
+            self.estimate_prompt(self.assemble_prompt())
         return effective_input_tokens(self.last_prompt_tokens, self.last_estimate)
 
     def usage_snapshot(self) -> dict[str, Any]:

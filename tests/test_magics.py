@@ -105,3 +105,16 @@ def test_a_dead_endpoint_is_one_line_and_the_next_cell_works(ip, server, capsys)
     server.queue("alive")
     ip.run_cell_magic("monad", "", "again")
     assert "alive" in capsys.readouterr().out
+
+
+def test_prompt_inspector_shows_what_the_model_received(ip, server, capsys):
+    server.queue(tool_call("list_variables", {}), "seen")
+    ip.run_cell_magic("monad", "--session insp", "look around")
+    capsys.readouterr()
+    ip.run_line_magic("monad", "prompt")
+    out = capsys.readouterr().out
+    assert "turn 1 step 2" in out and "tool_result" in out and "look around" in out
+    ip.run_line_magic("monad", "prompt --step 1")
+    assert "turn 1 step 1" in capsys.readouterr().out
+    ip.run_line_magic("monad", "prompt --step 99")
+    assert "--step must be between 1 and 2" in capsys.readouterr().err

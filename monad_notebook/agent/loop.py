@@ -93,10 +93,11 @@ class Turn:
                 self.on_text(delta)
 
         for attempt in (1, 2):
-            prompt, tools = s.assemble_prompt()
-            estimate = s.estimate_prompt(prompt, tools)
+            prompt = s.assemble_prompt()
+            estimate = s.estimate_prompt(prompt)
+            s.record_prompt(prompt)
             try:
-                response = s.model.complete(prompt, tools, on_text=on_text)
+                response = s.model.complete(prompt.messages, prompt.tools, on_text=on_text)
             except KeyboardInterrupt:
                 self._persist_interrupted_text("".join(streamed))
                 raise

@@ -13,7 +13,7 @@ qualified key such as api_key; a bare ``key`` is too common). It keeps values th
 secrets: under 8 characters; ``None``/``null``/``changeme``-style words; ``<...>``, ``${VAR}``,
 ``$VAR``, ``{var}`` templates; paths; numbers and plain words (except for passwords); and, when
 unquoted, code: calls, indexing and identifiers (``password = getpass()``, ``token =
-os.environ["TOKEN"]``). The price: an unquoted all-letter password (``password: hunter``) is kept.
+os.environ["TOKEN"]``). The price: an unquoted all-letter password (``password: sunshineday``) is kept.
 """
 
 from __future__ import annotations
@@ -37,8 +37,6 @@ _RESCAN_BYTES = 256
 _MAX_PASSES = 4
 _MIN_PEM_BODY = 40
 _PLACEHOLDER = re.compile(rb"\[REDACTED:[^\]\s]{1,200}\]")
-_RE2_OPTIONS = re2.Options()
-_RE2_OPTIONS.max_mem = 64 << 20
 _UNANCHORED = re2._Anchor.UNANCHORED
 
 Spans = list[tuple[int, int]]
@@ -69,7 +67,7 @@ class _Rule:
 
 
 def _compile(pattern: str | bytes) -> Any:
-    return re2.compile(pattern if isinstance(pattern, bytes) else pattern.encode(), _RE2_OPTIONS)
+    return re2.compile(pattern if isinstance(pattern, bytes) else pattern.encode())
 
 
 def _scan(rule: _Rule, data: bytes) -> Iterator[Find]:
@@ -343,16 +341,24 @@ _ENV_NAME = re.compile(
 _ENV_NOT_SECRET = _set("true false none null yes no on off")
 
 
+@lru_cache(maxsize=1024)
+def _secret_env_name(name: str) -> bool:
+    return _ENV_NAME.search(name) is not None
+
+
 def _env_secrets(env: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
-    """(name, value) of variables whose name reads as a secret and whose value could be one."""
+    """(name, value) of variables whose name reads as a secret and whose value could be one.
+
+    Runs on every redaction (the kernel's environment can change between cells), so only the
+    values of secret-looking names are read.
+    """
     found = []
-    for name, raw in env.items():
-        value = raw.strip()
-        if len(value) < MIN_SECRET_CHARS or not _ENV_NAME.search(name):
+    for name in [name for name in env if _secret_env_name(name)]:
+        value = env[name].strip()
+        if len(value) < MIN_SECRET_CHARS or value.lower() in _ENV_NOT_SECRET:
             continue
-        if value.lower() in _ENV_NOT_SECRET or _NUMERIC.fullmatch(value) or _path_like(value):
-            continue
-        found.append((name, value))
+        if not (_NUMERIC.fullmatch(value) or _path_like(value)):
+            found.append((name, value))
     return tuple(sorted(found))
 
 

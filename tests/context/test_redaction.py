@@ -81,6 +81,10 @@ def test_only_the_value_is_replaced_and_the_name_and_quotes_survive(redactor):
     assert redactor.redact(text).text == 'cfg = {"client_secret": "[REDACTED:secret]", "region": "eu-west-1"}'
 
 
+def test_a_secret_that_starts_with_a_slash_is_not_taken_for_a_path(redactor):
+    assert redactor.redact('client_secret = "/Zx8Qw3abcdef12Kp9"').text == 'client_secret = "[REDACTED:secret]"'
+
+
 def test_url_password_keeps_scheme_user_and_host():
     result = Redactor(env={}).redact("mysql+pymysql://reporter:Pa55w0rd!@10.0.0.7:3306/app")
     assert result.text == "mysql+pymysql://reporter:[REDACTED:url-password]@10.0.0.7:3306/app"

@@ -1,0 +1,95 @@
+"""Prompt assembly: what the model receives, built from labelled parts.
+
+Every part says what it is (system prompt, memory, summary, a window message, a cleared
+placeholder, an injected block), so the inspector and the panel can show exactly what
+was sent, and the occupancy estimate can reuse per-message counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from monad_notebook.messages import Message
+
+PLAN_NOTE = "(a reminder from your own running summary, not a new request)"
+
+
+@dataclass
+class PromptPart:
+    kind: str  # system | memory | summary | message | tool_result | placeholder | related_context | plan | tools
+    role: str
+    text: str
+    source: Message | None = None  # the window message, when the part is one sent unchanged
+    tokens: int = 0
+
+
+@dataclass
+class Prompt:
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+    groups: list[list[PromptPart]] = field(default_factory=list)  # the parts of each message, in order
+
+    def record(self, turn: int, step: int, total: int, tools_tokens: int) -> dict[str, Any]:
+        """A JSON-able account of this prompt, for the inspector and the panel."""
+        parts = [{"kind": "tools", "role": "tools", "tokens": tools_tokens, "text": f"{len(self.tools)} tool schemas"}]
+        for group in self.groups:
+            parts.extend({"kind": p.kind, "role": p.role, "tokens": p.tokens, "text": p.text} for p in group)
+        return {"turn": turn, "step": step, "total_tokens": total, "parts": parts}
+
+
+def _kind_of(message: Message) -> str:
+    if message.role == "tool":
+        return "placeholder" if message.evicted else "tool_result"
+    return "message"
+
+
+def assemble(
+    *,
+    system: str,
+    memory: str,
+    summary: str | None,
+    window: list[Message],
+    tools: list[dict[str, Any]],
+    related: str | None = None,
+    plan: str | None = None,
+    current_user_id: str | None = None,
+) -> Prompt:
+    """System prompt (+ memory), the window with the summary folded into the first user message,
+    the related-context block on the current user message, and the plan anchor last."""
+    groups: list[list[PromptPart]] = [[PromptPart("system", "system", system)]]
+    if memory:
+        groups[0].append(PromptPart("memory", "system", memory))
+    groups.extend([PromptPart(_kind_of(m), m.role, m.sent_content, source=m)] for m in window)
+    if summary:
+        folded = PromptPart("summary", "user", f"<summary>\n{summary}\n</summary>")
+        first = next((g for g in groups[1:] if g[0].role == "user"), None)
+        if first is None:
+            groups.insert(1, [folded])
+        else:
+            first.insert(0, folded)
+    if related and current_user_id:
+        current = next((g for g in groups if g[-1].source is not None and g[-1].source.id == current_user_id), None)
+        if current is not None:
+            current.append(PromptPart("related_context", "user", related))
+    if plan:
+        groups.append([PromptPart("plan", "user", f"<plan>\n{PLAN_NOTE}\n{plan}\n</plan>")])
+    return Prompt(messages=[_message(g) for g in groups], tools=tools, groups=groups)
+
+
+def _message(group: list[PromptPart]) -> dict[str, Any]:
+    if len(group) == 1 and group[0].source is not None:
+        return group[0].source.to_openai()
+    anchor = next((p.source for p in group if p.source is not None), None)
+    out = anchor.to_openai() if anchor is not None else {"role": group[0].role}
+    out["content"] = "\n\n".join(p.text for p in group)
+    return out
+
+
+def count_parts(prompt: Prompt, message_tokens: Callable[[Message], int], count_text: Callable[[str], int]) -> None:
+    """Fill each part's token count: cached per window message, counted for everything else."""
+    for group in prompt.groups:
+        for part in group:
+            pure = len(group) == 1 and part.source is not None
+            part.tokens = message_tokens(part.source) if pure and part.source else count_text(part.text)

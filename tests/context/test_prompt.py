@@ -1,0 +1,52 @@
+"""Prompt assembly: where the summary, the injected blocks and the plan land."""
+
+from __future__ import annotations
+
+from monad_notebook.context.prompt import PLAN_NOTE, assemble, count_parts
+from monad_notebook.messages import Message, ToolCall
+
+
+def window() -> list[Message]:
+    call = ToolCall("c1", "read_file", "{}")
+    return [
+        Message(role="user", content="first question"),
+        Message(role="assistant", content="", tool_calls=[call]),
+        Message(role="tool", content="file text", tool_call_id="c1", name="read_file", placeholder="[context-cleared] x"),
+        Message(role="assistant", content="answer"),
+        Message(role="user", content="latest question"),
+    ]
+
+
+def test_summary_is_folded_into_the_first_user_message_not_a_second_system_message():
+    prompt = assemble(system="sys", memory="", summary="## Objective\nship it", window=window(), tools=[])
+    roles = [m["role"] for m in prompt.messages]
+    assert roles.count("system") == 1 and roles[1] == "user"
+    assert prompt.messages[1]["content"] == "<summary>\n## Objective\nship it\n</summary>\n\nfirst question"
+
+
+def test_related_context_rides_on_the_current_user_message_and_the_plan_comes_last():
+    msgs = window()
+    prompt = assemble(
+        system="sys",
+        memory="facts",
+        summary=None,
+        window=msgs,
+        tools=[],
+        related="<related_context>old</related_context>",
+        plan="## Next Step\nplot it",
+        current_user_id=msgs[-1].id,
+    )
+    assert prompt.messages[0]["content"] == "sys\n\nfacts"
+    assert prompt.messages[-2]["content"] == "latest question\n\n<related_context>old</related_context>"
+    assert prompt.messages[-1] == {"role": "user", "content": f"<plan>\n{PLAN_NOTE}\n## Next Step\nplot it\n</plan>"}
+
+
+def test_evicted_results_are_sent_as_placeholders_and_labelled_so():
+    prompt = assemble(system="sys", memory="", summary=None, window=window(), tools=[])
+    tool = next(m for m in prompt.messages if m["role"] == "tool")
+    assert tool["content"] == "[context-cleared] x" and tool["tool_call_id"] == "c1"
+    count_parts(prompt, lambda m: 7, len)
+    record = prompt.record(turn=1, step=1, total=99, tools_tokens=0)
+    kinds = [p["kind"] for p in record["parts"]]
+    assert kinds == ["tools", "system", "message", "message", "placeholder", "message", "message"]
+    assert record["parts"][4]["tokens"] == 7
