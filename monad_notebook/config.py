@@ -184,7 +184,7 @@ class RecitationConfig(_Section):
 
 class RetrievalConfig(_Section):
     enabled: bool = False
-    min_score: Annotated[float, Field(ge=0, le=1)] = 0.35
+    min_score: Annotated[float, Field(ge=0, le=1)] = 0.30
     max_results: PositiveInt = 5
     snippet_chars: PositiveInt = 600
 

@@ -10,6 +10,7 @@ import json
 import shlex
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from IPython.core.magic import Magics, line_cell_magic, magics_class
@@ -37,7 +38,14 @@ HELP = """\
 %monad reset                forget this session's conversation
 %monad delete NAME          delete a session and everything stored with it
 %monad config               the effective configuration and where it came from
-%monad prompt [--step N]    exactly what the model received at a step (default: the latest)"""
+%monad prompt [--step N]    exactly what the model received at a step (default: the latest)
+%monad panel                the live panel: occupancy, timeline, evictions, compactions, memory
+%monad compact              fold the window into the rolling summary now
+%monad handoff NEW          start NEW seeded with this session's summary, and switch to it
+%monad memory               remembered facts, and pending "remember these?" suggestions
+%monad remember "FACT"      remember a fact (global scope)
+%monad remember --accept N  save pending suggestion N (see %monad memory); --dismiss N drops it
+%monad forget ID            forget a remembered fact"""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -120,11 +128,13 @@ def _preview(text: str, limit: int) -> str:
 
 
 def footer(session: Session, reply: Reply) -> str:
-    usage = session.usage_snapshot()
+    """The compact status line under an answer; ``%monad panel`` shows the same session in full."""
+    from monad_notebook.widget.report import status_line
+
     tokens = f"{reply.prompt_tokens:,} prompt tokens" + (" (estimated)" if reply.estimated else "")
     return (
         f"session {session.name} · {session.model.name} · {reply.steps} step(s) · {reply.tool_calls} tool call(s) · "
-        f"{tokens} · window {usage['occupancy']:,}/{usage['context_window']:,} ({usage['fraction']:.0%})"
+        f"{tokens} · {status_line(session)}"
     )
 
 
@@ -153,6 +163,7 @@ class MonadMagics(Magics):
         self._watcher: ConfigWatcher | None = None
         self._store: Store | None = None
         self._sessions: dict[str, Session] = {}
+        self._panels: dict[str, Any] = {}
 
     # --- plumbing -------------------------------------------------------------------
 
@@ -171,15 +182,23 @@ class MonadMagics(Magics):
     def session(self, name: str | None = None) -> Session:
         name = name or self.current
         if name not in self._sessions:
-            self._sessions[name] = Session(
-                name,
-                config=self.watcher,
-                store=self.store,
-                shell=self.shell,
-                approve=stdin_approver(self.shell),
-            )
+            session = Session(name, config=self.watcher, store=self.store, shell=self.shell)
+            session.approve = self._approver(session)
+            self._sessions[name] = session
         self.current = name
         return self._sessions[name]
+
+    def _approver(self, session: Session) -> Callable[[str], bool | None]:
+        """Run/Skip buttons when this session's panel is open, else the frontend's input prompt."""
+        fallback = stdin_approver(self.shell)
+
+        def approve(code: str) -> bool | None:
+            panel = self._panels.get(session.name)
+            if panel is None:
+                return fallback(code)
+            return panel.approver(fallback=fallback)(code)
+
+        return approve
 
     @property
     def rich(self) -> bool:
@@ -287,6 +306,82 @@ class MonadMagics(Magics):
         parser.add_argument("--step", type=int, default=None)
         args = parser.parse_args(rest)
         print(render_prompt_record(self.session().prompt_records, args.step))
+
+    def _cmd_panel(self, rest: list[str]) -> Any:
+        self._want(rest, 0, "panel")
+        session = self.session()
+        from monad_notebook.widget import MonadPanel
+
+        if not self.rich:
+            print(MonadPanel.text_report(session))
+            return None
+        panel = MonadPanel.for_session(session)
+        self._panels[session.name] = panel
+        return panel
+
+    def _cmd_compact(self, rest: list[str]) -> None:
+        self._want(rest, 0, "compact")
+        session = self.session()
+        before = session.occupancy()
+        if not session.compact():
+            print("nothing to compact: the window holds only the most recent messages")
+            return
+        print(f"compacted: window {before:,} -> {session.occupancy():,} tokens; the summary is saved")
+
+    def _cmd_handoff(self, rest: list[str]) -> None:
+        (name,) = self._want(rest, 1, "handoff NEW")
+        source = self.session()
+        source.handoff(name)
+        self.session(name)
+        print(f"started {name!r} from the summary of {source.name!r}; now using {name!r}")
+
+    def _cmd_memory(self, rest: list[str]) -> None:
+        self._want(rest, 0, "memory")
+        session = self.session()
+        facts = session.memory.list()
+        print(f"{len(facts)} remembered fact(s):" if facts else "no remembered facts yet")
+        for fact in facts:
+            print(f"  {fact.id}  [{fact.scope}] {fact.text}")
+        pending = session.memory.pending_suggestions(session.name)
+        if pending:
+            print(f"remember these {len(pending)} thing(s)?  (%monad remember --accept N / --dismiss N)")
+            for number, item in enumerate(pending, 1):
+                print(f"  {number}. {item['text']}")
+
+    def _cmd_remember(self, rest: list[str]) -> None:
+        parser = _Parser(prog="%monad remember", add_help=False)
+        parser.add_argument("fact", nargs="*")
+        parser.add_argument("--accept", type=int)
+        parser.add_argument("--dismiss", type=int)
+        args = parser.parse_args(rest)
+        session = self.session()
+        if args.accept is not None or args.dismiss is not None:
+            number = args.accept if args.accept is not None else args.dismiss
+            pending = session.memory.pending_suggestions(session.name)
+            if not 1 <= number <= len(pending):
+                raise UsageError(f"no pending suggestion {number}; %monad memory lists them")
+            item = pending[number - 1]
+            if args.dismiss is not None:
+                session.memory.dismiss(session.name, item["id"])
+                print(f"dismissed: {item['text']}")
+                return
+            verdict = session.memory.accept(session.name, item["id"])
+        else:
+            if not args.fact:
+                raise UsageError('usage: %monad remember "FACT" | --accept N | --dismiss N')
+            verdict = session.memory.add(" ".join(args.fact), scope=session.stages.scope, source="manual")
+        if verdict.duplicate_of:
+            print(f"already remembered as {verdict.duplicate_of}")
+        elif verdict.ok:
+            print(f"remembered as {verdict.fact_id}: {verdict.text}")
+        else:
+            raise UsageError(f"not remembered: {verdict.reason}")
+
+    def _cmd_forget(self, rest: list[str]) -> None:
+        (fact_id,) = self._want(rest, 1, "forget ID")
+        if not self.session().memory.remove(fact_id):
+            raise UsageError(f"no remembered fact {fact_id!r}; %monad memory lists them")
+        print(f"forgot {fact_id}")
 
     def _cmd_config(self, rest: list[str]) -> None:
         self._want(rest, 0, "config")

@@ -7,6 +7,8 @@ durable boundary), so a turn never reads the whole transcript.
 from __future__ import annotations
 
 import os
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,13 +17,18 @@ from monad_notebook import events as ev
 from monad_notebook.agent.loop import Reply, Turn
 from monad_notebook.agent.model import ChatModel, OpenAIChatModel, TextCallback, context_window_for
 from monad_notebook.agent.tools.base import Tool, ToolContext
+from monad_notebook.agent.tools.memory import TOOLS as memory_tools
+from monad_notebook.agent.tools.recovery import TOOLS as recovery_tools
 from monad_notebook.agent.tools.registry import default_tools, run_tool
 from monad_notebook.config import Config, ConfigWatcher
 from monad_notebook.context.lossless import LosslessStage
+from monad_notebook.context.lossy import LossyStage, emit_handoff_if_heavy
 from monad_notebook.context.prompt import Prompt, assemble, count_parts
 from monad_notebook.context.tokens import TokenCounter, effective_input_tokens
+from monad_notebook.context.turn_stages import TurnStages
 from monad_notebook.errors import UsageError
 from monad_notebook.events import Event, EventBus
+from monad_notebook.memory import MemoryService
 from monad_notebook.messages import Message, Role, ToolCall
 from monad_notebook.store.base import SessionRecord, Store, Summary
 from monad_notebook.store.lance import LanceStore, default_db_uri
@@ -103,7 +110,10 @@ class Session:
         self.warnings: list[str] = []
         self.turn_blocks: dict[str, str] = {}
         self.prompt_records: list[dict[str, Any]] = []
+        self._events_lock = threading.Lock()
         self._configure()
+        self.lossy = LossyStage(self, after_compact=self._after_compact)
+        self.stages = TurnStages(self)
 
     # --- configuration -------------------------------------------------------------
 
@@ -116,12 +126,13 @@ class Session:
         self.counter = TokenCounter(self.model.name)
         self._token_cache: dict[tuple[str, bool], int] = {}
         self.lossless = LosslessStage(cfg.context, self.counter)
-        tools = default_tools(python_approval=cfg.tools.python.approval)
+        tools = [*default_tools(python_approval=cfg.tools.python.approval), *memory_tools]
         if cfg.context.tool_output.persist_raw:
-            from monad_notebook.agent.tools.recovery import TOOLS as recovery_tools
-
-            tools = [*tools, *recovery_tools]
+            tools.extend(recovery_tools)
         self.tools: dict[str, Tool] = {t.name: t for t in tools}
+        if hasattr(self, "stages"):
+            self.lossy.reconfigure()
+            self.stages.reconfigure()
 
     def reload_config(self) -> None:
         """Pick up agents.json changes from disk (hot reload); a broken file keeps the last good one."""
@@ -176,6 +187,7 @@ class Session:
         self.store.append_messages(messages)
         self.window.extend(messages)
         self.flush_events()
+        self.stages.index(messages)
 
     # --- stages --------------------------------------------------------------------
 
@@ -184,12 +196,14 @@ class Session:
         self.turn += 1
         self.step = 0
 
-    def run_turn_stages(self) -> None:
-        """Stages that append to the prompt: once per turn, never per step."""
+    def run_turn_stages(self, user: Message) -> None:
+        """Stages that append to the prompt (memory, plan, related context): once per turn, never per step."""
+        self.stages.run(user)
 
     def run_step_stages(self) -> None:
-        """Stages that react to the growing window: every step."""
+        """Stages that react to the growing window, every step: eviction first (lossless), then compaction."""
         self._note_reclaimed(self.lossless.evict(self, self.occupancy()))
+        self.lossy.step()
 
     def _note_reclaimed(self, reclaimed: int) -> None:
         """Count what eviction freed; the stale provider count shrinks by as much until the next real one."""
@@ -200,10 +214,27 @@ class Session:
             self.last_estimate = max(0, self.last_estimate - reclaimed)
 
     def compact_for_overflow(self) -> bool:
-        """Make room after a provider context-length error; False when nothing could be freed."""
+        """Make room after a provider context-length error: clear every result, then compact now."""
         reclaimed = self.lossless.evict(self, self.context_window, force=True)
         self._note_reclaimed(reclaimed)
-        return reclaimed > 0
+        compacted = self.lossy.compact_now("context length exceeded", keep_recent=2)
+        return reclaimed > 0 or compacted
+
+    def compact(self) -> bool:
+        """Fold the window into the rolling summary now, whatever the threshold (``%monad compact``)."""
+        return self.lossy.compact_now("requested")
+
+    def after_compaction(self) -> None:
+        """Called on the kernel thread once a compaction has landed in the window."""
+        emit_handoff_if_heavy(self, self.lossy.compactions)
+
+    def _after_compact(self, span: list[Message], summary: Summary) -> None:
+        """Hook run by the compactor right after a summary is saved (the span's last chance)."""
+        self.stages.after_compact(span, summary)
+
+    @property
+    def memory(self) -> MemoryService:
+        return self.stages.memory
 
     # --- prompt and occupancy ------------------------------------------------------
 
@@ -286,21 +317,30 @@ class Session:
             store=self.store,
             python_approval=self.config.tools.python.approval,
             approve=self.approve,
-            extra={"tool_output_max_chars": self.config.context.tool_output.max_chars},
+            extra={
+                "tool_output_max_chars": self.config.context.tool_output.max_chars,
+                "memory": self.memory,
+                "memory_scope": self.stages.scope,
+            },
         )
         return run_tool(self.tools, ctx, call.name, call.arguments)
 
     # --- events --------------------------------------------------------------------
 
     def emit(self, kind: str, **data: Any) -> None:
+        """Tell listeners now; persisted kinds are written with the step, or at once from a worker thread."""
         event = Event(kind=kind, session=self.name, data=data)
         if event.persisted:
-            self._pending_events.append(event)
+            with self._events_lock:
+                self._pending_events.append(event)
         self.events.emit(event)
+        if event.persisted and threading.current_thread() is not threading.main_thread():
+            self.flush_events()
 
     def flush_events(self) -> None:
-        if self._pending_events:
+        with self._events_lock:
             pending, self._pending_events = self._pending_events, []
+        if pending:
             self.store.append_events(pending)
 
     # --- public API ----------------------------------------------------------------
@@ -327,6 +367,8 @@ class Session:
 
     def reset(self) -> None:
         """Forget this session's conversation (its record stays)."""
+        self.lossy.compactor.wait()
+        self.lossy.compactor.take_result()
         self.store.reset_session(self.name)
         self._load_window()
         self.turn = 0
@@ -337,9 +379,24 @@ class Session:
     def branch(self, name: str) -> SessionRecord:
         return self.store.clone_session(self.name, name)
 
+    def handoff(self, name: str) -> SessionRecord:
+        """A fresh session seeded with this one's summary (compacting first if there is none yet)."""
+        if self.store.get_session(name) is not None:
+            raise UsageError(f"session {name!r} already exists; pick a new name for the handoff")
+        if self.summary is None or not self.summary.text:
+            self.compact()
+        record = self.store.create_session(name, model=self.model.name, parent=self.name)
+        if self.summary is not None and self.summary.text:
+            self.store.save_summary(
+                Summary(session=name, text=self.summary.text, boundary_seq=-1, created_at=time.time())
+            )
+        return record
+
     def history(self) -> list[Message]:
         """The whole stored transcript (original texts), for inspection; not used per turn."""
         return self.store.load_messages(self.name)
 
     def close(self) -> None:
+        """Let a compaction in flight land, then write what is pending."""
+        self.lossy.close()
         self.flush_events()

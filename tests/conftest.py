@@ -25,3 +25,13 @@ def ip():
 
     # Looked up on the module each time: once started, globalipapp rebinds get_ipython to the shell's own.
     return globalipapp.get_ipython()
+
+
+@pytest.fixture
+def store(tmp_path):
+    """A real LanceDB store in a temp dir, closed after the test."""
+    from monad_notebook.store.lance import LanceStore
+
+    store = LanceStore(tmp_path / "db")
+    yield store
+    store.close()

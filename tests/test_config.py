@@ -160,7 +160,8 @@ def test_monad_config_naming_a_missing_file_says_so(monkeypatch):
                     "redaction": {"patterns": [{"name": "ok", "regex": "a+"}, {"name": "aws", "regex": "(AKIA"}]}
                 }
             },
-            'context.redaction.patterns[1].regex is not a valid RE2 regular expression: missing ): (AKIA (pattern "aws")',
+            "context.redaction.patterns[1].regex is not a valid RE2 regular expression: "
+            'missing ): (AKIA (pattern "aws")',
         ),
         ({"context": {"redaction": {"patterns": [{"regex": "a"}]}}}, "context.redaction.patterns[0].name is required"),
     ],

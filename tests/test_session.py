@@ -17,13 +17,6 @@ def config() -> Config:
     return Config.model_validate({"tools": {"python": {"approval": "auto"}}})
 
 
-@pytest.fixture
-def store(tmp_path):
-    store = LanceStore(tmp_path / "db")
-    yield store
-    store.close()
-
-
 def roles(messages):
     return [m["role"] for m in messages]
 

@@ -51,7 +51,7 @@ class Turn:
         user = s.new_message("user", s.lossless.redactor.redact(self.text).text)
         s.commit_step([user])
         s.emit(ev.TURN_STARTED, turn=s.turn, text=user.content)
-        s.run_turn_stages()
+        s.run_turn_stages(user)
         max_steps = s.config.agent.max_steps
         for _ in range(max_steps):
             response = self._step()

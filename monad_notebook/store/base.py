@@ -6,6 +6,7 @@ interpolate it into a query string unescaped (names come from users).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -44,19 +45,36 @@ class MemoryFact:
     source: str = "manual"  # manual | tool | promotion
 
 
+@dataclass
+class EmbeddingHit:
+    """One semantic search result.
+
+    ``score`` is cosine similarity: 1 for the same direction, about 0 for unrelated text
+    (slightly negative is possible). ``snippet`` is the text that was embedded.
+    """
+
+    message_id: str
+    score: float
+    snippet: str
+    role: str = ""
+    seq: int = 0
+    turn: int = 0
+    name: str = ""  # the tool's name, on tool messages
+
+
 class Store(Protocol):
     # sessions
     def get_session(self, name: str) -> SessionRecord | None: ...
     def create_session(self, name: str, *, model: str = "", parent: str = "") -> SessionRecord: ...
     def list_sessions(self) -> list[SessionRecord]: ...
     def delete_session(self, name: str) -> None:
-        """Remove the session and everything keyed to it (messages, raw outputs, summaries, events)."""
+        """Remove the session and everything keyed to it (messages, raw outputs, summaries, events, embeddings)."""
 
     def reset_session(self, name: str) -> None:
-        """Keep the session's record, drop its messages, raw outputs, summaries and events."""
+        """Keep the session's record, drop its messages, raw outputs, summaries, events and embeddings."""
 
     def clone_session(self, source: str, target: str) -> SessionRecord:
-        """Branch: copy messages, summary and raw outputs into an independent new session."""
+        """Branch: copy messages, summary, raw outputs and embeddings into an independent new session."""
 
     # messages
     def append_messages(self, messages: list[Message]) -> None:
@@ -88,6 +106,24 @@ class Store(Protocol):
     def add_facts(self, facts: list[MemoryFact]) -> None: ...
     def list_facts(self, scopes: list[str] | None = None) -> list[MemoryFact]: ...
     def remove_fact(self, fact_id: str) -> bool: ...
+
+    # embeddings (semantic retrieval); kept apart from messages so indexing never rewrites them
+    def save_embeddings(self, session: str, rows: list[tuple[Message, list[float]]], model: str) -> None:
+        """Store each message's vector (and its content as the snippet) in one write; bad vectors raise."""
+
+    def embedded_ids(self, session: str, *, model: str, dims: int) -> set[str]:
+        """Ids of the session's messages that already have a vector from ``model`` at this width."""
+
+    def search_embeddings(
+        self,
+        session: str,
+        vector: list[float],
+        k: int,
+        *,
+        model: str | None = None,
+        exclude_ids: Iterable[str] = (),
+    ) -> list[EmbeddingHit]:
+        """The ``k`` nearest of this session's vectors (never another session's), best first."""
 
     # housekeeping
     def optimize(self) -> None:

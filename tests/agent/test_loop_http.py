@@ -9,7 +9,6 @@ import pytest
 from monad_notebook import Session
 from monad_notebook.config import Config
 from monad_notebook.errors import AuthError, EndpointError, ModelNotFoundError
-from monad_notebook.store.lance import LanceStore
 from monad_notebook.testing import FakeOpenAIServer, tool_call, tool_calls
 
 
@@ -17,13 +16,6 @@ from monad_notebook.testing import FakeOpenAIServer, tool_call, tool_calls
 def server():
     with FakeOpenAIServer() as server:
         yield server
-
-
-@pytest.fixture
-def store(tmp_path):
-    store = LanceStore(tmp_path / "db")
-    yield store
-    store.close()
 
 
 def make_session(base_url: str, store, name: str = "http", **main) -> Session:
@@ -100,13 +92,26 @@ def test_unreachable_endpoint_names_the_url(store):
 
 
 def test_context_length_error_compacts_and_retries_once(server, store):
-    session = make_session(server.base_url, store, contextWindow=4000)
-    big = "x = 'row,' * 4000\nprint(x)"
-    server.queue(tool_call("python", {"code": big}), "first done")
+    config = Config.model_validate(
+        {
+            "models": {"main": {"model": "gpt-4.1-mini", "baseUrl": server.base_url, "contextWindow": 4000}},
+            "tools": {"python": {"approval": "auto"}},
+            "context": {"summarize": {"softFraction": 0.99, "hardFraction": 1.0, "keepRecent": 2}},
+        }
+    )
+    session = Session("overflow", config=config, store=store, namespace={})
+    server.queue(tool_call("python", {"code": "print('row,' * 4000)"}), "first done")
     session.ask("make output")
+    briefing = (
+        "## Objective\nmake output\n## Decisions & Facts\n- printed rows\n"
+        "## Files & State\n## Open Tasks\n## Next Step\n"
+    )
     server.fail_context_length(limit=4000)
-    server.queue("after compaction")
+    server.queue(briefing, "after compaction")
     assert session.ask("next").text == "after compaction"
-    retried = server.chat_requests[-1]["messages"]
-    tool_messages = [m for m in retried if m["role"] == "tool"]
-    assert tool_messages and tool_messages[0]["content"].startswith("[context-cleared]")
+    summary_request, retried = server.chat_requests[-2], server.chat_requests[-1]
+    assert "make output" in summary_request["messages"][-1]["content"]  # the fast tier was asked to summarize
+    first_user = next(m for m in retried["messages"] if m["role"] == "user")
+    assert first_user["content"].startswith("<summary>\n## Objective\nmake output")
+    assert not [m for m in retried["messages"] if m["role"] == "tool"]  # the round was folded
+    assert store.load_summary("overflow").boundary_seq == 2  # user, tool call and result folded

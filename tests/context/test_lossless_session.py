@@ -9,7 +9,6 @@ import pytest
 from monad_notebook import Session
 from monad_notebook import events as ev
 from monad_notebook.config import Config
-from monad_notebook.store.lance import LanceStore
 from monad_notebook.testing import FakeOpenAIServer, tool_call
 
 FAKE_KEY = "sk-proj-" + "Q7vR2mX9kL4pT8wZ3nB6yH1cF5jD0sAe"
@@ -21,19 +20,12 @@ def server():
         yield server
 
 
-@pytest.fixture
-def store(tmp_path):
-    store = LanceStore(tmp_path / "db")
-    yield store
-    store.close()
-
-
 def session_for(server, store, name="lossless", **context) -> Session:
     config = Config.model_validate(
         {
             "models": {"main": {"model": "gpt-4.1-mini", "baseUrl": server.base_url, "contextWindow": 20_000}},
             "tools": {"python": {"approval": "auto"}},
-            "context": context,
+            "context": {"summarize": {"enabled": False}, **context},
         }
     )
     return Session(name, config=config, store=store, namespace={})
@@ -107,7 +99,10 @@ def test_a_secret_in_the_omitted_middle_never_reaches_store_events_or_model(serv
     seen: list[ev.Event] = []
     session.events.subscribe(seen.append)
     half = len(FAKE_KEY) // 2  # the code assembles the key, so the model's own arguments never hold it
-    code = f"k = {FAKE_KEY[:half]!r} + {FAKE_KEY[half:]!r}\nprint('a' * 100000 + ' OPENAI_API_KEY=' + k + ' ' + 'b' * 100000)"
+    code = (
+        f"k = {FAKE_KEY[:half]!r} + {FAKE_KEY[half:]!r}\n"
+        "print('a' * 100000 + ' OPENAI_API_KEY=' + k + ' ' + 'b' * 100000)"
+    )
     server.queue(tool_call("python", {"code": code}, id="call_secret"), "done")
     session.ask("leak nothing")
     assert FAKE_KEY not in json.dumps(server.requests)

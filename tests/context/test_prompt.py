@@ -11,7 +11,9 @@ def window() -> list[Message]:
     return [
         Message(role="user", content="first question"),
         Message(role="assistant", content="", tool_calls=[call]),
-        Message(role="tool", content="file text", tool_call_id="c1", name="read_file", placeholder="[context-cleared] x"),
+        Message(
+            role="tool", content="file text", tool_call_id="c1", name="read_file", placeholder="[context-cleared] x"
+        ),
         Message(role="assistant", content="answer"),
         Message(role="user", content="latest question"),
     ]

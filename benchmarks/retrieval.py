@@ -1,0 +1,279 @@
+"""Semantic retrieval: search latency, offline embedder speed, and recall on buried facts.
+
+Prints the markdown tables quoted in BENCHMARKS.md. Run from the repository root with the
+``local`` extra installed: ``python benchmarks/retrieval.py [--sizes 10000 100000]``.
+
+- Search latency goes through ``LanceStore.search_embeddings`` (session prefilter, window
+  exclusions) on synthetic 384-d vectors: random points around 200 topic centres, unit
+  length, so they cluster like sentence embeddings do. Two layouts: the whole table is one
+  session, or the rows are spread over 100 sessions and one of them is searched.
+- Throughput and recall use the real offline model (all-MiniLM-L6-v2 int8).
+- Recall: facts stated once among notebook chatter, asked back in other words.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from monad_notebook.config import RetrievalConfig
+from monad_notebook.context.retrieval import EmbeddingIndexer, Retrieval
+from monad_notebook.messages import Message
+from monad_notebook.store.embeddings import LocalEmbedder
+from monad_notebook.store.lance import LanceStore
+
+DIMS = 384
+MODEL = "synthetic"
+MIN_SCORES = (0.25, 0.3, 0.35, 0.4, 0.45)
+
+FACTS = [
+    (
+        "The warehouse in Rotterdam closes for inventory every last Friday.",
+        "When is the Dutch depot shut for stock counts?",
+    ),
+    ("Our API rate limit is 600 requests per minute per key.", "How many calls can one token make each minute?"),
+    ("Priya wrote the data cleaning pipeline last spring.", "Who built the preprocessing code?"),
+    ("The loyalty programme gives 3 points per euro spent.", "How are rewards earned by members?"),
+    (
+        "We store raw clickstream data in the bucket named ev-raw-2024.",
+        "Where does the unprocessed web tracking data live?",
+    ),
+    ("My cat Pixel knocks things off the desk during calls.", "Which pet interrupts my video meetings?"),
+    (
+        "The A/B test on the checkout button ended with no significant difference.",
+        "Did the purchase page experiment win?",
+    ),
+    ("Customer ages above 99 in the CRM are placeholder values.", "Why do some clients look implausibly old?"),
+    ("I will be on holiday in Japan from the 10th to the 24th.", "When am I away travelling?"),
+    ("The GPU cluster is reserved for the vision team on Wednesdays.", "Which day can we not use the graphics cards?"),
+    (
+        "Invoices from the Berlin office are in the old SAP export format.",
+        "What format do the German billing files use?",
+    ),
+    ("The survey had a response rate of 18 percent.", "How many people answered the questionnaire?"),
+    ("Do not email the Henderson account before their audit ends.", "Which client should we avoid contacting for now?"),
+    ("The dashboard refreshes every night at 2am.", "How often is the reporting view updated?"),
+    ("Our discount codes expire after 45 days.", "How long are promo vouchers valid?"),
+    ("The price column is in cents, not dollars.", "What unit are the cost values stored in?"),
+    ("My manager, Olu, prefers a one-page summary over slides.", "How does my boss like to receive updates?"),
+    ("Returns spiked in November because of a sizing chart error.", "Why did product returns jump late in the year?"),
+    ("We deprecated the v1 endpoint; clients must move to v2 by June.", "When must integrations switch API versions?"),
+    ("The seed for all experiments is 1234.", "Which random state do we use for reproducibility?"),
+    ("The office coffee machine only takes oat milk pods.", "What kind of milk works in the kitchen appliance?"),
+    ("Store 112 in Leeds has the highest footfall.", "Which shop gets the most visitors?"),
+    ("Weekend orders are processed on Monday morning.", "When are Saturday purchases handled?"),
+    ("The legal team must review any dataset containing health records.", "Who approves medical data use?"),
+]
+TOPICS = [
+    "the sales dataframe",
+    "the weekly cohort table",
+    "the residual plot",
+    "the null counts",
+    "the join on order id",
+    "the rolling average",
+    "the seaborn heatmap",
+    "the parquet reader",
+    "the timezone conversion",
+    "the bootstrap confidence interval",
+    "the feature importance chart",
+    "the cross validation loop",
+    "the encoding of categorical columns",
+    "the memory usage of the frame",
+    "the SQL query",
+    "the chart title and axis labels",
+]
+TEMPLATES = [
+    "Could you check {t} once more?",
+    "Running {t} gave me a SettingWithCopyWarning.",
+    "Let's simplify {t} a bit.",
+    "Show {t} as a bar chart, please.",
+    "Output of {t}: 3,481 rows x 12 columns.",
+    "Something is wrong with {t}, the totals don't add up.",
+    "Explain {t} in plain words.",
+    "Great, {t} is fixed. Next step?",
+    "ValueError: could not convert string to float in {t}",
+    "Write a short comment above {t}.",
+    "How long does {t} take on the whole file?",
+    "Export {t} to Excel for the team.",
+    "I updated {t}; rerun everything below it.",
+]
+
+
+def percentiles(samples: list[float]) -> tuple[float, float]:
+    ordered = sorted(samples)
+    return statistics.median(ordered), ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
+
+
+def timed_ms(action: Callable[[], object], runs: int) -> list[float]:
+    """Milliseconds per run, after one untimed warm-up run."""
+    action()
+    out = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        action()
+        out.append((time.perf_counter() - start) * 1000)
+    return out
+
+
+def synthetic_vectors(rng: np.random.Generator, centres: np.ndarray, n: int) -> list[list[float]]:
+    points = centres[rng.integers(0, len(centres), n)] + rng.normal(scale=0.8, size=(n, DIMS)).astype(np.float32)
+    return (points / np.linalg.norm(points, axis=1, keepdims=True)).tolist()
+
+
+def fill(store: LanceStore, rng: np.random.Generator, centres: np.ndarray, total: int, sessions: int) -> None:
+    """``total`` rows over ``sessions`` sessions, 5,000 rows per write, then one optimize."""
+    per = total // sessions
+    for s in range(sessions):
+        for start in range(0, per, 5000):
+            n = min(5000, per - start)
+            messages = [Message(role="user", content=f"message {start + i}", seq=start + i) for i in range(n)]
+            store.save_embeddings(f"s{s}", list(zip(messages, synthetic_vectors(rng, centres, n), strict=True)), MODEL)
+    store.optimize()
+
+
+def search_latency(sizes: list[int], queries: int) -> list[str]:
+    rng = np.random.default_rng(0)
+    centres = rng.normal(size=(200, DIMS)).astype(np.float32)
+    window = [f"window-{i}" for i in range(100)]
+    rows = ["| stored vectors | layout | rows searched | p50 ms | p95 ms |", "|---:|---|---:|---:|---:|"]
+    for size in sizes:
+        for sessions in (1, 100):
+            with tempfile.TemporaryDirectory() as tmp:
+                store = LanceStore(Path(tmp) / "db", optimize_every=0)
+                fill(store, rng, centres, size, sessions)
+                probes = synthetic_vectors(rng, centres, queries)
+                samples = []
+                for probe in probes:
+                    start = time.perf_counter()
+                    store.search_embeddings("s0", probe, 6, exclude_ids=window)
+                    samples.append((time.perf_counter() - start) * 1000)
+                store.close()
+            p50, p95 = percentiles(samples[1:])
+            layout = "one session" if sessions == 1 else f"{sessions} sessions"
+            rows.append(f"| {size:,} | {layout} | {size // sessions:,} | {p50:.1f} | {p95:.1f} |")
+    return rows
+
+
+def chat_lines(rng: random.Random, n: int) -> list[str]:
+    return [rng.choice(TEMPLATES).format(t=rng.choice(TOPICS)) for _ in range(n)]
+
+
+def table_dumps(rng: random.Random, n: int) -> list[str]:
+    """Tool-output-like text long enough to hit the model's 256-token limit."""
+    return [" ".join(f"row{rng.randrange(999)}={rng.random():.3f}" for _ in range(60)) for _ in range(n)]
+
+
+def rate(embedder: LocalEmbedder, texts: list[str]) -> float:
+    start = time.perf_counter()
+    embedder.embed(texts)
+    return len(texts) / (time.perf_counter() - start)
+
+
+def embedder_speed(embedder: LocalEmbedder) -> list[str]:
+    start = time.perf_counter()
+    embedder.embed(["warm up"])
+    cold = time.perf_counter() - start
+    rng = random.Random(1)
+    short, long = chat_lines(rng, 256), table_dumps(rng, 32)
+    mixed = short[:128] + long
+    query_p50, query_p95 = percentiles(timed_ms(lambda: embedder.embed(["What breed is my dog?"]), 50))
+    return [
+        "| offline embedder (one inference thread) | value |",
+        "|---|---:|",
+        f"| first embed, model load included | {cold:.2f} s |",
+        f"| short chat messages (~15 tokens) | {rate(embedder, short):.0f} sentences/s |",
+        f"| long tool outputs (256 tokens, the cap) | {rate(embedder, long):.1f} texts/s |",
+        f"| 4 short : 1 long mix | {rate(embedder, mixed):.0f} texts/s |",
+        f"| one query, p50 / p95 | {query_p50:.1f} / {query_p95:.1f} ms |",
+    ]
+
+
+def needle_messages(session: str, distractors: int) -> tuple[list[Message], list[str]]:
+    rng = random.Random(3)
+    texts = [rng.choice(TEMPLATES).format(t=rng.choice(TOPICS)) for _ in range(distractors)]
+    for fact, _ in FACTS:
+        texts.insert(rng.randrange(len(texts) + 1), fact)
+    messages = [
+        Message(role="user" if i % 2 == 0 else "assistant", content=t, session=session, seq=i, turn=i // 2)
+        for i, t in enumerate(texts)
+    ]
+    by_text = {m.content: m.id for m in messages}
+    return messages, [by_text[fact] for fact, _ in FACTS]
+
+
+def needle_recall(embedder: LocalEmbedder, distractors: int) -> list[str]:
+    with tempfile.TemporaryDirectory() as tmp:
+        store = LanceStore(Path(tmp) / "db")
+        messages, fact_ids = needle_messages("needles", distractors)
+        indexer = EmbeddingIndexer(store, embedder)
+        start = time.perf_counter()
+        indexer.index_pending("needles", messages)
+        indexer.flush()
+        indexing = time.perf_counter() - start
+        at1 = at5 = 0
+        for (_, question), fact_id in zip(FACTS, fact_ids, strict=True):
+            hits = store.search_embeddings("needles", embedder.embed([question])[0], 5, model=embedder.name)
+            ids = [h.message_id for h in hits]
+            at1 += ids[:1] == [fact_id]
+            at5 += fact_id in ids
+        sweep = [block_recall(store, embedder, min_score) for min_score in MIN_SCORES]
+        store.close()
+    n = len(FACTS)
+    rows = [
+        f"| needle set: {n} facts among {distractors} messages | value |",
+        "|---|---:|",
+        f"| indexing {len(messages)} messages (background indexer, flushed) | {indexing:.2f} s |",
+        f"| recall@1 (vector search) | {at1 / n:.2f} |",
+        f"| recall@5 (vector search) | {at5 / n:.2f} |",
+        "",
+        "| minScore | fact in the related_context block | other hits per block | related_context p50 / p95 ms |",
+        "|---:|---:|---:|---:|",
+    ]
+    for min_score, (recall, noise, p50, p95) in zip(MIN_SCORES, sweep, strict=True):
+        rows.append(f"| {min_score:.2f} | {recall:.2f} | {noise:.1f} | {p50:.1f} / {p95:.1f} |")
+    return rows
+
+
+def block_recall(store: LanceStore, embedder: LocalEmbedder, min_score: float) -> tuple[float, float, float, float]:
+    """Share of facts that reach the block (maxResults 5), other hits per block, latency percentiles."""
+    finder = Retrieval(store, embedder, RetrievalConfig(enabled=True, min_score=min_score))
+    found, others, latencies = 0, 0, []
+    for fact, question in FACTS:
+        start = time.perf_counter()
+        block = finder.related_context("needles", question, set())
+        latencies.append((time.perf_counter() - start) * 1000)
+        hits = (block or "").count("\n- ")
+        hit = block is not None and fact in block
+        found += hit
+        others += hits - hit
+    p50, p95 = percentiles(latencies)
+    return found / len(FACTS), others / len(FACTS), p50, p95
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--distractors", type=int, default=300)
+    args = parser.parse_args()
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"{os.cpu_count()} CPUs, load average {load} at start\n")
+    print("\n".join(search_latency(args.sizes, args.queries)), end="\n\n")
+    embedder = LocalEmbedder()
+    print("\n".join(embedder_speed(embedder)), end="\n\n")
+    print("\n".join(needle_recall(embedder, args.distractors)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,246 @@
+"""Durable compaction: fold the oldest part of the window into the rolling summary.
+
+The new summary and its boundary are saved to the store before anyone is told, so a
+kernel that dies mid-compaction restarts from the previous summary and the unfolded
+messages, never from half a summary. Background compaction works on a snapshot of the
+window on a daemon thread (one per session at a time); the turn thread picks the result
+up with :meth:`Compactor.take_result` and drops the folded messages from its window.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from monad_notebook import events as ev
+from monad_notebook.context.ledger import extract_handles, extract_identifiers, merge_with_handles, parse_ledger
+from monad_notebook.context.summarize import (
+    ExtractiveSummarizer,
+    Summarizer,
+    attach_ledger,
+    reflect_with_fallback,
+    summarize_with_fallback,
+)
+from monad_notebook.errors import MonadError
+from monad_notebook.messages import Message
+from monad_notebook.store.base import Store, Summary
+
+log = logging.getLogger(__name__)
+
+AfterCompact = Callable[[list[Message], Summary], None]
+
+
+@dataclass
+class CompactionResult:
+    summary: Summary  # already saved to the store
+    folded_ids: list[str]  # message ids now behind the boundary
+    tokens_before: int
+    tokens_after: int
+    used_fallback: bool
+    reflected: bool
+
+
+def choose_span(window: list[Message], keep_recent: int) -> list[Message]:
+    """The oldest messages to fold, leaving the ``keep_recent`` newest verbatim.
+
+    The cut moves earlier rather than split a tool round: an assistant message with tool
+    calls and its results are folded together or kept together, so the kept window never
+    starts with an orphan tool result.
+    """
+    cut = len(window) - max(0, keep_recent)
+    while cut > 0:
+        kept_starts_with_result = cut < len(window) and window[cut].role == "tool"
+        folds_a_call = window[cut - 1].role == "assistant" and bool(window[cut - 1].tool_calls)
+        if not (kept_starts_with_result or folds_a_call):
+            break
+        cut -= 1
+    return window[: max(0, cut)]
+
+
+def apply_result(window: list[Message], result: CompactionResult) -> list[Message]:
+    """``window`` without the messages ``result`` folded (the window may have grown meanwhile)."""
+    folded = set(result.folded_ids)
+    return [m for m in window if m.id not in folded]
+
+
+class Compactor:
+    """Runs compactions for one session, synchronously or on its own worker thread.
+
+    A summary over ``reflect_at_tokens`` is reflected down to half of it, so the next
+    compaction does not immediately reflect again.
+    """
+
+    def __init__(
+        self,
+        *,
+        store: Store,
+        session: str,
+        summarizer_factory: Callable[[], Summarizer | None],
+        fallback: ExtractiveSummarizer,
+        count_tokens: Callable[[str], int],
+        emit: Callable[..., None],
+        reflect_at_tokens: int,
+        ledger_max_items: int,
+        after_compact: AfterCompact | None = None,
+        spill: Callable[[list[Message]], None] | None = None,
+    ) -> None:
+        self.store = store
+        self.session = session
+        self.summarizer_factory = summarizer_factory
+        self.fallback = fallback
+        self.count_tokens = count_tokens
+        self.emit = emit
+        self.reflect_at_tokens = reflect_at_tokens
+        self.ledger_max_items = ledger_max_items
+        self.after_compact = after_compact
+        self.spill = spill
+        self._lock = threading.Lock()
+        self._worker: threading.Thread | None = None
+        self._result: CompactionResult | None = None
+        self._closed = False
+
+    def _window_tokens(self, messages: list[Message], summary_text: str) -> int:
+        return self.count_tokens(summary_text) + sum(self.count_tokens(m.sent_content) for m in messages)
+
+    def compact_now(
+        self, window: list[Message], summary: Summary | None, keep_recent: int, reason: str
+    ) -> CompactionResult | None:
+        """Fold and save synchronously; None when there is nothing to fold or compaction failed.
+
+        A failure is logged and emitted as ``session.error``; the previous summary stays.
+        """
+        span = choose_span(window, keep_recent)
+        if not span:
+            return None
+        try:
+            return self._compact(window, span, summary, reason)
+        except Exception as exc:
+            log.exception("compaction of session %r failed", self.session)
+            self._emit_safely(ev.ERROR, message=f"Compaction failed, the previous summary is kept: {exc}")
+            return None
+
+    def _summarizer(self) -> Summarizer | None:
+        try:
+            return self.summarizer_factory()
+        except MonadError as exc:
+            log.warning("no fast model for summaries, using the extractive summary: %s", exc)
+            return None
+
+    def _compact(
+        self, window: list[Message], span: list[Message], summary: Summary | None, reason: str
+    ) -> CompactionResult:
+        previous = summary.text if summary else ""
+        tokens_before = self._window_tokens(window, previous)
+        self.emit(ev.COMPACTION_STARTED, reason=reason, messages=len(span), tokens_before=tokens_before)
+        started = time.monotonic()
+        primary = self._summarizer()
+        text, used_fallback = summarize_with_fallback(primary, self.fallback, previous or None, span)
+        if self.spill is not None:
+            self.spill(span)  # folded results stay readable by the handles the ledger names
+        ledger = merge_with_handles(
+            parse_ledger(previous), extract_identifiers(span), extract_handles(span), self.ledger_max_items
+        )
+        text = attach_ledger(text, ledger)
+        tokens = self.count_tokens(text)
+        reflections = summary.reflections if summary else 0
+        reflected = tokens > self.reflect_at_tokens
+        if reflected:
+            target = max(1, self.reflect_at_tokens // 2)
+            text = attach_ledger(
+                reflect_with_fallback(None if used_fallback else primary, self.fallback, text, target), ledger
+            )
+            if self.count_tokens(text) > self.reflect_at_tokens:
+                text = self.fallback.reflect(text, target)
+            tokens = self.count_tokens(text)
+            reflections += 1
+        new = Summary(self.session, text, span[-1].seq, time.time(), tokens=tokens, reflections=reflections)
+        self.store.save_summary(new)
+        kept = window[len(span) :]
+        result = CompactionResult(
+            summary=new,
+            folded_ids=[m.id for m in span],
+            tokens_before=tokens_before,
+            tokens_after=self._window_tokens(kept, text),
+            used_fallback=used_fallback,
+            reflected=reflected,
+        )
+        self.emit(
+            ev.COMPACTION_FINISHED,
+            tokens_before=result.tokens_before,
+            tokens_after=result.tokens_after,
+            used_fallback=used_fallback,
+            reflected=reflected,
+            seconds=round(time.monotonic() - started, 3),
+        )
+        self._after(span, new)
+        return result
+
+    def _after(self, span: list[Message], summary: Summary) -> None:
+        if self.after_compact is None:
+            return
+        try:
+            self.after_compact(span, summary)
+        except Exception:
+            log.exception("after-compaction hook failed for session %r", self.session)
+
+    def _emit_safely(self, kind: str, **data: object) -> None:
+        try:
+            self.emit(kind, **data)
+        except Exception:
+            log.exception("could not emit %s", kind)
+
+    # --- background ------------------------------------------------------------------
+
+    @property
+    def in_flight(self) -> bool:
+        worker = self._worker
+        return worker is not None and worker.is_alive()
+
+    def start_background(self, window: list[Message], summary: Summary | None, keep_recent: int, reason: str) -> bool:
+        """Start compacting a snapshot of ``window``; False if one is running, unapplied, or closed.
+
+        A finished result that was not yet taken also refuses: compacting the unapplied window
+        again would fold the same messages against the superseded summary.
+        """
+        with self._lock:
+            if self._closed or self.in_flight or self._result is not None:
+                return False
+            snapshot = copy.deepcopy(window)
+            previous = copy.deepcopy(summary)
+            worker = threading.Thread(
+                target=self._run, args=(snapshot, previous, keep_recent, reason), name="monad-compaction", daemon=True
+            )
+            self._worker = worker
+            worker.start()
+        return True
+
+    def _run(self, window: list[Message], summary: Summary | None, keep_recent: int, reason: str) -> None:
+        try:
+            result = self.compact_now(window, summary, keep_recent, reason)
+        except BaseException:
+            log.exception("background compaction of session %r crashed", self.session)
+            return
+        if result is not None:
+            with self._lock:
+                self._result = result
+
+    def wait(self, timeout: float | None = None) -> None:
+        worker = self._worker
+        if worker is not None and worker is not threading.current_thread():
+            worker.join(timeout)
+
+    def take_result(self) -> CompactionResult | None:
+        """The finished background result, once; None while running or when there is none."""
+        with self._lock:
+            result, self._result = self._result, None
+        return result
+
+    def close(self, timeout: float | None = 30.0) -> None:
+        """Refuse new work and let the running compaction land (it is durable either way)."""
+        with self._lock:
+            self._closed = True
+        self.wait(timeout)

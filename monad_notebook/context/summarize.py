@@ -1,0 +1,375 @@
+"""The rolling summary: a structured briefing that replaces the folded span of a session.
+
+The briefing always has the same five ``## `` sections, so later stages can read parts of
+it (recitation pins ``Open Tasks`` / ``Next Step``) and so successive compactions merge
+rather than paraphrase a paraphrase. The fast model writes it (:class:`LLMSummarizer`);
+when no model is reachable a deterministic :class:`ExtractiveSummarizer` writes it
+instead, because compaction must never fail a turn. Whichever wrote it, the identifier
+ledger is merged into ``## Files & State`` afterwards (:func:`attach_ledger`).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any, Protocol
+
+from monad_notebook.agent.model import ChatModel
+from monad_notebook.context.ledger import parse_ledger, render_ledger, strip_ledger
+from monad_notebook.errors import ModelError
+from monad_notebook.messages import Message
+
+log = logging.getLogger(__name__)
+
+SECTIONS = ("Objective", "Decisions & Facts", "Files & State", "Open Tasks", "Next Step")
+
+_HEADING = re.compile(r"^\s{0,3}#{1,6}[ \t]*(.{1,80}?)[ \t]*#*[ \t]*$")
+_FENCED = re.compile(r"^\s*```[\w-]*\n(.*)\n```\s*$", re.S)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+_PLAN = re.compile(r"\b(?:next|i will|i'll|let me|then i|plan|going to)\b", re.I)
+_ERROR_LINE = re.compile(r"^\s{0,8}([A-Z]\w{0,60}?(?:Error|Exception)\b(?::[^\n]{0,160})?)", re.M)
+
+_SUMMARY_PROMPT = """\
+You keep the rolling briefing of a long data-analysis session in a Jupyter notebook. The \
+transcript below is leaving the assistant's context window; your briefing replaces it, so \
+anything you leave out is forgotten.
+
+Write Markdown with exactly these five headings, in this order, and nothing before the first:
+## Objective
+## Decisions & Facts
+## Files & State
+## Open Tasks
+## Next Step
+
+Rules:
+- Merge the previous briefing (if given) with the new transcript: keep what still holds, \
+update what changed, drop what was superseded.
+- Quote identifiers verbatim in backticks: file paths, variable, DataFrame and column names, \
+commands, URLs, error types, numbers with units.
+- Files & State: files read or written; variables and DataFrames in the kernel, with shapes \
+or columns when known. Keep any "Identifiers (verbatim):" list as it is.
+- Open Tasks: what the user asked for that is not done yet, and errors not yet resolved.
+- Next Step: the single next action.
+- Terse bullet points, no preamble, at most about {target} tokens."""
+
+_REFLECT_PROMPT = """\
+Condense this session briefing to at most about {target} tokens. Keep the five headings \
+(## Objective, ## Decisions & Facts, ## Files & State, ## Open Tasks, ## Next Step) in that \
+order, keep every identifier verbatim, keep the "Identifiers (verbatim):" list unchanged, \
+and drop detail that no longer matters. Answer with the briefing only."""
+
+_REMINDER = "Rewrite that as the briefing with exactly the five ## headings, in order, and nothing else."
+
+
+class Summarizer(Protocol):
+    """Writes and condenses the rolling summary; raises ModelError when its model fails."""
+
+    def summarize(self, previous: str | None, span: list[Message]) -> str: ...
+
+    def reflect(self, summary: str, target_tokens: int) -> str: ...
+
+
+def _section_of(title: str) -> str | None:
+    key = re.sub(r"[^a-z&]+", " ", title.lower().replace(" and ", " & ")).split()
+    for section in SECTIONS:
+        if key == section.lower().split():
+            return section
+    return None
+
+
+def _split(text: str) -> tuple[dict[str, list[str]], list[str]]:
+    """Known sections' lines, and the lines before the first known heading."""
+    sections: dict[str, list[str]] = {}
+    extra: list[str] = []
+    current: list[str] = extra
+    for line in text.splitlines():
+        match = _HEADING.match(line)
+        section = _section_of(match.group(1)) if match else None
+        if section is not None:
+            current = sections.setdefault(section, [])
+        else:
+            current.append(line)
+    return sections, extra
+
+
+def parse_sections(text: str) -> dict[str, str]:
+    """The known sections present in ``text``, heading name -> body (stripped)."""
+    sections, _ = _split(text)
+    return {name: "\n".join(lines).strip() for name, lines in sections.items()}
+
+
+def render_sections(sections: dict[str, str]) -> str:
+    parts = []
+    for name in SECTIONS:
+        body = sections.get(name, "").strip()
+        parts.append(f"## {name}\n{body}" if body else f"## {name}")
+    return "\n\n".join(parts) + "\n"
+
+
+def has_sections(text: str, minimum: int = 1) -> bool:
+    return len(parse_sections(text)) >= minimum
+
+
+def ensure_sections(text: str) -> str:
+    """``text`` with exactly the five headings in order: missing ones empty, stray text kept."""
+    fenced = _FENCED.match(text)
+    if fenced:
+        text = fenced.group(1)
+    sections, extra = _split(text)
+    bodies = {name: "\n".join(lines).strip() for name, lines in sections.items()}
+    stray = "\n".join(extra).strip()
+    if stray:
+        facts = bodies.get("Decisions & Facts", "")
+        bodies["Decisions & Facts"] = f"{facts}\n{stray}".strip()
+    return render_sections(bodies)
+
+
+def attach_ledger(text: str, items: list[str]) -> str:
+    """``text`` normalized, with ``items`` as the only ledger, at the end of ``## Files & State``."""
+    sections = parse_sections(ensure_sections(text))
+    state = strip_ledger(sections.get("Files & State", ""))
+    block = render_ledger(items)
+    sections["Files & State"] = f"{state}\n\n{block}".strip()
+    return render_sections(sections)
+
+
+def clip(text: str, limit: int) -> str:
+    """Head and tail of ``text`` within about ``limit`` characters, marking what was cut."""
+    if len(text) <= limit:
+        return text
+    head = max(0, int(limit * 0.7))
+    tail = max(0, limit - head)
+    return f"{text[:head]} […{len(text) - head - tail} chars cut…] {text[len(text) - tail :] if tail else ''}"
+
+
+def _render_message(message: Message, text_clip: int, tool_clip: int) -> str:
+    if message.role == "tool":
+        return f"TOOL RESULT ({message.name or 'tool'}): {clip(message.content, tool_clip)}"
+    lines = [f"{message.role.upper()}: {clip(message.content, text_clip)}"] if message.content.strip() else []
+    for call in message.tool_calls:
+        lines.append(f"{message.role.upper()} CALLS {call.name}({clip(call.arguments, tool_clip)})")
+    return "\n".join(lines) or f"{message.role.upper()}: (empty)"
+
+
+def _head_and_tail(lines: list[str], budget_chars: int) -> list[str]:
+    """The first and last lines that fit, alternating ends, with a marker for the middle."""
+    head: list[str] = []
+    tail: list[str] = []
+    used, i, j = 60, 0, len(lines) - 1
+    while i <= j:
+        from_head = len(head) <= len(tail)
+        line = lines[i] if from_head else lines[j]
+        if used + len(line) + 1 > budget_chars:
+            break
+        used += len(line) + 1
+        if from_head:
+            head.append(line)
+            i += 1
+        else:
+            tail.append(line)
+            j -= 1
+    return [*head, f"[… {j - i + 1} messages omitted …]", *tail[::-1]]
+
+
+def render_span(span: list[Message], budget_chars: int = 48_000, tool_clip: int = 1_500) -> str:
+    """The span as compact text that fits ``budget_chars``, so the summary request itself fits."""
+    text_clip = max(tool_clip, 6_000)
+    lines = [_render_message(m, text_clip, tool_clip) for m in span]
+    total = sum(len(line) + 1 for line in lines)
+    if total > budget_chars:
+        scale = budget_chars / total
+        lines = [_render_message(m, max(200, int(text_clip * scale)), max(200, int(tool_clip * scale))) for m in span]
+    if sum(len(line) + 1 for line in lines) > budget_chars:
+        lines = _head_and_tail(lines, budget_chars)
+    return "\n".join(lines)
+
+
+class LLMSummarizer:
+    """The fast model writes the briefing; a ModelError tells the caller to fall back."""
+
+    def __init__(
+        self, model: ChatModel, *, target_tokens: int = 1_500, span_budget_chars: int = 48_000, tool_clip: int = 1_500
+    ) -> None:
+        self.model = model
+        self.target_tokens = target_tokens
+        self.span_budget_chars = span_budget_chars
+        self.tool_clip = tool_clip
+
+    def summarize(self, previous: str | None, span: list[Message]) -> str:
+        parts = []
+        if previous and previous.strip():
+            parts.append(f"<previous_summary>\n{previous.strip()}\n</previous_summary>")
+        parts.append(f"<transcript>\n{render_span(span, self.span_budget_chars, self.tool_clip)}\n</transcript>")
+        parts.append("Write the updated briefing.")
+        return self._ask(
+            [
+                {"role": "system", "content": _SUMMARY_PROMPT.format(target=self.target_tokens)},
+                {"role": "user", "content": "\n\n".join(parts)},
+            ]
+        )
+
+    def reflect(self, summary: str, target_tokens: int) -> str:
+        return self._ask(
+            [
+                {"role": "system", "content": _REFLECT_PROMPT.format(target=target_tokens)},
+                {"role": "user", "content": summary},
+            ]
+        )
+
+    def _ask(self, messages: list[dict[str, Any]]) -> str:
+        """One retry with a reminder when the answer lacks the headings; then give up."""
+        answer = self.model.complete(messages, []).content
+        if has_sections(answer):
+            return ensure_sections(answer)
+        retry = [*messages, {"role": "assistant", "content": answer}, {"role": "user", "content": _REMINDER}]
+        answer = self.model.complete(retry, []).content
+        if has_sections(answer):
+            return ensure_sections(answer)
+        raise ModelError(f"{self.model.name} did not write the summary headings twice; using the extractive summary")
+
+
+def _sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE_END.split(text[:20_000]) if s.strip()]
+
+
+def _bullets(body: str) -> list[str]:
+    return [line for line in body.splitlines() if line.strip()]
+
+
+def _newest(lines: list[str], limit: int) -> list[str]:
+    """The most recent lines that fit ``limit`` characters, in their original order."""
+    kept: list[str] = []
+    used = 0
+    for line in reversed(list(dict.fromkeys(lines))):
+        if used + len(line) + 1 > limit:
+            break
+        kept.append(line)
+        used += len(line) + 1
+    return kept[::-1]
+
+
+class ExtractiveSummarizer:
+    """A deterministic briefing from the span's own sentences: the offline fallback.
+
+    It cannot judge what matters, so it keeps positions that usually do: the first and
+    latest requests, each answer's opening sentence, tool outcomes, errors never followed
+    by a successful run of the same tool, and the last stated plan.
+    """
+
+    def __init__(self, max_section_chars: int = 1_200, line_chars: int = 240) -> None:
+        self.max_section_chars = max_section_chars
+        self.line_chars = line_chars
+
+    def _line(self, text: str) -> str:
+        return clip(" ".join(text.split()), self.line_chars)
+
+    def summarize(self, previous: str | None, span: list[Message]) -> str:
+        prev = parse_sections(previous or "")
+        requests = [self._line(m.content) for m in span if m.role == "user" and m.content.strip()]
+        sections = {
+            "Objective": self._objective(prev.get("Objective", ""), requests),
+            "Decisions & Facts": self._facts(prev.get("Decisions & Facts", ""), span),
+            "Files & State": self._state(strip_ledger(prev.get("Files & State", "")), span),
+            "Open Tasks": self._open_tasks(prev.get("Open Tasks", ""), span),
+            "Next Step": self._next_step(prev.get("Next Step", ""), span, requests),
+        }
+        return render_sections(sections)
+
+    def _objective(self, previous: str, requests: list[str]) -> str:
+        lines = [line for line in _bullets(previous) if not line.startswith("- Latest request:")]
+        latest = [line for line in _bullets(previous) if line.startswith("- Latest request:")]
+        if not lines and requests:
+            lines = [f"- {requests[0]}"]
+        if requests and f"- {requests[-1]}" not in lines:
+            latest = [f"- Latest request: {requests[-1]}"]
+        return "\n".join([*lines[:3], *latest])
+
+    def _facts(self, previous: str, span: list[Message]) -> str:
+        lines = _bullets(previous)
+        for message in span:
+            if message.role != "assistant" or not message.content.strip():
+                continue
+            sentences = _sentences(message.content)
+            keep = sentences[:1] + [s for s in sentences[1:] if any(c.isdigit() for c in s)][:1]
+            lines.extend(f"- {self._line(s)}" for s in keep)
+        return "\n".join(_newest(lines, self.max_section_chars))
+
+    def _state(self, previous: str, span: list[Message]) -> str:
+        lines = _bullets(previous)
+        for message in span:
+            if message.role == "tool" and message.content.strip():
+                lines_out = [line for line in message.content.splitlines() if line.strip()]
+                first = next((line for line in lines_out if not line.startswith("Traceback")), lines_out[-1])
+                lines.append(f"- `{message.name or 'tool'}` → {self._line(first)}")
+        return "\n".join(_newest(lines, self.max_section_chars))
+
+    def _open_tasks(self, previous: str, span: list[Message]) -> str:
+        errors: dict[str, str] = {}
+        for message in span:
+            if message.role != "tool":
+                continue
+            found = _ERROR_LINE.findall(message.content[:200_000])
+            if found:
+                errors[message.name or "tool"] = found[-1].strip()
+            else:
+                errors.pop(message.name or "tool", None)
+        lines = _bullets(previous)
+        lines.extend(f"- Unresolved in `{tool}`: {self._line(error)}" for tool, error in errors.items())
+        last_user = max((i for i, m in enumerate(span) if m.role == "user"), default=None)
+        if last_user is not None:
+            answered = any(m.role == "assistant" and m.content.strip() for m in span[last_user + 1 :])
+            if not answered:
+                lines.append(f"- In progress: {self._line(span[last_user].content)}")
+        return "\n".join(_newest(lines, self.max_section_chars))
+
+    def _next_step(self, previous: str, span: list[Message], requests: list[str]) -> str:
+        for message in reversed(span):
+            if message.role == "user" and message.content.strip():
+                break
+            if message.role == "assistant" and message.content.strip():
+                plans = [s for s in _sentences(message.content) if _PLAN.search(s)]
+                if plans:
+                    return f"- {self._line(plans[-1])}"
+        if requests:
+            return f"- Continue with: {requests[-1]}"
+        return previous
+
+    def reflect(self, summary: str, target_tokens: int) -> str:
+        """Trim every section to a share of about ``target_tokens`` (4 chars each), newest lines first."""
+        ledger = parse_ledger(summary)
+        sections = parse_sections(ensure_sections(summary))
+        budget = max(0, target_tokens * 4 - len(render_ledger(ledger)) - 120)
+        share = max(120, budget // len(SECTIONS))
+        trimmed: dict[str, str] = {}
+        for name in SECTIONS:
+            lines = _bullets(strip_ledger(sections.get(name, "")))
+            kept = lines if sum(len(x) + 1 for x in lines) <= share else _newest(lines, share)
+            if name == "Objective" and lines and kept != lines:
+                kept = [clip(lines[0], share)]
+            trimmed[name] = "\n".join(kept)
+        return attach_ledger(render_sections(trimmed), ledger)
+
+
+def summarize_with_fallback(
+    primary: Summarizer | None, fallback: ExtractiveSummarizer, previous: str | None, span: list[Message]
+) -> tuple[str, bool]:
+    """(summary, used_fallback): a failing or missing fast model yields the extractive summary."""
+    if primary is not None:
+        try:
+            return primary.summarize(previous, span), False
+        except ModelError as exc:
+            log.warning("summarizer failed, using the extractive summary: %s", exc)
+    return fallback.summarize(previous, span), True
+
+
+def reflect_with_fallback(
+    primary: Summarizer | None, fallback: ExtractiveSummarizer, summary: str, target_tokens: int
+) -> str:
+    """The condensed summary, keeping its ledger; the extractive trim when the model fails."""
+    ledger = parse_ledger(summary)
+    if primary is not None:
+        try:
+            return attach_ledger(primary.reflect(summary, target_tokens), ledger)
+        except ModelError as exc:
+            log.warning("reflection failed, trimming extractively: %s", exc)
+    return fallback.reflect(summary, target_tokens)

@@ -1,0 +1,253 @@
+"""MonadPanel: the live context panel (the only module that imports anywidget).
+
+The panel listens to the session's events (from the turn, or from the background worker
+between cells) and mirrors a PanelState into synced traits. The frontend never writes
+traits; it sends small custom messages (save, dismiss, run, skip, inspect) handled here.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from pathlib import Path
+from typing import Any, ClassVar
+
+import anywidget
+import traitlets as t
+
+from monad_notebook import events as ev
+from monad_notebook.events import Event
+from monad_notebook.widget.approval import (
+    PanelApprover,
+    PendingAnswer,
+    current_kernel,
+    owned_subshell,
+    route_to_subshell,
+    supports_busy_routing,
+)
+from monad_notebook.widget.report import (
+    records_of,
+    render_text,
+    state_from_session,
+    suggestions_of,
+    thresholds_of,
+)
+from monad_notebook.widget.report import text_report as _text_report
+from monad_notebook.widget.state import FIELDS, PanelState
+
+HERE = Path(__file__).resolve().parent
+
+# Frontend messages that must be handled even while a cell runs (see approval.py).
+BUSY_SAFE = frozenset({"approval", "inspect", "notice.dismiss"})
+
+_panels: weakref.WeakKeyDictionary[Any, MonadPanel] = weakref.WeakKeyDictionary()
+_panels_lock = threading.Lock()
+
+
+def _busy_safe(data: Any) -> bool:
+    if not isinstance(data, dict) or data.get("method") != "custom":
+        return False
+    content = data.get("content")
+    return isinstance(content, dict) and content.get("type") in BUSY_SAFE
+
+
+class MonadPanel(anywidget.AnyWidget):
+    """Occupancy, timeline, compactions, memory suggestions, approvals and a prompt inspector for one session."""
+
+    _esm = HERE / "panel.js"
+    _css = HERE / "panel.css"
+
+    session_name = t.Unicode("").tag(sync=True)
+    usage = t.Dict().tag(sync=True)
+    thresholds = t.Dict().tag(sync=True)
+    composition = t.List().tag(sync=True)
+    timeline_base = t.List().tag(sync=True)
+    timeline_tail = t.List().tag(sync=True)
+    markers = t.List().tag(sync=True)
+    compaction = t.Dict().tag(sync=True)
+    notices = t.List().tag(sync=True)
+    suggestions = t.List().tag(sync=True)
+    records = t.List().tag(sync=True)
+    inspected = t.Dict().tag(sync=True)
+    activity = t.Unicode("idle").tag(sync=True)
+    approval = t.Dict().tag(sync=True)
+
+    handlers: ClassVar[dict[str, str]] = {
+        "approval": "_answer_approval",
+        "memory.save": "_save_memory",
+        "memory.dismiss": "_dismiss_memory",
+        "inspect": "_inspect",
+        "notice.dismiss": "_dismiss_notice",
+    }
+
+    def __init__(self, session: Any, *, memory_scope: str | None = None, **kwargs: Any) -> None:
+        self.session = session
+        self.memory_scope = memory_scope
+        self._state: PanelState = state_from_session(session)
+        self._pending: PendingAnswer | None = None
+        self.busy_note = ""
+        super().__init__(session_name=session.name, **self._state.snapshot(), **kwargs)
+        self.on_msg(self._on_frontend_msg)
+        self.answers_while_busy = self._route_busy_messages()
+        self._unsubscribe = session.events.subscribe(self._on_event)
+
+    @classmethod
+    def for_session(cls, session: Any, **kwargs: Any) -> MonadPanel:
+        """The session's panel (one per session, so events are not listened to twice)."""
+        with _panels_lock:
+            panel = _panels.get(session)
+            if panel is None or panel.comm is None:
+                panel = cls(session, **kwargs)
+                _panels[session] = panel
+            return panel
+
+    @staticmethod
+    def text_report(session: Any) -> str:
+        """The panel's information as plain text, for terminal IPython and logs."""
+        return _text_report(session)
+
+    @property
+    def timeline(self) -> list[dict[str, Any]]:
+        """Every point the panel holds (base + tail), oldest first."""
+        return self._state.timeline
+
+    def report(self) -> str:
+        """This panel's live state as text (includes transient notices the store never saw)."""
+        return render_text(self._state)
+
+    def approver(self, *, timeout: float = 600.0, fallback: Any = None) -> PanelApprover:
+        return PanelApprover(self, timeout=timeout, fallback=fallback)
+
+    def close(self) -> None:
+        self._unsubscribe()
+        if self._pending is not None:
+            self._pending.resolve(False)
+        super().close()
+
+    # --- kernel side -----------------------------------------------------------------
+
+    def _route_busy_messages(self) -> bool:
+        """True when clicks can reach us while a cell runs (or there is no kernel to wait behind)."""
+        kernel = current_kernel()
+        if kernel is None or self.comm is None or not hasattr(self.comm, "kernel"):
+            return True
+        if not supports_busy_routing(kernel):
+            self.busy_note = "this kernel cannot deliver clicks while a cell runs (needs ipykernel >= 7.3)"
+            return False
+        try:
+            route_to_subshell(self.comm, _busy_safe, owned_subshell(kernel))
+        except Exception as exc:  # an unexpected kernel: degrade to the fallback approver
+            self.busy_note = f"could not set up a kernel subshell for the panel: {exc}"
+            return False
+        return True
+
+    def _on_event(self, event: Event) -> None:
+        session = self.session
+        changed = self._state.apply(event, turn=getattr(session, "turn", None), step=getattr(session, "step", None))
+        if event.kind == ev.USAGE:
+            changed |= self._state.set_records(records_of(session))
+            changed |= self._state.set_thresholds(thresholds_of(session))
+        elif event.kind == ev.TURN_FINISHED:
+            suggestions = suggestions_of(session)
+            if suggestions is not None:
+                changed |= self._state.set_suggestions(suggestions)
+        self._push(changed)
+
+    def _push(self, names: set[str]) -> None:
+        if not names:
+            return
+        with self._state.lock, self.hold_sync():
+            for name, value in self._state.snapshot(n for n in FIELDS if n in names).items():
+                setattr(self, name, value)
+
+    def request_approval(self, code: str, *, timeout: float) -> bool | None:
+        """Show ``code`` with Run / Skip and block until a click, or None after ``timeout`` seconds."""
+        pending = PendingAnswer()
+        previous, self._pending = self._pending, pending
+        if previous is not None:
+            previous.resolve(False)
+        with self._state.lock:
+            self.approval = {"id": pending.id, "code": code, "timeout": timeout}
+        try:
+            return pending.wait(timeout)
+        finally:
+            with self._state.lock:
+                if self._pending is pending:
+                    self._pending = None
+                    self.approval = {}
+
+    # --- frontend messages -----------------------------------------------------------
+
+    def _on_frontend_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        if not isinstance(content, dict):
+            return
+        name = self.handlers.get(str(content.get("type")))
+        if name is not None:
+            getattr(self, name)(content)
+
+    def _answer_approval(self, content: dict[str, Any]) -> None:
+        pending = self._pending
+        if pending is not None and content.get("id") == pending.id:
+            pending.resolve(bool(content.get("run")))
+
+    def _targets(self, content: dict[str, Any]) -> list[str]:
+        if content.get("all"):
+            return [s["id"] for s in self._state.suggestions]
+        return [str(content["id"])] if content.get("id") else []
+
+    def _memory(self) -> Any:
+        memory = getattr(self.session, "memory", None)
+        if memory is None:
+            self._push(self._state.add_notice("error", "this session has no memory service: nothing was saved"))
+        return memory
+
+    def _save_memory(self, content: dict[str, Any]) -> None:
+        memory = self._memory()
+        if memory is None:
+            return
+        targets = self._targets(content)
+        saved, refused = 0, []
+        for item_id in targets:
+            verdict = memory.accept(self.session.name, item_id, self.memory_scope)
+            if getattr(verdict, "ok", bool(verdict)):
+                saved += 1
+            else:
+                refused.append(getattr(verdict, "reason", "") or "refused")
+        self._after_memory(targets)
+        if saved:
+            self._push(self._state.add_notice("info", f"saved {saved} fact(s) to memory"))
+        for reason in refused:
+            self._push(self._state.add_notice("error", f"not saved: {reason}"))
+
+    def _dismiss_memory(self, content: dict[str, Any]) -> None:
+        memory = self._memory()
+        if memory is None:
+            return
+        targets = self._targets(content)
+        for item_id in targets:
+            memory.dismiss(self.session.name, item_id)
+        self._after_memory(targets)
+
+    def _after_memory(self, resolved: list[str]) -> None:
+        changed = self._state.drop_suggestions(set(resolved))
+        pending = suggestions_of(self.session)
+        if pending is not None:
+            changed |= self._state.set_suggestions(pending)
+        self._push(changed)
+
+    def _inspect(self, content: dict[str, Any]) -> None:
+        """The inspector opened, closed, or picked a step (turn/step None: follow the latest)."""
+        self._state.inspector_open = bool(content.get("open", True))
+        if not self._state.inspector_open:
+            return
+        records = records_of(self.session)
+        turn, step = content.get("turn"), content.get("step")
+        changed = self._state.set_records(records)
+        if turn is None or step is None:
+            changed |= self._state.inspect(records, None, None)
+        else:
+            changed |= self._state.inspect(records, int(turn), int(step))
+        self._push(changed)
+
+    def _dismiss_notice(self, content: dict[str, Any]) -> None:
+        self._push(self._state.dismiss_notice(str(content.get("id", ""))))

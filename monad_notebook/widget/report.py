@@ -1,0 +1,133 @@
+"""Reading the panel's inputs off a session, and the plain-text report for terminal IPython."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from monad_notebook import events as ev
+from monad_notebook.widget.state import PanelState
+
+BAR_WIDTH = 40
+SPARK = "▁▂▃▄▅▆▇█"
+# Replayed from the store when a panel opens mid-session; old errors and turn activity are not news.
+HISTORY_KINDS = frozenset({ev.USAGE, ev.COMPACTION_STARTED, ev.COMPACTION_FINISHED, ev.REINJECTED})
+MARKER_LETTERS = {"evicted": "E", "compaction": "C", "reinjected": "R", "handoff": "H"}
+
+
+def thresholds_of(session: Any) -> dict[str, float]:
+    """The fractions the bar marks: eviction, soft and hard summarize thresholds (as configured now)."""
+    context = getattr(getattr(session, "config", None), "context", None)
+    if context is None:
+        return {}
+    marks: dict[str, float] = {}
+    eviction = getattr(context, "eviction", None)
+    if eviction is not None and getattr(eviction, "enabled", False):
+        marks["evict"] = float(eviction.at_fraction)
+    marks["soft"] = float(context.summarize.soft_fraction)
+    marks["hard"] = float(context.summarize.hard_fraction)
+    return marks
+
+
+def records_of(session: Any) -> list[dict[str, Any]]:
+    return list(getattr(session, "prompt_records", None) or [])
+
+
+def suggestions_of(session: Any) -> list[dict[str, Any]] | None:
+    """Pending memory suggestions, or None when the session has no memory service (it is keyed by name)."""
+    memory = getattr(session, "memory", None)
+    pending = getattr(memory, "pending_suggestions", None)
+    if pending is None:
+        return None
+    return [{"id": str(item["id"]), "text": str(item.get("text", ""))} for item in pending(session.name)]
+
+
+def state_from_session(session: Any, *, history: bool = True) -> PanelState:
+    """A PanelState as if it had listened from the start: stored events replayed, then the live snapshot."""
+    state = PanelState(session.name)
+    if history:
+        store = getattr(session, "store", None)
+        stored = store.list_events(session.name) if store is not None else []
+        for event in stored:
+            if event.kind in HISTORY_KINDS:
+                state.apply(event)
+    state.set_thresholds(thresholds_of(session))
+    state.set_records(records_of(session))
+    state.usage = {**state.usage, **session.usage_snapshot()}
+    suggestions = suggestions_of(session)
+    if suggestions is not None:
+        state.set_suggestions(suggestions)
+    return state
+
+
+def _bar(fraction: float, thresholds: dict[str, float]) -> str:
+    filled = min(BAR_WIDTH, round(fraction * BAR_WIDTH))
+    cells = ["█"] * filled + ["·"] * (BAR_WIDTH - filled)
+    for name in ("evict", "soft", "hard"):
+        if name in thresholds:
+            at = min(BAR_WIDTH - 1, round(thresholds[name] * BAR_WIDTH))
+            cells[at] = "|"
+    return "[" + "".join(cells) + "]"
+
+
+def _sparkline(state: PanelState, width: int = 40) -> str:
+    points = state.timeline[-width:]
+    if not points:
+        return ""
+    top = max(max(p["win"] for p in points), 1)
+    marks = {m["i"]: MARKER_LETTERS.get(m["kind"], "*") for m in state.markers}
+    line = "".join(SPARK[min(len(SPARK) - 1, int(p["occ"] / top * len(SPARK)))] for p in points)
+    under = "".join(marks.get(p["i"], " ") for p in points)
+    return f"  {line}\n  {under.rstrip()}" if under.strip() else f"  {line}"
+
+
+def render_text(state: PanelState) -> str:
+    """The panel as lines of text: same numbers, same order, no browser needed."""
+    usage, marks = state.usage, state.thresholds
+    window = usage.get("context_window") or 0
+    occupancy = usage.get("occupancy") or 0
+    fraction = occupancy / window if window else 0.0
+    exact = "exact" if usage.get("exact") else "estimated"
+    lines = [
+        f"monad · session {state.session_name} · {state.activity}",
+        f"window {occupancy:,} / {window:,} tokens ({fraction:.0%}, {exact})",
+        f"{_bar(fraction, marks)}  " + " · ".join(f"{k} {v:.0%}" for k, v in marks.items()),
+    ]
+    if state.composition:
+        lines.append("context: " + " · ".join(f"{c['kind']} {c['tokens']:,}" for c in state.composition))
+    if usage.get("reclaimed"):
+        lines.append(f"reclaimed {usage['reclaimed']:,} tokens by clearing old tool results (recoverable)")
+    compaction = state.compaction
+    if compaction.get("running"):
+        lines.append(f"compaction in progress ({compaction.get('reason') or 'background'})…")
+    if compaction.get("last"):
+        last = compaction["last"]
+        how = " (extractive fallback)" if last["fallback"] else ""
+        lines.append(f"last compaction: {last['before']:,} -> {last['after']:,} tokens in {last['seconds']} s{how}")
+    spark = _sparkline(state)
+    if spark:
+        lines += ["occupancy per step (E eviction, C compaction, R reinjection):", spark]
+    lines += [f"! {n['text']}" for n in state.notices]
+    if state.suggestions:
+        count = len(state.suggestions)
+        lines.append("remember this 1 thing?" if count == 1 else f"remember these {count} things?")
+        lines += [f"  [{s['id']}] {s['text']}" for s in state.suggestions]
+    return "\n".join(lines)
+
+
+def text_report(session: Any) -> str:
+    return render_text(state_from_session(session))
+
+
+def status_line(session: Any) -> str:
+    """One line for a cell footer or a terminal prompt: occupancy, what was reclaimed, what is pending."""
+    usage = session.usage_snapshot()
+    window = usage.get("context_window") or 0
+    fraction = usage["occupancy"] / window if window else 0.0
+    filled = min(10, round(fraction * 10))
+    parts = [f"{'▰' * filled}{'▱' * (10 - filled)} {usage['occupancy']:,}/{window:,} ({fraction:.0%})"]
+    if usage.get("reclaimed"):
+        parts.append(f"reclaimed {usage['reclaimed']:,}")
+    suggestions = suggestions_of(session)
+    if suggestions:
+        parts.append(f"{len(suggestions)} memory suggestion(s): %monad panel")
+    return " · ".join(parts)

@@ -1,0 +1,312 @@
+"""What the panel shows, as plain data: events in, small JSON-ready fields out.
+
+Kept apart from the widget so the terminal report and the browser panel tell the same story,
+and so it can be tested without anywidget or a frontend.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from monad_notebook import events as ev
+from monad_notebook.events import Event
+
+MAX_POINTS = 120
+TAIL_POINTS = 20
+MAX_MARKERS = 60
+MAX_NOTICES = 4
+MAX_RECORDS = 50
+MAX_PARTS = 200
+PREVIEW_CHARS = 240
+
+PART_ORDER = (
+    "system",
+    "tools",
+    "memory",
+    "summary",
+    "plan",
+    "related_context",
+    "message",
+    "tool_result",
+    "placeholder",
+)
+INJECTED_KINDS = frozenset({"memory", "summary", "plan", "related_context"})
+
+FIELDS = (
+    "usage",
+    "thresholds",
+    "composition",
+    "timeline_base",
+    "timeline_tail",
+    "markers",
+    "compaction",
+    "notices",
+    "suggestions",
+    "records",
+    "inspected",
+    "activity",
+)
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def composition_of(record: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Tokens per part kind of one prompt record, in a stable order (unknown kinds last)."""
+    if not record:
+        return []
+    totals: dict[str, int] = {}
+    for part in record.get("parts", []):
+        kind = str(part.get("kind", "message"))
+        totals[kind] = totals.get(kind, 0) + _int(part.get("tokens"))
+    order = {kind: i for i, kind in enumerate(PART_ORDER)}
+    kinds = sorted(totals, key=lambda k: (order.get(k, len(order)), k))
+    return [{"kind": k, "tokens": totals[k]} for k in kinds if totals[k] > 0]
+
+
+def inspect_record(record: dict[str, Any], *, pinned: bool = False) -> dict[str, Any]:
+    """One step's parts, with text cut to a preview: the inspector never ships a whole prompt."""
+    parts = []
+    for part in record.get("parts", [])[:MAX_PARTS]:
+        text = str(part.get("text", ""))
+        kind = str(part.get("kind", "message"))
+        parts.append(
+            {
+                "kind": kind,
+                "role": str(part.get("role", "")),
+                "tokens": _int(part.get("tokens")),
+                "preview": text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…",
+                "chars": len(text),
+                "injected": kind in INJECTED_KINDS,
+                "placeholder": kind == "placeholder",
+            }
+        )
+    return {
+        "turn": _int(record.get("turn")),
+        "step": _int(record.get("step")),
+        "total_tokens": _int(record.get("total_tokens")),
+        "parts": parts,
+        "more_parts": max(0, len(record.get("parts", [])) - MAX_PARTS),
+        "pinned": pinned,
+    }
+
+
+class PanelState:
+    """Reduces session events to the panel's fields; safe to feed from the session's worker thread."""
+
+    def __init__(self, session_name: str = "") -> None:
+        self.session_name = session_name
+        self.lock = threading.RLock()
+        self._ids = itertools.count(1)
+        self._next_point = 0
+        self.usage: dict[str, Any] = {}
+        self.thresholds: dict[str, float] = {}
+        self.composition: list[dict[str, Any]] = []
+        self.timeline_base: list[dict[str, Any]] = []
+        self.timeline_tail: list[dict[str, Any]] = []
+        self.markers: list[dict[str, Any]] = []
+        self.compaction: dict[str, Any] = {"running": False, "last": None}
+        self.notices: list[dict[str, Any]] = []
+        self.suggestions: list[dict[str, Any]] = []
+        self.records: list[dict[str, Any]] = []
+        self.inspected: dict[str, Any] = {}
+        self.activity = "idle"
+        self.inspector_open = False
+
+    @property
+    def timeline(self) -> list[dict[str, Any]]:
+        return [*self.timeline_base, *self.timeline_tail]
+
+    def snapshot(self, names: Iterable[str] = FIELDS) -> dict[str, Any]:
+        with self.lock:
+            return {name: getattr(self, name) for name in names}
+
+    # --- events --------------------------------------------------------------------
+
+    def apply(self, event: Event, *, turn: int | None = None, step: int | None = None) -> set[str]:
+        """Fold one event in; returns the names of the fields that changed."""
+        handler = _HANDLERS.get(event.kind)
+        if handler is None:
+            return set()
+        with self.lock:
+            return handler(self, event.data, turn, step)
+
+    def _on_usage(self, data: dict[str, Any], turn: int | None, step: int | None) -> set[str]:
+        self.usage = {
+            "occupancy": _int(data.get("occupancy")),
+            "context_window": _int(data.get("context_window")),
+            "fraction": float(data.get("fraction") or 0.0),
+            "exact": bool(data.get("exact")),
+            "reclaimed": _int(data.get("reclaimed")),
+            "messages": _int(data.get("messages")),
+        }
+        point = {
+            "i": self._next_point,
+            "turn": _int(data.get("turn", turn)),
+            "step": _int(data.get("step", step)),
+            "occ": self.usage["occupancy"],
+            "win": self.usage["context_window"],
+        }
+        self._next_point += 1
+        return {"usage", *self._add_point(point)}
+
+    def _add_point(self, point: dict[str, Any]) -> set[str]:
+        """Steps go to a short tail, folded into the base every TAIL_POINTS steps: a step sends the tail only."""
+        self.timeline_tail = [*self.timeline_tail, point]
+        if len(self.timeline_tail) < TAIL_POINTS:
+            return {"timeline_tail"}
+        self.timeline_base = [*self.timeline_base, *self.timeline_tail][-(MAX_POINTS - TAIL_POINTS) :]
+        self.timeline_tail = []
+        return {"timeline_base", "timeline_tail"}
+
+    def _mark(self, kind: str, label: str) -> set[str]:
+        """A marker sits at the next timeline point: the step whose prompt it shaped."""
+        self.markers = [*self.markers, {"i": self._next_point, "kind": kind, "label": label}][-MAX_MARKERS:]
+        return {"markers"}
+
+    def _on_evicted(self, data: dict[str, Any], *_: Any) -> set[str]:
+        label = f"evicted {_int(data.get('count'))} result(s), {_int(data.get('reclaimed')):,} tokens"
+        return self._mark("evicted", label)
+
+    def _on_compaction_started(self, data: dict[str, Any], *_: Any) -> set[str]:
+        self.compaction = {
+            **self.compaction,
+            "running": True,
+            "reason": str(data.get("reason", "")),
+            "tokens_before": _int(data.get("tokens_before")),
+            "since": time.time(),
+        }
+        return {"compaction"}
+
+    def _on_compaction_finished(self, data: dict[str, Any], *_: Any) -> set[str]:
+        last = {
+            "before": _int(data.get("tokens_before")),
+            "after": _int(data.get("tokens_after")),
+            "seconds": round(float(data.get("seconds") or 0.0), 2),
+            "fallback": bool(data.get("used_fallback")),
+            "reflected": bool(data.get("reflected")),
+        }
+        self.compaction = {"running": False, "last": last}
+        label = f"compacted {last['before']:,} -> {last['after']:,} tokens"
+        return {"compaction"} | self._mark("compaction", label)
+
+    def _on_reinjected(self, data: dict[str, Any], *_: Any) -> set[str]:
+        hits = data.get("hits")
+        count = len(hits) if isinstance(hits, list) else _int(hits)
+        return self._mark("reinjected", f"reinjected {count} related snippet(s)")
+
+    def _on_handoff(self, data: dict[str, Any], *_: Any) -> set[str]:
+        text = str(data.get("message") or "This session is getting long: consider handing off to a new one.")
+        return self.add_notice("handoff", text)
+
+    def _on_error(self, data: dict[str, Any], *_: Any) -> set[str]:
+        return self.add_notice("error", str(data.get("message", "")))
+
+    def _on_suggestion(self, data: dict[str, Any], *_: Any) -> set[str]:
+        items = [{"id": str(i.get("id")), "text": str(i.get("text", ""))} for i in data.get("items", []) if i]
+        return self.set_suggestions([*self.suggestions, *items])
+
+    def _on_turn_started(self, data: dict[str, Any], *_: Any) -> set[str]:
+        self.activity = f"turn {_int(data.get('turn'))} running"
+        return {"activity"}
+
+    def _on_turn_finished(self, data: dict[str, Any], *_: Any) -> set[str]:
+        self.activity = f"idle · last turn {_int(data.get('turn'))}: {_int(data.get('steps'))} step(s)"
+        return {"activity"}
+
+    def _on_tool_started(self, data: dict[str, Any], turn: int | None, step: int | None) -> set[str]:
+        self.activity = f"turn {turn or '?'} · step {step or '?'} · running {data.get('name', 'a tool')}"
+        return {"activity"}
+
+    # --- direct updates ------------------------------------------------------------
+
+    def add_notice(self, kind: str, text: str) -> set[str]:
+        with self.lock:
+            notice = {"id": f"n{next(self._ids)}", "kind": kind, "text": text}
+            self.notices = [*self.notices, notice][-MAX_NOTICES:]
+            return {"notices"}
+
+    def dismiss_notice(self, notice_id: str) -> set[str]:
+        with self.lock:
+            kept = [n for n in self.notices if n["id"] != notice_id]
+            changed = len(kept) != len(self.notices)
+            self.notices = kept
+            return {"notices"} if changed else set()
+
+    def set_suggestions(self, items: list[dict[str, Any]]) -> set[str]:
+        with self.lock:
+            unique = list({str(item["id"]): item for item in items}.values())
+            if unique == self.suggestions:
+                return set()
+            self.suggestions = unique
+            return {"suggestions"}
+
+    def drop_suggestions(self, ids: set[str]) -> set[str]:
+        with self.lock:
+            return self.set_suggestions([s for s in self.suggestions if s["id"] not in ids])
+
+    def set_thresholds(self, thresholds: dict[str, float]) -> set[str]:
+        with self.lock:
+            if thresholds == self.thresholds:
+                return set()
+            self.thresholds = thresholds
+            return {"thresholds"}
+
+    def set_records(self, records: list[dict[str, Any]]) -> set[str]:
+        """Take the session's prompt records: the composition always; the step list and the
+        inspected step only while an inspector is open (they are the bulk of a step's payload)."""
+        with self.lock:
+            recent = records[-MAX_RECORDS:]
+            changed: set[str] = set()
+            composition = composition_of(recent[-1] if recent else None)
+            if composition != self.composition:
+                self.composition = composition
+                changed.add("composition")
+            if not self.inspector_open:
+                return changed
+            index = [
+                {"turn": _int(r.get("turn")), "step": _int(r.get("step")), "total_tokens": _int(r.get("total_tokens"))}
+                for r in recent
+            ]
+            if index != self.records:
+                self.records = index
+                changed.add("records")
+            if recent and not self.inspected.get("pinned"):
+                self.inspected = inspect_record(recent[-1])
+                changed.add("inspected")
+            return changed
+
+    def inspect(self, records: list[dict[str, Any]], turn: int | None, step: int | None) -> set[str]:
+        """Show one step in the inspector (pinned), or follow the latest when turn/step are None."""
+        with self.lock:
+            if turn is None or step is None:
+                self.inspected = inspect_record(records[-1]) if records else {}
+                return {"inspected"}
+            for record in reversed(records):
+                if _int(record.get("turn")) == turn and _int(record.get("step")) == step:
+                    self.inspected = inspect_record(record, pinned=True)
+                    return {"inspected"}
+            return set()
+
+
+_HANDLERS = {
+    ev.USAGE: PanelState._on_usage,
+    ev.EVICTED: PanelState._on_evicted,
+    ev.COMPACTION_STARTED: PanelState._on_compaction_started,
+    ev.COMPACTION_FINISHED: PanelState._on_compaction_finished,
+    ev.REINJECTED: PanelState._on_reinjected,
+    ev.HANDOFF_SUGGESTED: PanelState._on_handoff,
+    ev.ERROR: PanelState._on_error,
+    ev.MEMORY_SUGGESTION: PanelState._on_suggestion,
+    ev.TURN_STARTED: PanelState._on_turn_started,
+    ev.TURN_FINISHED: PanelState._on_turn_finished,
+    ev.TOOL_STARTED: PanelState._on_tool_started,
+}

@@ -1,0 +1,185 @@
+from __future__ import annotations
+
+import json
+import time
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from monad_notebook.context.ledger import (
+    LEDGER_HEADING,
+    SCAN_CAP_CHARS,
+    extract_handles,
+    extract_identifiers,
+    merge_ledger,
+    merge_with_handles,
+    parse_ledger,
+    render_ledger,
+    strip_ledger,
+)
+from monad_notebook.messages import Message, ToolCall
+
+
+def run_python(code: str, call_id: str = "call_1") -> Message:
+    return Message("assistant", "", tool_calls=[ToolCall(call_id, "run_python", json.dumps({"code": code}))])
+
+
+def test_extracts_paths_columns_urls_errors_and_numbers_with_units_from_prose():
+    message = Message(
+        "user",
+        "Load data/sales.csv and /tmp/out/report.parquet, docs at https://example.com/api/v2.html. "
+        'The `revenue` column and df["region"] matter. We hit a ValueError: bad shape. '
+        "The file is 12.5 MB, it took 3 s, growth was 20.9% and it cost $1,200.",
+    )
+
+    items = extract_identifiers([message])
+
+    for expected in (
+        "data/sales.csv",
+        "/tmp/out/report.parquet",
+        "https://example.com/api/v2.html",
+        "revenue",
+        "region",
+        "ValueError",
+        "12.5 MB",
+        "3 s",
+        "20.9%",
+        "$1,200",
+    ):
+        assert expected in items
+
+
+def test_method_calls_are_not_mistaken_for_files_but_bare_data_files_are():
+    items = extract_identifiers([Message("assistant", "I used df.head and np.mean on sales.csv and run.py.")])
+
+    assert "sales.csv" in items
+    assert "run.py" in items
+    assert "df.head" not in items
+    assert "np.mean" not in items
+
+
+def test_reads_commands_variables_and_columns_from_code_arguments():
+    code = (
+        "import pandas as pd\n"
+        "# load the data\n"
+        'sales = pd.read_csv("data/sales.csv")\n'
+        "!pip install pyarrow\n"
+        'top = sales.groupby("region")["revenue"].sum()\n'
+        "x = 1\n"
+    )
+
+    items = extract_identifiers([run_python(code)])
+
+    assert 'sales = pd.read_csv("data/sales.csv")' in items
+    assert "!pip install pyarrow" in items
+    assert 'top = sales.groupby("region")["revenue"].sum()' in items
+    assert {"sales", "top", "region", "revenue", "data/sales.csv"} <= set(items)
+    assert "# load the data" not in items
+    assert "x" not in items
+
+
+def test_tool_output_gives_errors_and_paths_but_not_json_keys_or_log_numbers():
+    output = Message(
+        "tool",
+        'Traceback (most recent call last):\nKeyError: \'revenue\'\n{"some_key": "some_value"}\n'
+        "memory usage: 3.2 MB\nwrote out/summary.json",
+        tool_call_id="call_1",
+        name="run_python",
+    )
+
+    items = extract_identifiers([output])
+
+    assert items == ["KeyError", "out/summary.json"]
+
+
+def test_a_chatty_log_cannot_flood_the_ledger():
+    log = "\n".join(f"step {i} took 512 ms, wrote out/part_{i}.csv, ValueError{i}Error" for i in range(100))
+    items = extract_identifiers([Message("tool", log, tool_call_id="c", name="python")])
+    assert len(items) == 12 and "512 ms" not in items
+
+
+def test_folded_results_leave_a_handle_naming_their_exact_id():
+    call = ToolCall("call_42", "read_file", '{"path": "data/sales.csv"}')
+    span = [
+        Message("assistant", "", tool_calls=[call]),
+        Message("tool", "rows", tool_call_id="call_42", name="read_file"),
+        Message("tool", "[REDACTED:github]", tool_call_id="call_43", name="python", redacted=True),
+    ]
+    assert extract_handles(span) == ['read_tool_output id=call_42 (read_file {"path": "data/sales.csv"})']
+    merged = merge_with_handles([], ["a.csv"] * 1, extract_handles(span), max_items=4)
+    assert merged == ["a.csv", 'read_tool_output id=call_42 (read_file {"path": "data/sales.csv"})']
+
+
+def test_identifiers_come_in_order_of_first_appearance_without_duplicates():
+    messages = [
+        Message("user", "Open `a.csv` then `b.csv`."),
+        Message("assistant", "Done with b.csv and a.csv; next c.csv."),
+    ]
+
+    assert extract_identifiers(messages) == ["a.csv", "b.csv", "c.csv"]
+    assert extract_identifiers(messages) == extract_identifiers(messages)
+
+
+def test_scanning_stops_at_the_per_message_cap():
+    late = Message("tool", "x" * SCAN_CAP_CHARS + " late/file.csv", name="run_python")
+
+    assert extract_identifiers([late]) == []
+
+
+def test_pathological_text_is_scanned_in_linear_time():
+    nasty = [
+        Message("user", "a/" * 100_000),
+        Message("user", "A" * 200_000 + "Error"),
+        Message("user", "1," * 100_000),
+        Message("tool", "`" * 150_000 + "." * 50_000, name="t"),
+        run_python("f(" * 100_000),
+    ]
+
+    started = time.perf_counter()
+    extract_identifiers(nasty)
+
+    assert time.perf_counter() - started < 3
+
+
+def test_merge_drops_the_least_recently_seen_first_and_refreshes_recurring_items():
+    merged = merge_ledger(["a.csv", "b.csv", "c.csv"], ["a.csv", "d.csv"], max_items=3)
+
+    assert merged == ["c.csv", "a.csv", "d.csv"]
+
+
+def test_merge_dedupes_and_respects_the_bound():
+    assert merge_ledger(["x", "x", "y"], ["y", "z"], max_items=10) == ["x", "y", "z"]
+    assert merge_ledger(["x"], ["y"], max_items=0) == []
+    assert len(merge_ledger([f"i{n}" for n in range(100)], [f"j{n}" for n in range(100)], max_items=80)) == 80
+
+
+def test_ledger_round_trips_through_a_summary_section():
+    items = ["data/sales.csv", "KeyError", "df[`weird`]", "`ticked`", "12.5 MB"]
+    summary = "## Files & State\n- loaded the data\n\n" + render_ledger(items) + "\n\n## Open Tasks\n- plot it\n"
+
+    assert parse_ledger(summary) == items
+    assert render_ledger([]) == ""
+
+
+def test_lists_outside_the_ledger_are_not_read_as_identifiers():
+    summary = f"## Decisions & Facts\n- North grew fastest\n\n## Files & State\n{LEDGER_HEADING}\n- `a.csv`\n\n- other"
+
+    assert parse_ledger(summary) == ["a.csv"]
+
+
+def test_strip_ledger_keeps_the_rest_of_the_section():
+    section = "- loaded `sales`\n" + render_ledger(["a.csv", "b.csv"]) + "\n\n- wrote out.csv"
+
+    assert strip_ledger(section) == "- loaded `sales`\n\n- wrote out.csv"
+    assert parse_ledger(section) == ["a.csv", "b.csv"]
+
+
+single_line = st.text(st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp")), min_size=1, max_size=60).map(
+    lambda s: " ".join(s.split())
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(single_line.filter(bool), max_size=20, unique=True))
+def test_any_ledger_survives_render_and_parse(items):
+    assert parse_ledger("## Files & State\n" + render_ledger(items)) == items

@@ -1,0 +1,147 @@
+"""The lossy stage inside a real session: background compaction, the hard guard, O(window) loads."""
+
+from __future__ import annotations
+
+import time
+
+from monad_notebook import Session
+from monad_notebook import events as ev
+from monad_notebook.config import Config
+from monad_notebook.context.summarize import LLMSummarizer
+from monad_notebook.messages import Message
+from monad_notebook.store.base import Summary
+from monad_notebook.store.lance import LanceStore
+from monad_notebook.testing import ScriptedModel
+
+BRIEFING = (
+    "## Objective\nexplore\n## Decisions & Facts\n- folded\n## Files & State\n## Open Tasks\n- plot\n## Next Step\nplot"
+)
+FILLER = "The revenue table for the northern stores shows steady growth across every quarter. " * 12
+
+
+class SlowModel(ScriptedModel):
+    """A fast-tier stand-in that takes its time, to prove the turn does not wait for it."""
+
+    def __init__(self, delay: float, responses: list[str]) -> None:
+        super().__init__(responses, name="slow-summarizer")
+        self.delay = delay
+
+    def complete(self, messages, tools, on_text=None):
+        time.sleep(self.delay)
+        return super().complete(messages, tools, on_text)
+
+
+def make(store, model, name="lossy", **summarize) -> Session:
+    config = Config.model_validate(
+        {"context": {"eviction": {"enabled": False}, "summarize": {"keepRecent": 2, **summarize}}}
+    )
+    return Session(name, config=config, store=store, model=model)
+
+
+def test_background_compaction_does_not_block_the_turn_and_lands_durably(store, tmp_path):
+    model = ScriptedModel([f"answer {i}" for i in range(6)], context_window=2000)
+    session = make(store, model, softFraction=0.3, hardFraction=0.99)
+    slow = SlowModel(2.0, [BRIEFING] * 4)
+    session.lossy.compactor.summarizer_factory = lambda: LLMSummarizer(slow)
+    for i in range(3):
+        session.ask(f"question {i}: {FILLER}")
+    assert session.lossy.compactor.in_flight  # the soft threshold kicked it off
+    assert session.summary is None and store.load_summary("lossy") is None
+    started = time.perf_counter()
+    session.ask(f"question 3: {FILLER}")
+    assert time.perf_counter() - started < 1.5  # the turn went on at full width
+    session.lossy.compactor.wait()
+    reopened = LanceStore(tmp_path / "db")
+    assert reopened.load_summary("lossy").text.startswith("## Objective\nexplore")
+    reopened.close()
+    session.ask("next")
+    first_user = next(m for m in model.calls[-1].messages if m["role"] == "user")
+    assert first_user["content"].startswith("<summary>\n## Objective\nexplore")
+
+
+def test_hard_threshold_waits_for_the_compaction_in_flight_then_compacts_if_still_over(store):
+    model = ScriptedModel([f"answer {i}" for i in range(8)], context_window=6000)
+    session = make(store, model, softFraction=0.3, hardFraction=0.5)
+    slow = SlowModel(1.0, [BRIEFING] * 8)
+    session.lossy.compactor.summarizer_factory = lambda: LLMSummarizer(slow)
+    finished: list[ev.Event] = []
+    session.events.subscribe(lambda e: finished.append(e) if e.kind == ev.COMPACTION_FINISHED else None)
+    for i in range(6):
+        session.ask(f"question {i}: {FILLER * 3}")
+    assert finished, "crossing the hard threshold must land a compaction before the model is called"
+    hard = 0.5 * 6000
+    sent = [session.counter.count_messages(call.messages, call.tools) for call in model.calls]
+    assert max(sent) < hard  # no request ever went out over the hard threshold
+    assert sum(sent[3:]) < sum(sent[:3]) * 3  # and the window did not keep growing
+
+
+def test_per_turn_reads_are_o_window_whatever_the_session_length(store):
+    def seed(name: str, count: int) -> None:
+        store.create_session(name)
+        messages = [
+            Message(role="user" if i % 2 == 0 else "assistant", content=f"m{i}", session=name, seq=i)
+            for i in range(count)
+        ]
+        store.append_messages(messages)
+        store.save_summary(Summary(session=name, text=BRIEFING, boundary_seq=count - 11, created_at=time.time()))
+
+    seed("short", 100)
+    seed("long", 10_000)
+    reads = {}
+    for name in ("short", "long"):
+        before = store.rows_read
+        session = make(store, ScriptedModel(["ok"]), name=name)
+        session.ask("hello")
+        reads[name] = store.rows_read - before
+        assert len(session.window) == 10 + 2
+    assert reads["short"] == reads["long"]
+
+
+def test_a_new_session_object_resumes_from_the_summary_and_boundary(store):
+    session = make(store, ScriptedModel([f"a{i}" for i in range(4)], context_window=100_000))
+    for i in range(4):
+        session.ask(f"turn {i}")
+    assert session.compact()
+    boundary = store.load_summary("lossy").boundary_seq
+    model = ScriptedModel(["resumed"])
+    make(store, model).ask("continue")
+    sent = model.calls[0].messages
+    assert sent[1]["content"].startswith("<summary>\n## Objective")
+    assert [m["content"] for m in sent[1:]][-3:] == [sent[-3]["content"], "a3", "continue"]
+    assert len(sent) == 1 + 2 + 1  # system, the two kept messages (summary folded in), the new one
+    assert boundary == 5
+
+
+def test_planted_identifiers_survive_five_compactions(store):
+    session = make(store, ScriptedModel([f"noted {i}" for i in range(20)], context_window=100_000))
+    session.ask("Load `data/q3_sales.parquet` into `quarterly` and check column `net_margin`")
+    session.ask("The job failed with KeyError: 'region_code' after 12.5 MB; logs at https://logs.example.com/run/42")
+    for round_ in range(5):
+        session.ask(f"unrelated chatter {round_}: {FILLER}")
+        session.ask(f"more chatter {round_}")
+        assert session.compact()
+    text = session.summary.text + "\n".join(m.content for m in session.window)
+    for planted in (
+        "data/q3_sales.parquet",
+        "quarterly",
+        "net_margin",
+        "KeyError",
+        "12.5 MB",
+        "https://logs.example.com/run/42",
+    ):
+        assert planted in text, planted
+
+
+def test_a_folded_tool_result_stays_readable_by_the_handle_the_summary_names(store):
+    from monad_notebook.testing import tool_call
+
+    script = [tool_call("list_variables", {}, id="call_early"), "seen", "a", "b", "c"]
+    session = make(store, ScriptedModel(script, context_window=100_000))
+    session.namespace["quarterly_sales"] = [1, 2, 3]
+    session.ask("what variables exist?")
+    for text in ("one", "two", "three"):
+        session.ask(text)
+    assert store.get_raw_output("lossy", "call_early") is None  # short: never truncated nor evicted
+    assert session.compact()
+    assert "read_tool_output id=call_early (list_variables" in session.summary.text
+    assert "quarterly_sales" in store.get_raw_output("lossy", "call_early")

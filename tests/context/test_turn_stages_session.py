@@ -1,0 +1,74 @@
+"""The per-turn stages inside a real session: once per turn, on the right message, never repeated."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from monad_notebook import Session
+from monad_notebook.config import Config
+from monad_notebook.store.base import Summary
+from monad_notebook.testing import ScriptedModel, tool_call
+
+BRIEFING = (
+    "## Objective\nforecast sales\n## Decisions & Facts\n- use weekly data\n## Files & State\n- data/sales.csv\n"
+    "## Open Tasks\n- fit the seasonal model\n## Next Step\nplot residuals of `model_fit`"
+)
+
+
+def make(store, model, name="stages", **context) -> Session:
+    config = Config.model_validate({"tools": {"python": {"approval": "auto"}}, "context": context})
+    return Session(name, config=config, store=store, model=model)
+
+
+def test_plan_and_memory_appear_once_per_step_call_and_the_plan_comes_last(store):
+    store.create_session("stages")
+    store.save_summary(Summary(session="stages", text=BRIEFING, boundary_seq=-1, created_at=time.time()))
+    steps = [tool_call("list_variables", {}), tool_call("list_variables", {}), "done", "again"]
+    model = ScriptedModel(steps, context_window=100_000)
+    session = make(store, model, recitation={"enabled": True})
+    session.memory.add("Revenue is in euros", scope="global")
+    session.ask("continue the forecast")
+    session.ask("and now?")
+    for call in model.calls:
+        contents = [str(m["content"]) for m in call.messages]
+        assert sum("<plan>" in c for c in contents) == 1
+        assert contents[-1].startswith("<plan>") and "plot residuals of `model_fit`" in contents[-1]
+        assert "Revenue is in euros" in contents[0]
+        assert sum("Revenue is in euros" in c for c in contents) == 1
+    assert "<plan>" not in "".join(m.content for m in store.load_messages("stages"))
+
+
+def test_no_plan_without_a_summary_or_when_recitation_is_off(store):
+    model = ScriptedModel(["a", "b"], context_window=100_000)
+    make(store, model, name="plain", recitation={"enabled": True}).ask("hi")
+    store.save_summary(Summary(session="plain", text=BRIEFING, boundary_seq=-1, created_at=time.time()))
+    make(store, model, name="plain").ask("again")
+    assert not any("<plan>" in str(m["content"]) for call in model.calls for m in call.messages)
+
+
+def test_retrieval_brings_back_an_old_fact_once_and_only_from_this_session(store):
+    pytest.importorskip("onnxruntime")
+    from monad_notebook.store.embeddings import LocalEmbedder, local_model_files
+
+    if local_model_files() is None:
+        pytest.skip("the offline embedder of the local extra is not installed")
+    context = {"retrieval": {"enabled": True, "minScore": 0.3}, "summarize": {"keepRecent": 2}}
+    other = make(store, ScriptedModel(["noted"]), name="other", **context)
+    other.ask("The database password rotation happens every Tuesday at noon.")
+    chatter = [f"Topic {i}: the weather report mentions light rain and wind." for i in range(6)]
+    model = ScriptedModel(["noted"] + ["ok"] * len(chatter) + ["answer"], context_window=100_000)
+    session = make(store, model, name="mine", **context)
+    session.ask("Our churn model uses a gradient boosted tree with 300 estimators.")
+    for line in chatter:
+        session.ask(line)
+    assert session.compact()
+    session.stages.indexer.flush(30)
+    session.ask("How many estimators does the churn classifier have?")
+    sent = model.calls[-1].messages
+    related = [m["content"] for m in sent if "<related_context>" in str(m["content"])]
+    assert len(related) == 1 and sent[-1]["content"] == related[0]
+    assert "300 estimators" in related[0]
+    assert "Tuesday" not in related[0]
+    assert isinstance(session.stages.retrieval.embedder, LocalEmbedder)
