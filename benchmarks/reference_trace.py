@@ -200,12 +200,19 @@ def _recoverable_in(messages: list[dict[str, Any]], trace: Trace) -> set[str]:
 
 
 def _locate(
-    result: Result, trace: Trace, final: list[dict[str, Any]], summary: str, handle: Handle, history: str = ""
+    result: Result,
+    trace: Trace,
+    final: list[dict[str, Any]],
+    summary: str,
+    handle: Handle,
+    history: str = "",
+    searchable: bool = False,
 ) -> None:
     """Where each planted identifier can still be read: the prompt, the summary, a handle, or only the store.
 
     A handle only helps when the model can see its id (in a placeholder, a truncation marker or
-    the call itself): a stored output whose id left the prompt counts as "handle, id not in prompt".
+    the call itself): a stored output whose id left the prompt counts as "handle, id not in prompt",
+    unless the model is offered an exact search over saved outputs (``searchable``): then "search".
     """
     window_text = _texts(final)
     for plant in trace.planted:
@@ -215,7 +222,7 @@ def _locate(
         elif plant.value in summary:
             where = "summary"
         elif plant.carrier.startswith("output") and plant.value in (handle(step) or ""):
-            where = "handle" if step.call_id in window_text else "handle, id not in prompt"
+            where = "handle" if step.call_id in window_text else "search" if searchable else "handle, id not in prompt"
         else:
             where = "history only" if plant.value in history else "lost"
         result.found[plant.value] = where
@@ -445,7 +452,9 @@ def run_monad(trace: Trace, window: int, counter: TokenCounter, tmp: Path) -> Re
         return store.get_raw_output(session.name, step.call_id)
 
     history = "\n".join(m.content + "".join(c.arguments for c in m.tool_calls) for m in session.history())
-    _locate(result, trace, final, summary.text if summary else "", handle, history)
+    offered = {t["function"]["name"] for t in provider.calls[-1].tools}
+    searchable = "search_tool_outputs" in offered
+    _locate(result, trace, final, summary.text if summary else "", handle, history, searchable)
     in_window, final_text = _recoverable_in(final, trace), _texts(final)
     stored = [s for s in trace.steps if s.call_id not in in_window and handle(s) == s.output]
     result.outputs_recoverable = len(in_window) + sum(s.call_id in final_text for s in stored)
@@ -563,16 +572,18 @@ def strategy_tables(trace: Trace, results: list[Result], window: int) -> str:
         )
     lines += [
         "",
-        "| strategy | planted ids in window | in summary/ledger | by handle | recoverable | by stored handle, "
-        "id not in prompt | only in stored history | lost | tool outputs recoverable | saved, id not in prompt |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| strategy | planted ids in window | in summary/ledger | by handle | by exact search | recoverable "
+        "| by stored handle, id not in prompt | only in stored history | lost | tool outputs recoverable "
+        "| saved, id not in prompt |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    places = ("window", "summary", "handle", "handle, id not in prompt", "history only", "lost")
+    places = ("window", "summary", "handle", "search", "handle, id not in prompt", "history only", "lost")
     for r in results:
         n = {where: sum(v == where for v in r.found.values()) for where in places}
-        kept = n["window"] + n["summary"] + n["handle"]
+        kept = n["window"] + n["summary"] + n["handle"] + n["search"]
         lines.append(
-            f"| {r.name} | {n['window']} | {n['summary']} | {n['handle']} | {kept}/{planted} ({_pct(kept, planted)}) "
+            f"| {r.name} | {n['window']} | {n['summary']} | {n['handle']} | {n['search']} "
+            f"| {kept}/{planted} ({_pct(kept, planted)}) "
             f"| {n['handle, id not in prompt']} | {n['history only']} | {n['lost']} "
             f"| {r.outputs_recoverable}/{steps} ({_pct(r.outputs_recoverable, steps)}) | {r.outputs_stored_only} |"
         )

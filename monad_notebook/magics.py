@@ -96,6 +96,10 @@ class CellView:
             line = f"♻️ cleared {data['count']} old tool result(s), {data['reclaimed']:,} tokens (recoverable by handle)"
         elif event.kind == ev.ERROR:
             line = f"⚠️ {data.get('message', '')}"
+        elif event.kind == ev.HANDOFF_SUGGESTED:
+            line = f"💡 {data.get('message', '')}"
+        elif event.kind == ev.COMPACTION_FINISHED:
+            line = f"🗜️ summarized older messages: {data['tokens_before']:,} -> {data['tokens_after']:,} tokens"
         else:
             return
         self.tool_lines.append(line)

@@ -40,7 +40,7 @@ read files under the notebook's working directory and look at recent cells.
 Prefer looking at the data over guessing. Keep answers short and in Markdown; quote
 file paths, variable and column names exactly. When a tool result was cleared or
 truncated to save context, use read_tool_output to read it back instead of re-running
-a tool."""
+a tool; search_tool_outputs finds an earlier output by an exact text when its id is gone."""
 
 PROMPT_RECORDS_KEPT = 50
 

@@ -469,6 +469,24 @@ class LanceStore:
         rows = self._read("tool_raw_outputs", where, ["tool_call_id", "text", "created_at"])
         return _newest_by(rows, "tool_call_id")[0]["text"] if rows else None
 
+    def search_raw_outputs(self, session: str, needle: str, limit: int) -> list[tuple[str, int, str]]:
+        """(tool_call_id, line number, line) of saved outputs containing ``needle``, newest outputs first.
+
+        Reads this session's saved outputs in full: an explicit, rare request, not the per-step path.
+        """
+        where = f"session = {_sql_str(session)}"
+        rows = _newest_by(self._read("tool_raw_outputs", where, ["tool_call_id", "text", "created_at"]), "tool_call_id")
+        hits: list[tuple[str, int, str]] = []
+        for row in sorted(rows, key=lambda r: r["created_at"], reverse=True):
+            if needle not in row["text"]:
+                continue
+            for number, line in enumerate(row["text"].split("\n"), 1):
+                if needle in line:
+                    hits.append((row["tool_call_id"], number, line))
+                    if len(hits) >= limit:
+                        return hits
+        return hits
+
     def has_raw_outputs(self, session: str, tool_call_ids: list[str]) -> set[str]:
         if not tool_call_ids:
             return set()

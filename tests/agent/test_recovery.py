@@ -183,7 +183,7 @@ def test_negative_offset_or_empty_limit_is_a_tool_error(store, arguments, messag
 
 def test_is_exposed_with_a_schema_the_model_can_call():
     schema = TOOLS[0].schema()["function"]
-    assert TOOLS[0] is read_tool_output and len(TOOLS) == 1
+    assert TOOLS[0] is read_tool_output and [t.name for t in TOOLS] == ["read_tool_output", "search_tool_outputs"]
     assert schema["name"] == "read_tool_output"
     assert schema["parameters"]["required"] == ["id"]
     assert schema["parameters"]["properties"]["grep"]["type"] == ["string", "null"]

@@ -152,3 +152,19 @@ def test_persist_raw_off_unregisters_read_tool_output(server, store):
     assert "read_tool_output" not in names
     assert "read_tool_output" not in tool_contents(server.chat_requests[1])[0]
     assert store.get_raw_output("lossless", "call_z") is None
+
+
+def test_search_tool_outputs_finds_an_identifier_in_a_forgotten_output(server, store):
+    session = session_for(server, store, name="search", toolOutput={"maxChars": 1000})
+    code = "print('\\n'.join(['filler line'] * 500 + ['column churn_flag_90d has 3% nulls'] + ['filler'] * 500))"
+    server.queue(tool_call("python", {"code": code}, id="call_old"), "ok")
+    session.ask("profile the table")
+    assert "churn_flag_90d" not in tool_contents(server.chat_requests[-1])[0]  # cut from the middle
+    other = session_for(server, store, name="elsewhere")
+    server.queue(tool_call("search_tool_outputs", {"text": "churn_flag_90d"}), "none here")
+    other.ask("search")
+    assert "No saved tool output" in tool_contents(server.chat_requests[-1])[-1]
+    server.queue(tool_call("search_tool_outputs", {"text": "churn_flag_90d"}), "found it")
+    session.ask("which column had nulls?")
+    found = tool_contents(server.chat_requests[-1])[-1]
+    assert "id=call_old line 502: column churn_flag_90d has 3% nulls" in found

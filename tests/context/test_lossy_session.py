@@ -145,3 +145,52 @@ def test_a_folded_tool_result_stays_readable_by_the_handle_the_summary_names(sto
     assert session.compact()
     assert "read_tool_output id=call_early (list_variables" in session.summary.text
     assert "quarterly_sales" in store.get_raw_output("lossy", "call_early")
+
+
+def test_a_session_still_heavy_after_compaction_suggests_a_handoff(store):
+    model = ScriptedModel([f"a{i}" for i in range(4)], context_window=3000)
+    config = Config.model_validate(
+        {
+            "context": {
+                "eviction": {"enabled": False},
+                "summarize": {"keepRecent": 2, "softFraction": 0.9, "hardFraction": 0.95},
+                "handoff": {"enabled": True, "atFraction": 0.3},
+            }
+        }
+    )
+    session = Session("heavy", config=config, store=store, model=model)
+    nudges: list[ev.Event] = []
+    session.events.subscribe(lambda e: nudges.append(e) if e.kind == ev.HANDOFF_SUGGESTED else None)
+    for i in range(3):
+        session.ask(f"q{i}: {FILLER * 2}")
+    assert session.compact()
+    assert nudges and "%monad handoff NEW" in nudges[0].data["message"]
+    assert not [e for e in store.list_events("heavy") if e.kind == ev.HANDOFF_SUGGESTED]  # transient
+    session.handoff("light")
+    fresh = make(store, ScriptedModel(["hi"]), name="light")
+    assert fresh.summary is not None and fresh.window == []
+
+
+def test_the_estimate_calibrates_to_the_providers_counts(store):
+    from monad_notebook.context.tokens import TokenCounter
+    from monad_notebook.testing import FakeOpenAIServer
+
+    exact = TokenCounter("gpt-4o")
+    tools: list[dict] = []
+
+    def provider_count(messages: list[dict]) -> int:
+        """A provider whose tokenizer counts 20% more than o200k, tool schemas included."""
+        return round(1.2 * exact.count_messages(messages, tools))
+
+    with FakeOpenAIServer(count_tokens=provider_count) as server:
+        config = Config.model_validate({"models": {"main": {"model": "gpt-4.1-mini", "baseUrl": server.base_url}}})
+        session = Session("calib", config=config, store=store, namespace={})
+        tools.extend(session.assemble_prompt().tools)
+        errors = []
+        for i in range(4):
+            prompt = session.assemble_prompt()
+            before = session.estimate_prompt(prompt)
+            server.queue(f"answer {i}: {FILLER}")
+            session.ask(f"question {i}: {FILLER}")
+            errors.append(abs(before - provider_count(prompt.messages)) / provider_count(prompt.messages))
+    assert errors[0] > 0.1 and max(errors[2:]) < 0.05  # off by the tokenizer gap, then calibrated

@@ -116,4 +116,27 @@ def _clip(line: str, needle: str) -> str:
     return ("..." if start else "") + line[start:end] + ("..." if end < len(line) else "")
 
 
-TOOLS = [read_tool_output]
+@tool
+def search_tool_outputs(ctx: ToolContext, text: str) -> str:
+    """Find which earlier tool outputs mention an exact text, when you no longer know their ids.
+
+    Searches every saved (truncated, cleared or summarized-away) tool output of this session and
+    returns matching lines with the id to pass to read_tool_output.
+
+    Args:
+        text: The exact, case-sensitive text to look for (a file name, a column, an error...).
+    """
+    if len(text.strip()) < 2:
+        raise ToolError("search_tool_outputs: text must have at least 2 characters")
+    if ctx.store is None:
+        return "No saved tool outputs in this session."
+    hits = ctx.store.search_raw_outputs(ctx.session, text, MAX_GREP_MATCHES)
+    if not hits:
+        return f"No saved tool output of this session contains {json.dumps(text)}."
+    lines = [f"{len(hits)} matching line(s); read more with read_tool_output(id, grep=...) :"]
+    lines += [f"id={call_id} line {number}: {_clip(line, text)}" for call_id, number, line in hits]
+    cap = int(ctx.extra.get("tool_output_max_chars", DEFAULT_MAX_CHARS))
+    return truncate_tool_output("\n".join(lines), tool_call_id="search", max_chars=cap, recoverable=False)
+
+
+TOOLS = [read_tool_output, search_tool_outputs]
