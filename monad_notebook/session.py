@@ -26,7 +26,7 @@ from monad_notebook.context.lossy import LossyStage, emit_handoff_if_heavy
 from monad_notebook.context.prompt import Prompt, assemble, count_parts
 from monad_notebook.context.tokens import TokenCounter, effective_input_tokens
 from monad_notebook.context.turn_stages import TurnStages
-from monad_notebook.errors import UsageError
+from monad_notebook.errors import StoreError, UsageError
 from monad_notebook.events import Event, EventBus
 from monad_notebook.memory import MemoryService
 from monad_notebook.messages import Message, Role, ToolCall
@@ -100,7 +100,7 @@ class Session:
         self.approve = approve
         self.events = EventBus()
         self._pending_events: list[Event] = []
-        self.record = self.store.get_session(name) or self.store.create_session(name, model=self.model.name)
+        self.record = self.store.get_session(name) or self._create_record()
         self._load_window()
         self.turn = max((m.turn for m in self.window), default=0)
         self.step = 0
@@ -115,6 +115,16 @@ class Session:
         self.lossy = LossyStage(self, after_compact=self._after_compact)
         self.stages = TurnStages(self)
 
+    def _create_record(self) -> SessionRecord:
+        """Create this session's record; another kernel may have created it a moment ago."""
+        try:
+            return self.store.create_session(self.name, model=self.model.name)
+        except StoreError:
+            record = self.store.get_session(self.name)
+            if record is None:
+                raise
+            return record
+
     # --- configuration -------------------------------------------------------------
 
     def _configure(self) -> None:
@@ -123,8 +133,9 @@ class Session:
             self.model = build_model(cfg)
         self.context_window = cfg.models.main.context_window or getattr(self.model, "context_window", None)
         self.context_window = self.context_window or context_window_for(self.model.name, None)
-        self.counter = TokenCounter(self.model.name)
-        self._token_cache: dict[tuple[str, bool], int] = {}
+        if getattr(self, "counter", None) is None or self.counter.model != self.model.name:
+            self.counter = TokenCounter(self.model.name)  # a reload keeps the learned calibration
+            self._token_cache: dict[tuple[str, bool], int] = {}
         self.lossless = LosslessStage(cfg.context, self.counter)
         tools = [*default_tools(python_approval=cfg.tools.python.approval), *memory_tools]
         if cfg.context.tool_output.persist_raw:
