@@ -125,6 +125,7 @@ class StoreConfig(_Section):
 
 
 class AgentConfig(_Section):
+    name: Annotated[str, Field(min_length=1, max_length=100)] | None = None
     max_steps: PositiveInt = 24
     system_prompt: str | None = None
 

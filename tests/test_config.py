@@ -188,7 +188,7 @@ def test_a_key_at_the_wrong_level_suggests_where_it_belongs():
 
 def test_an_unknown_key_with_nothing_close_lists_the_keys_allowed_there():
     error = config_error({"agent": {"colour": "blue"}})
-    assert error == "agents.json: unknown key agent.colour (expected one of: maxSteps, systemPrompt)"
+    assert error == "agents.json: unknown key agent.colour (expected one of: name, maxSteps, systemPrompt)"
 
 
 def test_several_errors_name_the_first_and_count_the_rest():

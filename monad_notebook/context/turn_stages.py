@@ -25,7 +25,6 @@ if TYPE_CHECKING:
 class TurnStages:
     def __init__(self, session: Session) -> None:
         self.session = session
-        self.agent: str | None = None  # memory scope: the session's agent, global when None
         self.memory = MemoryService(session.store, session.lossless.redactor, notify=session.events.emit)
         self._embedding_provider: object = None
         self.retrieval: Retrieval | None = None
@@ -55,6 +54,11 @@ class TurnStages:
         from monad_notebook.session import build_model
 
         return build_model(self.session.config, "fast")
+
+    @property
+    def agent(self) -> str | None:
+        """The memory scope's owner (``agent.name``); None means global."""
+        return self.session.config.agent.name
 
     @property
     def scope(self) -> str:

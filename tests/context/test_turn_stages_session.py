@@ -72,3 +72,19 @@ def test_retrieval_brings_back_an_old_fact_once_and_only_from_this_session(store
     assert "300 estimators" in related[0]
     assert "Tuesday" not in related[0]
     assert isinstance(session.stages.retrieval.embedder, LocalEmbedder)
+
+
+def test_agent_scoped_memory_is_seen_only_by_that_agents_sessions(store):
+    def session(name: str, agent: str | None) -> Session:
+        config = Config.model_validate({"agent": {"name": agent}} if agent else {})
+        return Session(name, config=config, store=store, model=ScriptedModel(["ok"], context_window=100_000))
+
+    analyst = session("a1", "analyst")
+    assert analyst.memory.add("Fiscal year starts in April", scope=analyst.stages.scope).saved
+    analyst.memory.add("Use UTC timestamps everywhere", scope="global")
+    for name, agent, sees_april in (("a2", "analyst", True), ("b1", "teacher", False), ("c1", None, False)):
+        other = session(name, agent)
+        other.ask("hi")
+        system = other.model.calls[0].messages[0]["content"]
+        assert ("Fiscal year starts in April" in system) is sees_april
+        assert "Use UTC timestamps everywhere" in system
