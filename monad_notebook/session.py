@@ -407,6 +407,12 @@ class Session:
         """The whole stored transcript (original texts), for inspection; not used per turn."""
         return self.store.load_messages(self.name)
 
+    def wait_for_background(self, timeout: float | None = None) -> None:
+        """Let background work land: a compaction in flight and pending embeddings."""
+        self.lossy.compactor.wait(timeout)
+        if self.stages.indexer is not None:
+            self.stages.indexer.flush(timeout)
+
     def close(self) -> None:
         """Let a compaction in flight land, then write what is pending."""
         self.lossy.close()

@@ -64,11 +64,10 @@ def assemble(
     groups.extend([PromptPart(_kind_of(m), m.role, m.sent_content, source=m)] for m in window)
     if summary:
         folded = PromptPart("summary", "user", f"<summary>\n{summary}\n</summary>")
-        first = next((g for g in groups[1:] if g[0].role == "user"), None)
-        if first is None:
+        if len(groups) > 1 and groups[1][0].role == "user":
+            groups[1].insert(0, folded)
+        else:  # the window starts mid-exchange: the summary opens the conversation as its own user turn
             groups.insert(1, [folded])
-        else:
-            first.insert(0, folded)
     if related and current_user_id:
         current = next((g for g in groups if g[-1].source is not None and g[-1].source.id == current_user_id), None)
         if current is not None:

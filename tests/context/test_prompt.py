@@ -52,3 +52,10 @@ def test_evicted_results_are_sent_as_placeholders_and_labelled_so():
     kinds = [p["kind"] for p in record["parts"]]
     assert kinds == ["tools", "system", "message", "message", "placeholder", "message", "message"]
     assert record["parts"][4]["tokens"] == 7
+
+
+def test_a_window_that_starts_mid_exchange_gets_the_summary_as_its_own_first_user_turn():
+    msgs = window()[3:]  # starts with the assistant's answer
+    prompt = assemble(system="sys", memory="", summary="## Objective\nx", window=msgs, tools=[])
+    assert [m["role"] for m in prompt.messages] == ["system", "user", "assistant", "user"]
+    assert prompt.messages[1]["content"] == "<summary>\n## Objective\nx\n</summary>"

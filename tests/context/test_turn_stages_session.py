@@ -64,7 +64,7 @@ def test_retrieval_brings_back_an_old_fact_once_and_only_from_this_session(store
     for line in chatter:
         session.ask(line)
     assert session.compact()
-    session.stages.indexer.flush(30)
+    session.wait_for_background(30)
     session.ask("How many estimators does the churn classifier have?")
     sent = model.calls[-1].messages
     related = [m["content"] for m in sent if "<related_context>" in str(m["content"])]
