@@ -8,10 +8,12 @@ This is the only module that imports ``lancedb``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
 import os
+import random
 import threading
 import time
 import warnings
@@ -84,6 +86,10 @@ def embeddings_table(dims: int) -> str:
     return name
 
 
+_RETRIES = 4
+_RETRYABLE = ("not found", "incompatible transaction", "commit conflict", "retryable")
+
+
 def default_db_uri() -> str:
     """``$MONAD_HOME/db``, or ``~/.monad/db``: one database shared by every kernel of this user."""
     return str(Path(os.environ.get("MONAD_HOME") or "~/.monad").expanduser() / "db")
@@ -149,7 +155,10 @@ class LanceStore:
                 handle = self._db.open_table(name)
                 self._add_missing_columns(handle, SCHEMAS[name])
             elif create:
-                handle = self._db.create_table(name, schema=SCHEMAS[name], exist_ok=True)
+                try:
+                    handle = self._db.create_table(name, schema=SCHEMAS[name], exist_ok=True)
+                except Exception:  # another kernel created it a moment ago
+                    handle = self._db.open_table(name)
             else:
                 return None
         except Exception as exc:
@@ -179,17 +188,23 @@ class LanceStore:
         return [{k: nulls[k] if v is None else v for k, v in row.items()} for row in rows]
 
     def _retrying(self, verb: str, table: str, action: Callable[[], _T]) -> _T:
-        """Retry once on the latest version: another kernel's cleanup may have removed the one we held."""
-        try:
-            return action()
-        except Exception as exc:
-            if "not found" not in str(exc).lower():
-                raise StoreError(f"cannot {verb} the {table} table at {self.uri} ({_reason(exc)})") from None
+        """Retry on the latest version when another kernel got there first.
+
+        Its cleanup may have removed the version we held ("not found"), or its commit may
+        conflict with ours ("incompatible transaction", "commit conflict"): a few retries with
+        a short jittered pause, then a one-line StoreError.
+        """
+        for attempt in range(_RETRIES + 1):
             try:
-                self._tables[table].checkout_latest()
                 return action()
             except Exception as exc:
-                raise StoreError(f"cannot {verb} the {table} table at {self.uri} ({_reason(exc)})") from None
+                message = str(exc).lower()
+                if attempt == _RETRIES or not any(mark in message for mark in _RETRYABLE):
+                    raise StoreError(f"cannot {verb} the {table} table at {self.uri} ({_reason(exc)})") from None
+            time.sleep(random.uniform(0.01, 0.05) * (attempt + 1))
+            with contextlib.suppress(Exception):
+                self._tables[table].checkout_latest()
+        raise AssertionError("unreachable")
 
     def _count(self, table: str, where: str) -> int:
         with self._lock:
