@@ -14,6 +14,7 @@ import logging
 import math
 import os
 import random
+import re
 import threading
 import time
 import warnings
@@ -106,10 +107,16 @@ def _sql_in(values: Iterable[str]) -> str:
     return "(" + ", ".join(_sql_str(v) for v in values) + ")"
 
 
+_NO_SPACE = ("no space left", "os error 28", "os error 27", "file too large", "quota exceeded", "os error 122")
+
+
 def _reason(exc: BaseException) -> str:
-    """The first line of a LanceDB error, cut short: some embed a whole Rust debug dump."""
+    """The first line of a LanceDB error, cut short, without Rust source paths; says what to do when it can."""
     lines = str(exc).strip().splitlines()
     text = lines[0] if lines else type(exc).__name__
+    text = re.sub(r",? ?/\S*\.cargo/\S*", "", text)
+    if any(mark in text.lower() for mark in _NO_SPACE):
+        return "out of disk space: free some space (or raise the file size limit) and run the cell again"
     return text if len(text) <= 160 else text[:159] + "…"
 
 
@@ -123,10 +130,12 @@ class LanceStore:
         storage_options: dict[str, str] | None = None,
         optimize_every: int = 50,
         read_consistency_interval: float | None = 0.0,
+        cleanup_grace: timedelta = timedelta(minutes=2),
     ) -> None:
         text = str(uri)
         self.uri = text if "://" in text else str(Path(text).expanduser())
         self.optimize_every = optimize_every
+        self.cleanup_grace = cleanup_grace
         self.rows_read = 0
         self.last_optimize_error: str | None = None
         self._lock = threading.RLock()
@@ -162,9 +171,22 @@ class LanceStore:
             else:
                 return None
         except Exception as exc:
-            raise StoreError(f"cannot open the {name} table at {self.uri} ({_reason(exc)})") from None
+            raise StoreError(
+                f"cannot open the {name} table at {self.uri} ({_reason(exc)}){self._repair(name)}"
+            ) from None
         self._tables[name] = handle
         return handle
+
+    def _repair(self, table: str) -> str:
+        """How to fall back to the previous version when the newest one will not open (local databases)."""
+        versions = Path(self.uri) / f"{table}.lance" / "_versions"
+        if "://" in self.uri or not versions.is_dir():
+            return ""
+        manifests = sorted(versions.glob("*.manifest"), key=lambda p: p.stat().st_mtime_ns)
+        if len(manifests) < 2:
+            return ""
+        newest = manifests[-1]
+        return f"; if its newest version is damaged, repair: mv {newest} {newest}.damaged (falls back to the previous)"
 
     @staticmethod
     def _add_missing_columns(handle: Any, schema: pa.Schema) -> None:
@@ -200,7 +222,8 @@ class LanceStore:
             except Exception as exc:
                 message = str(exc).lower()
                 if attempt == _RETRIES or not any(mark in message for mark in _RETRYABLE):
-                    raise StoreError(f"cannot {verb} the {table} table at {self.uri} ({_reason(exc)})") from None
+                    hint = self._repair(table) if verb == "read" else ""
+                    raise StoreError(f"cannot {verb} the {table} table at {self.uri} ({_reason(exc)}){hint}") from None
             time.sleep(random.uniform(0.01, 0.05) * (attempt + 1))
             with contextlib.suppress(Exception):
                 self._tables[table].checkout_latest()
@@ -234,19 +257,27 @@ class LanceStore:
             return
         tables, self._dirty, self._writes = sorted(self._dirty), set(), 0
         self._optimizer = threading.Thread(
-            target=self._optimize_tables, args=(tables, False), name="monad-store-optimize", daemon=True
+            target=self._optimize_tables,
+            args=(tables, False, self.cleanup_grace),
+            name="monad-store-optimize",
+            daemon=True,
         )
         self._optimizer.start()
 
-    def _optimize_tables(self, tables: list[str], raise_errors: bool) -> None:
-        """One table at a time under the write lock, so writers wait for one compaction at most."""
+    def _optimize_tables(self, tables: list[str], raise_errors: bool, grace: timedelta) -> None:
+        """One table at a time under the write lock, so writers wait for one compaction at most.
+
+        ``grace``: versions younger than this are kept. Another kernel may be committing files
+        that are not referenced yet, so the background pass keeps a grace period; only an
+        explicit ``optimize()`` drops everything at once.
+        """
         for name in tables:
             with self._lock:
                 handle = self._table(name, create=False)
                 if handle is None:
                     continue
                 try:
-                    handle.optimize(cleanup_older_than=timedelta(0))
+                    handle.optimize(cleanup_older_than=grace)
                 except Exception as exc:
                     self.last_optimize_error = f"cannot optimize the {name} table at {self.uri} ({_reason(exc)})"
                     if raise_errors:
@@ -570,7 +601,7 @@ class LanceStore:
         with self._lock:
             tables = [n for n in SCHEMAS if self._table(n, create=False) is not None]
             self._dirty, self._writes = set(), 0
-        self._optimize_tables(tables, True)
+        self._optimize_tables(tables, True, timedelta(0))
 
     def close(self) -> None:
         """Waits for an in-flight optimize, so the process never exits mid-compaction."""
