@@ -1,12 +1,10 @@
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from datetime import timedelta
 from pathlib import Path
 
@@ -559,32 +557,6 @@ def test_default_uri_lives_under_monad_home(tmp_path: Path, monkeypatch: pytest.
 
     assert default_db_uri() == str(tmp_path / "user" / ".monad" / "db")
     assert LanceStore("~/elsewhere").uri == str(tmp_path / "user" / "elsewhere")
-
-
-@pytest.fixture
-def s3_endpoint():
-    """An S3-compatible server on loopback (moto), with one empty bucket."""
-    pytest.importorskip("moto.server")
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    server = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    endpoint = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(300):
-            try:
-                urllib.request.urlopen(urllib.request.Request(f"{endpoint}/team-bucket", method="PUT"), timeout=1)
-                break
-            except OSError:
-                time.sleep(0.1)
-        yield endpoint
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
 
 
 @pytest.mark.slow

@@ -10,13 +10,10 @@ import inspect
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,34 +31,6 @@ pytestmark = pytest.mark.slow
 
 BUCKET = "notebooks"
 WRITE_SECONDS = 3.0
-
-
-@pytest.fixture(scope="module")
-def s3_endpoint() -> Iterator[str]:
-    """moto's S3 server on an ephemeral loopback port with one empty bucket, shared by this module."""
-    pytest.importorskip("moto.server")
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    server = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    endpoint = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(300):
-            try:
-                urllib.request.urlopen(urllib.request.Request(f"{endpoint}/{BUCKET}", method="PUT"), timeout=1)
-                break
-            except OSError:
-                time.sleep(0.1)
-        else:
-            pytest.fail(f"moto's S3 server did not start on {endpoint}")
-        yield endpoint
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
 
 
 def storage_options(endpoint: str) -> dict[str, str]:
