@@ -41,7 +41,7 @@ def make(store, model, name="lossy", **summarize) -> Session:
 def test_background_compaction_does_not_block_the_turn_and_lands_durably(store, tmp_path):
     model = ScriptedModel([f"answer {i}" for i in range(6)], context_window=2000)
     session = make(store, model, softFraction=0.3, hardFraction=0.99)
-    slow = SlowModel(2.0, [BRIEFING] * 4)
+    slow = SlowModel(4.0, [BRIEFING] * 4)
     session.lossy.compactor.summarizer_factory = lambda: LLMSummarizer(slow)
     for i in range(3):
         session.ask(f"question {i}: {FILLER}")
@@ -49,7 +49,7 @@ def test_background_compaction_does_not_block_the_turn_and_lands_durably(store, 
     assert session.summary is None and store.load_summary("lossy") is None
     started = time.perf_counter()
     session.ask(f"question 3: {FILLER}")
-    assert time.perf_counter() - started < 1.5  # the turn went on at full width
+    assert time.perf_counter() - started < 3.0  # the turn went on at full width, not waiting 4 s
     session.lossy.compactor.wait()
     reopened = LanceStore(tmp_path / "db")
     assert reopened.load_summary("lossy").text.startswith("## Objective\nexplore")

@@ -105,7 +105,8 @@ def write_then_read(uri: str, options: str, me: str, other: str, seconds: str, f
     written: list[str] = []
     seen_other_midway, batch = 0, 0
     deadline = time.monotonic() + float(seconds)
-    while time.monotonic() < deadline:
+    patience = deadline + 30  # on a loaded machine, keep writing until the other's rows showed up once
+    while time.monotonic() < deadline or (not seen_other_midway and time.monotonic() < patience):
         shared = [Message("user", f"{me} shared {batch}", session="team/shared", seq=batch * 10 + i) for i in range(2)]
         own = [Message("assistant", f"{me} own {batch}", session=f"{me}/notes", seq=batch)]
         store.append_messages(shared)
