@@ -165,3 +165,10 @@ def test_compact_and_handoff_carry_the_summary_forward(ip, server, capsys, isola
     ip.run_cell_magic("monad", "", "what were we doing?")
     first_user = server.chat_requests[-1]["messages"][1]["content"]
     assert first_user.startswith("<summary>\n## Objective\nstudy data/sales.csv")
+
+
+def test_model_flag_switches_to_the_scripted_demo_model_without_a_key(ip, server, capsys):
+    ip.run_cell_magic("monad", "--model scripted-demo --session nokey", "What is in my namespace?")
+    out = capsys.readouterr().out
+    assert "scripted demo model, no LLM" in out and "scripted-demo" in out
+    assert server.chat_requests == []
