@@ -2,7 +2,7 @@
 
 LanceDB makes a new version and fragment for every write, so each method writes its
 whole batch in one operation and a daemon thread compacts and cleans up every
-``optimize_every`` writes. Filters are raw SQL: every value goes through ``_sql_str``.
+``optimize_every`` writes. Filters are raw SQL: every value goes through ``sql_str``.
 This is the only module that imports ``lancedb``.
 """
 
@@ -30,62 +30,30 @@ from lancedb.index import Bitmap
 
 from monad_notebook.errors import StoreError
 from monad_notebook.events import Event
-from monad_notebook.messages import Message, ToolCall, new_id
+from monad_notebook.messages import Message, new_id
 from monad_notebook.store.base import EmbeddingHit, MemoryFact, SessionRecord, Summary
+from monad_notebook.store.rows import (
+    EMBEDDED_TEXT_MAX_CHARS,
+    EMBEDDINGS_PREFIX,
+    NULL_AS,
+    SCHEMAS,
+    as_row,
+    best_hits,
+    embeddings_table,
+    fact_from_row,
+    message_from_row,
+    message_row,
+    newest_by,
+    session_from_row,
+    sql_in,
+    sql_str,
+)
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
 # Cleaning up every old version is the point of the background optimize; reads retry on the latest version.
 warnings.filterwarnings("ignore", r"optimize\(cleanup_older_than=0\)", UserWarning, r"monad_notebook\.store\.lance")
-
-_TYPES = {"text": pa.string(), "int": pa.int64(), "float": pa.float64(), "bool": pa.bool_()}
-_NULL_AS = {pa.string(): "", pa.int64(): 0, pa.float64(): 0.0, pa.bool_(): False}
-
-
-def _schema(spec: str) -> pa.Schema:
-    """``name:type`` words; a ``!`` marks a non-null key. Other columns are nullable so old tables can gain columns."""
-    fields = []
-    for word in spec.split():
-        name, kind = word.rstrip("!").split(":")
-        fields.append(pa.field(name, _TYPES[kind], nullable=not word.endswith("!")))
-    return pa.schema(fields)
-
-
-SCHEMAS: dict[str, pa.Schema] = {
-    "sessions": _schema("name:text! created_at:float updated_at:float model:text parent:text meta:text"),
-    "messages": _schema(
-        "id:text! session:text! seq:int! turn:int step:int role:text content:text tool_calls:text"
-        " tool_call_id:text name:text placeholder:text redacted:bool created_at:float"
-    ),
-    "tool_raw_outputs": _schema("session:text! tool_call_id:text! text:text created_at:float"),
-    "summaries": _schema("session:text! text:text boundary_seq:int tokens:int reflections:int created_at:float"),
-    "memory_facts": _schema("id:text! scope:text text:text created_at:float source:text"),
-    "events": _schema("id:text! session:text! kind:text data:text ts:float"),
-}
-
-
-EMBEDDINGS_PREFIX = "embeddings_"
-EMBEDDED_TEXT_MAX_CHARS = 2000
-_EMBEDDING_COLUMNS = (
-    "session:text! message_id:text! seq:int turn:int role:text name:text text:text model:text created_at:float"
-)
-
-
-def embeddings_table(dims: int) -> str:
-    """The table for vectors of one width (``embeddings_384``), its schema registered on first use.
-
-    Widths are known only at run time (a config can switch models), and a LanceDB vector
-    column has one fixed width, so each width gets its own table; ``model`` keeps models
-    of equal width apart within it.
-    """
-    name = f"{EMBEDDINGS_PREFIX}{int(dims)}"
-    if name not in SCHEMAS:
-        vector_type = pa.list_(pa.float32(), int(dims))
-        SCHEMAS[name] = _schema(_EMBEDDING_COLUMNS).append(pa.field("vector", vector_type))
-        _NULL_AS[vector_type] = None
-    return name
-
 
 _RETRIES = 4
 _RETRYABLE = ("not found", "incompatible transaction", "commit conflict", "retryable")
@@ -94,17 +62,6 @@ _RETRYABLE = ("not found", "incompatible transaction", "commit conflict", "retry
 def default_db_uri() -> str:
     """``$MONAD_HOME/db``, or ``~/.monad/db``: one database shared by every kernel of this user."""
     return str(Path(os.environ.get("MONAD_HOME") or "~/.monad").expanduser() / "db")
-
-
-def _sql_str(value: str) -> str:
-    """A SQL string literal for ``where()``: the one way user text may enter a filter."""
-    if "\x00" in value:
-        raise StoreError("names and ids cannot contain NUL characters; remove them and try again")
-    return "'" + value.replace("'", "''") + "'"
-
-
-def _sql_in(values: Iterable[str]) -> str:
-    return "(" + ", ".join(_sql_str(v) for v in values) + ")"
 
 
 _NO_SPACE = ("no space left", "os error 28", "os error 27", "file too large", "quota exceeded", "os error 122")
@@ -206,7 +163,7 @@ class LanceStore:
                 query = query.where(where)
             rows = self._retrying("read", table, lambda: query.to_arrow().to_pylist())
             self.rows_read += len(rows)
-        nulls = {f.name: _NULL_AS[f.type] for f in SCHEMAS[table]}
+        nulls = {f.name: NULL_AS[f.type] for f in SCHEMAS[table]}
         return [{k: nulls[k] if v is None else v for k, v in row.items()} for row in rows]
 
     def _retrying(self, verb: str, table: str, action: Callable[[], _T]) -> _T:
@@ -292,8 +249,8 @@ class LanceStore:
     # sessions
 
     def get_session(self, name: str) -> SessionRecord | None:
-        rows = self._read("sessions", f"name = {_sql_str(name)}")
-        return _session_from_row(min(rows, key=lambda r: r["created_at"])) if rows else None
+        rows = self._read("sessions", f"name = {sql_str(name)}")
+        return session_from_row(min(rows, key=lambda r: r["created_at"])) if rows else None
 
     def create_session(
         self, name: str, *, model: str = "", parent: str = "", meta: dict[str, Any] | None = None
@@ -306,7 +263,7 @@ class LanceStore:
             now = time.time()
             record = SessionRecord(name, now, now, model=model, parent=parent, meta=dict(meta or {}))
             meta_json = json.dumps(record.meta, default=str)
-            row = pa.Table.from_pylist([_as_row(record, "sessions", meta=meta_json)], schema=SCHEMAS["sessions"])
+            row = pa.Table.from_pylist([as_row(record, "sessions", meta=meta_json)], schema=SCHEMAS["sessions"])
             self._write("sessions", lambda h: h.merge_insert("name").when_not_matched_insert_all().execute(row))
             return self.get_session(name) or record
 
@@ -315,17 +272,17 @@ class LanceStore:
         first: dict[str, dict[str, Any]] = {}
         for row in sorted(self._read("sessions", None), key=lambda r: r["created_at"], reverse=True):
             first[row["name"]] = row
-        return sorted((_session_from_row(r) for r in first.values()), key=lambda s: (s.created_at, s.name))
+        return sorted((session_from_row(r) for r in first.values()), key=lambda s: (s.created_at, s.name))
 
     def delete_session(self, name: str) -> None:
         with self._lock:
             self._drop_history(name)
-            self._delete("sessions", f"name = {_sql_str(name)}")
+            self._delete("sessions", f"name = {sql_str(name)}")
 
     def _drop_history(self, name: str) -> None:
         """Skips tables with no rows for the name, so a no-op leaves no empty version."""
         for table in ("messages", "tool_raw_outputs", "summaries", "events", *self._embedding_tables()):
-            self._delete(table, f"session = {_sql_str(name)}")
+            self._delete(table, f"session = {sql_str(name)}")
 
     def _embedding_tables(self) -> list[str]:
         """Every vector-width table in the database, whichever process created it."""
@@ -340,7 +297,7 @@ class LanceStore:
         with self._lock:
             self._drop_history(name)
             if self.get_session(name) is not None:
-                where = f"name = {_sql_str(name)}"
+                where = f"name = {sql_str(name)}"
                 self._write("sessions", lambda h: h.update(where=where, values={"updated_at": time.time()}))
 
     def clone_session(self, source: str, target: str) -> SessionRecord:
@@ -358,32 +315,32 @@ class LanceStore:
             summary = self.load_summary(source)
             if summary is not None:
                 self.save_summary(replace(summary, session=target))
-            raws = self._read("tool_raw_outputs", f"session = {_sql_str(source)}")
-            self._add("tool_raw_outputs", [{**r, "session": target} for r in _newest_by(raws, "tool_call_id")])
+            raws = self._read("tool_raw_outputs", f"session = {sql_str(source)}")
+            self._add("tool_raw_outputs", [{**r, "session": target} for r in newest_by(raws, "tool_call_id")])
             return self.create_session(target, model=origin.model, parent=source, meta=origin.meta)
 
     # messages
 
     def append_messages(self, messages: list[Message]) -> None:
-        self._add("messages", [_message_row(m) for m in messages])
+        self._add("messages", [message_row(m) for m in messages])
 
     def load_messages(self, session: str, *, after_seq: int = -1) -> list[Message]:
-        rows = self._read("messages", f"session = {_sql_str(session)} AND seq > {int(after_seq)}")
+        rows = self._read("messages", f"session = {sql_str(session)} AND seq > {int(after_seq)}")
         unique: dict[str, dict[str, Any]] = {}
         for row in rows:
             kept = unique.get(row["id"])
             if kept is None or (row["placeholder"] and not kept["placeholder"]):
                 unique[row["id"]] = row
-        return sorted((_message_from_row(r) for r in unique.values()), key=lambda m: (m.seq, m.created_at))
+        return sorted((message_from_row(r) for r in unique.values()), key=lambda m: (m.seq, m.created_at))
 
     def count_messages(self, session: str) -> int:
         """Stored rows, without reading them; a rare duplicate from a retried write counts twice."""
-        return self._count("messages", f"session = {_sql_str(session)}")
+        return self._count("messages", f"session = {sql_str(session)}")
 
     def set_placeholders(self, session: str, placeholders: dict[str, str]) -> None:
         if not placeholders:
             return
-        _sql_str(session)
+        sql_str(session)
         ids, texts = list(placeholders), list(placeholders.values())
         updates = pa.table({"session": [session] * len(ids), "id": ids, "placeholder": texts})
         self._write("messages", lambda h: h.merge_insert(["session", "id"]).when_matched_update_all().execute(updates))
@@ -394,7 +351,7 @@ class LanceStore:
         """One write; every vector must be finite and of one width, or nothing is stored."""
         if not rows:
             return
-        _sql_str(session)
+        sql_str(session)
         dims = len(rows[0][1])
         for _, vector in rows:
             if len(vector) != dims or dims == 0:
@@ -425,7 +382,7 @@ class LanceStore:
 
     def embedded_ids(self, session: str, *, model: str, dims: int) -> set[str]:
         table = embeddings_table(dims)
-        rows = self._read(table, f"session = {_sql_str(session)} AND model = {_sql_str(model)}", ["message_id"])
+        rows = self._read(table, f"session = {sql_str(session)} AND model = {sql_str(model)}", ["message_id"])
         return {r["message_id"] for r in rows}
 
     def search_embeddings(
@@ -446,7 +403,7 @@ class LanceStore:
             return []
         if not all(math.isfinite(v) for v in vector):
             raise StoreError("the query embedding has NaN or infinite values; check the embedding model")
-        where = f"session = {_sql_str(session)}" + ("" if model is None else f" AND model = {_sql_str(model)}")
+        where = f"session = {sql_str(session)}" + ("" if model is None else f" AND model = {sql_str(model)}")
         excluded = set(exclude_ids)
         table = embeddings_table(len(vector))
         with self._lock:
@@ -462,7 +419,7 @@ class LanceStore:
             )
             rows = self._retrying("search", table, lambda: query.to_arrow().to_pylist())
             self.rows_read += len(rows)
-        return _best_hits(rows, k, excluded)
+        return best_hits(rows, k, excluded)
 
     def _index_filters(self, table: str) -> None:
         """Bitmap indexes on ``session`` and ``model``, so the search prefilter reads one session's rows.
@@ -489,7 +446,7 @@ class LanceStore:
     def _copy_embeddings(self, source: str, target: str, ids: dict[str, str]) -> None:
         """A branch's vectors point at the branch's own message ids: one write per width."""
         for table in self._embedding_tables():
-            rows = self._read(table, f"session = {_sql_str(source)}")
+            rows = self._read(table, f"session = {sql_str(source)}")
             copies = [
                 {**r, "session": target, "message_id": ids[r["message_id"]]} for r in rows if r["message_id"] in ids
             ]
@@ -500,7 +457,7 @@ class LanceStore:
     def save_raw_outputs(self, session: str, outputs: dict[str, str]) -> None:
         if not outputs:
             return
-        _sql_str(session)
+        sql_str(session)
         now = time.time()
         rows = [{"session": session, "tool_call_id": k, "text": v, "created_at": now} for k, v in outputs.items()]
         data = pa.Table.from_pylist(rows, schema=SCHEMAS["tool_raw_outputs"])
@@ -511,17 +468,17 @@ class LanceStore:
         )
 
     def get_raw_output(self, session: str, tool_call_id: str) -> str | None:
-        where = f"session = {_sql_str(session)} AND tool_call_id = {_sql_str(tool_call_id)}"
+        where = f"session = {sql_str(session)} AND tool_call_id = {sql_str(tool_call_id)}"
         rows = self._read("tool_raw_outputs", where, ["tool_call_id", "text", "created_at"])
-        return _newest_by(rows, "tool_call_id")[0]["text"] if rows else None
+        return newest_by(rows, "tool_call_id")[0]["text"] if rows else None
 
     def search_raw_outputs(self, session: str, needle: str, limit: int) -> list[tuple[str, int, str]]:
         """(tool_call_id, line number, line) of saved outputs containing ``needle``, newest outputs first.
 
         Reads this session's saved outputs in full: an explicit, rare request, not the per-step path.
         """
-        where = f"session = {_sql_str(session)}"
-        rows = _newest_by(self._read("tool_raw_outputs", where, ["tool_call_id", "text", "created_at"]), "tool_call_id")
+        where = f"session = {sql_str(session)}"
+        rows = newest_by(self._read("tool_raw_outputs", where, ["tool_call_id", "text", "created_at"]), "tool_call_id")
         hits: list[tuple[str, int, str]] = []
         for row in sorted(rows, key=lambda r: r["created_at"], reverse=True):
             if needle not in row["text"]:
@@ -536,18 +493,18 @@ class LanceStore:
     def has_raw_outputs(self, session: str, tool_call_ids: list[str]) -> set[str]:
         if not tool_call_ids:
             return set()
-        where = f"session = {_sql_str(session)} AND tool_call_id IN {_sql_in(tool_call_ids)}"
+        where = f"session = {sql_str(session)} AND tool_call_id IN {sql_in(tool_call_ids)}"
         return {r["tool_call_id"] for r in self._read("tool_raw_outputs", where, ["tool_call_id"])}
 
     # summaries
 
     def save_summary(self, summary: Summary) -> None:
-        _sql_str(summary.session)
-        self._add("summaries", [_as_row(summary, "summaries")])
+        sql_str(summary.session)
+        self._add("summaries", [as_row(summary, "summaries")])
 
     def load_summary(self, session: str) -> Summary | None:
         """Two small reads, so a long history of summaries is never read in full."""
-        where = f"session = {_sql_str(session)}"
+        where = f"session = {sql_str(session)}"
         heads = self._read("summaries", where, ["boundary_seq", "created_at"])
         if not heads:
             return None
@@ -567,8 +524,8 @@ class LanceStore:
         self._add("events", rows)
 
     def list_events(self, session: str, *, kind: str | None = None) -> list[Event]:
-        where = f"session = {_sql_str(session)}" + ("" if kind is None else f" AND kind = {_sql_str(kind)}")
-        rows = sorted(_newest_by(self._read("events", where), "id", "ts"), key=lambda r: r["ts"])
+        where = f"session = {sql_str(session)}" + ("" if kind is None else f" AND kind = {sql_str(kind)}")
+        rows = sorted(newest_by(self._read("events", where), "id", "ts"), key=lambda r: r["ts"])
         return [
             Event(kind=r["kind"], session=r["session"], data=json.loads(r["data"] or "{}"), ts=r["ts"]) for r in rows
         ]
@@ -576,17 +533,17 @@ class LanceStore:
     # memory
 
     def add_facts(self, facts: list[MemoryFact]) -> None:
-        self._add("memory_facts", [_as_row(f, "memory_facts") for f in facts])
+        self._add("memory_facts", [as_row(f, "memory_facts") for f in facts])
 
     def list_facts(self, scopes: list[str] | None = None) -> list[MemoryFact]:
         if scopes is not None and not scopes:
             return []
-        rows = self._read("memory_facts", None if scopes is None else f"scope IN {_sql_in(scopes)}")
-        facts = [_fact_from_row(r) for r in _newest_by(rows, "id")]
+        rows = self._read("memory_facts", None if scopes is None else f"scope IN {sql_in(scopes)}")
+        facts = [fact_from_row(r) for r in newest_by(rows, "id")]
         return sorted(facts, key=lambda f: (f.created_at, f.id))
 
     def remove_fact(self, fact_id: str) -> bool:
-        where = f"id = {_sql_str(fact_id)}"
+        where = f"id = {sql_str(fact_id)}"
         with self._lock:
             if not self._count("memory_facts", where):
                 return False
@@ -629,57 +586,3 @@ class LanceStore:
         with self._lock:
             handle = self._table(name, create=False)
             return 0 if handle is None else int(handle.version)
-
-
-def _newest_by(rows: list[dict[str, Any]], key: str, stamp: str = "created_at") -> list[dict[str, Any]]:
-    """One row per key, the newest: concurrent upserts of one key can leave duplicates."""
-    chosen: dict[Any, dict[str, Any]] = {}
-    for row in rows:
-        kept = chosen.get(row[key])
-        if kept is None or row[stamp] > kept[stamp]:
-            chosen[row[key]] = row
-    return list(chosen.values())
-
-
-def _best_hits(rows: list[dict[str, Any]], k: int, excluded: set[str]) -> list[EmbeddingHit]:
-    """Rows arrive nearest first; keep the first of each message, skipping excluded ones."""
-    hits: dict[str, EmbeddingHit] = {}
-    for row in rows:
-        message_id = row["message_id"]
-        if message_id in excluded or message_id in hits:
-            continue
-        hits[message_id] = EmbeddingHit(
-            message_id=message_id,
-            score=1.0 - float(row["_distance"]),
-            snippet=row["text"] or "",
-            role=row["role"] or "",
-            seq=int(row["seq"] or 0),
-            turn=int(row["turn"] or 0),
-            name=row["name"] or "",
-        )
-        if len(hits) == k:
-            break
-    return list(hits.values())
-
-
-def _fact_from_row(row: dict[str, Any]) -> MemoryFact:
-    return MemoryFact(**{**row, "source": row["source"] or "manual"})
-
-
-def _as_row(obj: object, table: str, **columns: Any) -> dict[str, Any]:
-    return {k: columns[k] if k in columns else getattr(obj, k) for k in SCHEMAS[table].names}
-
-
-def _session_from_row(row: dict[str, Any]) -> SessionRecord:
-    return SessionRecord(**{**row, "meta": json.loads(row["meta"] or "{}")})
-
-
-def _message_row(message: Message) -> dict[str, Any]:
-    _sql_str(message.session)
-    return _as_row(message, "messages", tool_calls=json.dumps([c.to_dict() for c in message.tool_calls]))
-
-
-def _message_from_row(row: dict[str, Any]) -> Message:
-    raw = row["tool_calls"]
-    calls = [ToolCall(**c) for c in json.loads(raw)] if raw not in ("", "[]") else []
-    return Message(**{**row, "tool_calls": calls})

@@ -18,7 +18,8 @@ from monad_notebook.errors import StoreError
 from monad_notebook.events import EVICTED, MESSAGE_DELTA, TURN_FINISHED, TURN_STARTED, Event
 from monad_notebook.messages import Message, ToolCall
 from monad_notebook.store.base import MemoryFact, Summary
-from monad_notebook.store.lance import LanceStore, _sql_str, default_db_uri
+from monad_notebook.store.lance import LanceStore, default_db_uri
+from monad_notebook.store.rows import sql_str
 
 pytestmark = pytest.mark.filterwarnings(r"ignore:optimize\(cleanup_older_than=0\):UserWarning")
 
@@ -235,7 +236,7 @@ def test_names_with_nul_characters_are_refused_with_a_message(store: LanceStore)
         store.load_messages("a\x00b")
     with pytest.raises(StoreError, match="NUL"):
         store.append_messages(turn("a\x00b", 1))
-    assert _sql_str("it's") == "'it''s'"
+    assert sql_str("it's") == "'it''s'"
 
 
 # batching

@@ -1,0 +1,128 @@
+"""Table schemas and row conversions for the LanceDB store (pyarrow only, no lancedb).
+
+Filters are raw SQL: every value a user may influence goes through ``sql_str``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+import pyarrow as pa
+
+from monad_notebook.errors import StoreError
+from monad_notebook.messages import Message, ToolCall
+from monad_notebook.store.base import EmbeddingHit, MemoryFact, SessionRecord
+
+TYPES = {"text": pa.string(), "int": pa.int64(), "float": pa.float64(), "bool": pa.bool_()}
+NULL_AS = {pa.string(): "", pa.int64(): 0, pa.float64(): 0.0, pa.bool_(): False}
+
+
+def schema(spec: str) -> pa.Schema:
+    """``name:type`` words; a ``!`` marks a non-null key. Other columns are nullable so old tables can gain columns."""
+    fields = []
+    for word in spec.split():
+        name, kind = word.rstrip("!").split(":")
+        fields.append(pa.field(name, TYPES[kind], nullable=not word.endswith("!")))
+    return pa.schema(fields)
+
+
+SCHEMAS: dict[str, pa.Schema] = {
+    "sessions": schema("name:text! created_at:float updated_at:float model:text parent:text meta:text"),
+    "messages": schema(
+        "id:text! session:text! seq:int! turn:int step:int role:text content:text tool_calls:text"
+        " tool_call_id:text name:text placeholder:text redacted:bool created_at:float"
+    ),
+    "tool_raw_outputs": schema("session:text! tool_call_id:text! text:text created_at:float"),
+    "summaries": schema("session:text! text:text boundary_seq:int tokens:int reflections:int created_at:float"),
+    "memory_facts": schema("id:text! scope:text text:text created_at:float source:text"),
+    "events": schema("id:text! session:text! kind:text data:text ts:float"),
+}
+
+
+EMBEDDINGS_PREFIX = "embeddings_"
+EMBEDDED_TEXT_MAX_CHARS = 2000
+_EMBEDDING_COLUMNS = (
+    "session:text! message_id:text! seq:int turn:int role:text name:text text:text model:text created_at:float"
+)
+
+
+def embeddings_table(dims: int) -> str:
+    """The table for vectors of one width (``embeddings_384``), its schema registered on first use.
+
+    Widths are known only at run time (a config can switch models), and a LanceDB vector
+    column has one fixed width, so each width gets its own table; ``model`` keeps models
+    of equal width apart within it.
+    """
+    name = f"{EMBEDDINGS_PREFIX}{int(dims)}"
+    if name not in SCHEMAS:
+        vector_type = pa.list_(pa.float32(), int(dims))
+        SCHEMAS[name] = schema(_EMBEDDING_COLUMNS).append(pa.field("vector", vector_type))
+        NULL_AS[vector_type] = None
+    return name
+
+
+def sql_str(value: str) -> str:
+    """A SQL string literal for ``where()``: the one way user text may enter a filter."""
+    if "\x00" in value:
+        raise StoreError("names and ids cannot contain NUL characters; remove them and try again")
+    return "'" + value.replace("'", "''") + "'"
+
+
+def sql_in(values: Iterable[str]) -> str:
+    return "(" + ", ".join(sql_str(v) for v in values) + ")"
+
+
+def newest_by(rows: list[dict[str, Any]], key: str, stamp: str = "created_at") -> list[dict[str, Any]]:
+    """One row per key, the newest: concurrent upserts of one key can leave duplicates."""
+    chosen: dict[Any, dict[str, Any]] = {}
+    for row in rows:
+        kept = chosen.get(row[key])
+        if kept is None or row[stamp] > kept[stamp]:
+            chosen[row[key]] = row
+    return list(chosen.values())
+
+
+def best_hits(rows: list[dict[str, Any]], k: int, excluded: set[str]) -> list[EmbeddingHit]:
+    """Rows arrive nearest first; keep the first of each message, skipping excluded ones."""
+    hits: dict[str, EmbeddingHit] = {}
+    for row in rows:
+        message_id = row["message_id"]
+        if message_id in excluded or message_id in hits:
+            continue
+        hits[message_id] = EmbeddingHit(
+            message_id=message_id,
+            score=1.0 - float(row["_distance"]),
+            snippet=row["text"] or "",
+            role=row["role"] or "",
+            seq=int(row["seq"] or 0),
+            turn=int(row["turn"] or 0),
+            name=row["name"] or "",
+        )
+        if len(hits) == k:
+            break
+    return list(hits.values())
+
+
+def fact_from_row(row: dict[str, Any]) -> MemoryFact:
+    return MemoryFact(**{**row, "source": row["source"] or "manual"})
+
+
+def as_row(obj: object, table: str, **columns: Any) -> dict[str, Any]:
+    return {k: columns[k] if k in columns else getattr(obj, k) for k in SCHEMAS[table].names}
+
+
+def session_from_row(row: dict[str, Any]) -> SessionRecord:
+    return SessionRecord(**{**row, "meta": json.loads(row["meta"] or "{}")})
+
+
+def message_row(message: Message) -> dict[str, Any]:
+    sql_str(message.session)
+    return as_row(message, "messages", tool_calls=json.dumps([c.to_dict() for c in message.tool_calls]))
+
+
+def message_from_row(row: dict[str, Any]) -> Message:
+    raw = row["tool_calls"]
+    calls = [ToolCall(**c) for c in json.loads(raw)] if raw not in ("", "[]") else []
+    return Message(**{**row, "tool_calls": calls})
