@@ -3,7 +3,6 @@ from __future__ import annotations
 import random
 import re
 import threading
-from pathlib import Path
 
 import pytest
 
@@ -47,13 +46,6 @@ class KeywordEmbedder:
         counts = [float(words.count(w)) for w in VOCABULARY] + [0.05]
         norm = sum(c * c for c in counts) ** 0.5
         return [c / norm for c in counts]
-
-
-@pytest.fixture
-def store(tmp_path: Path):
-    s = LanceStore(tmp_path / "db")
-    yield s
-    s.close()
 
 
 @pytest.fixture

@@ -36,13 +36,6 @@ SESSION = "eda"
 
 
 @pytest.fixture
-def store(tmp_path: Path):
-    s = LanceStore(tmp_path / "db")
-    yield s
-    s.close()
-
-
-@pytest.fixture
 def service(store: LanceStore) -> MemoryService:
     return MemoryService(store, Redactor(env={}))
 

@@ -15,13 +15,6 @@ HOSTILE_NAMES = ["x' OR '1'='1", "x'; DELETE FROM embeddings_4; --", "back\\'sla
 MODEL = "test-model"
 
 
-@pytest.fixture
-def store(tmp_path: Path):
-    s = LanceStore(tmp_path / "db")
-    yield s
-    s.close()
-
-
 def axis(i: int, dims: int = 4, lean: float = 0.0) -> list[float]:
     """A unit vector along axis i, leaning towards the next axis by ``lean``."""
     v = [0.0] * dims
