@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -132,7 +132,6 @@ class DemoModel:
 
     context_window: int = 32_000
     name: str = "scripted-demo"
-    calls: int = field(default=0, init=False)
 
     def complete(
         self,
@@ -140,7 +139,6 @@ class DemoModel:
         tools: list[dict[str, Any]],
         on_text: TextCallback | None = None,
     ) -> ChatResponse:
-        self.calls += 1
         last_user = max(i for i, m in enumerate(messages) if m["role"] == "user")
         question = messages[last_user]["content"] or ""
         plan = _plan_for(question.split("</summary>")[-1])

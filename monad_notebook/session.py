@@ -107,7 +107,6 @@ class Session:
         self.last_prompt_tokens: int | None = None
         self.last_estimate = 0
         self.reclaimed_tokens = 0
-        self.warnings: list[str] = []
         self.turn_blocks: dict[str, str] = {}
         self.prompt_records: list[dict[str, Any]] = []
         self._events_lock = threading.Lock()
@@ -150,7 +149,6 @@ class Session:
         config = self.watcher.current()
         warning = self.watcher.pop_warning()
         if warning:
-            self.warnings.append(warning)
             self.emit(ev.ERROR, message=warning)
         if config is not self.config:
             self.config = config
