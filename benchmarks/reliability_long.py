@@ -90,6 +90,8 @@ def run_many(row: Row, seeds: range, job: Callable[[int, Path], tuple[int, list[
             row.acked += acked
             row.bad_runs += bool(problems)
             row.problems += problems
+            print(f"\r{row.scenario}: {row.runs}/{len(seeds)} runs, {row.bad_runs} bad", end="", file=sys.stderr)
+    print(file=sys.stderr)
     row.seconds = time.perf_counter() - started
     return row
 
@@ -109,6 +111,7 @@ def main() -> None:
             run_many(Row("kill -9 during compaction"), range(args.compactions), kill_compaction, root, args.jobs),
         ]
         started = time.perf_counter()
+        print(f"{args.procs} processes appending for {args.seconds:g} s", file=sys.stderr)
         acked, problems = concurrent_appends(args.procs, args.seconds, root)
         name = f"{args.procs} processes x {args.seconds:g} s"
         rows.append(Row(name, 1, acked, bool(problems), time.perf_counter() - started, problems))

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from monad_notebook import Session
+from monad_notebook import events as ev
 from monad_notebook.agent.tools.python import NO_APPROVER
 from monad_notebook.config import Config, ConfigWatcher
 from monad_notebook.store.lance import LanceStore
@@ -123,7 +124,8 @@ def test_a_broken_agents_json_mid_session_keeps_the_last_good_config(isolated_en
     assert session.ask("first").stopped_at_max_steps
     path.write_text('{"agent": {"maxSteps": 5,')  # a half-written save
     assert session.ask("second").stopped_at_max_steps  # still maxSteps=1
-    assert session.warnings and "\n" not in session.warnings[-1]
+    (warning,) = store.list_events("cfg", kind=ev.ERROR)  # shown in the panel, kept in the store
+    assert "agents.json" in warning.data["message"] and "\n" not in warning.data["message"]
     path.write_text(json.dumps({"agent": {"maxSteps": 5}}))
     model.queue(tool_call("list_variables", {}), "finished")
     assert session.ask("third").text == "finished"
