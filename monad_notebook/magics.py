@@ -239,7 +239,7 @@ class MonadMagics(Magics):
         view = CellView(self.rich)
         unsubscribe = session.events.subscribe(view.on_event)
         try:
-            reply = session.ask(cell, on_text=view.on_text)
+            reply = session.ask(cell.rstrip().lstrip("\n"), on_text=view.on_text)  # the cell's blank edges
         finally:
             unsubscribe()
         if reply.stopped_at_max_steps:

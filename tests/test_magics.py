@@ -27,7 +27,7 @@ def test_cell_magic_sends_the_cell_and_prints_the_answer(ip, server, capsys):
     out = capsys.readouterr().out
     assert "It is 42." in out and "python" in out
     assert ip.user_ns["answer"] == 42
-    assert server.chat_requests[0]["messages"][-1] == {"role": "user", "content": "What is 40 + 2?\n"}
+    assert server.chat_requests[0]["messages"][-1] == {"role": "user", "content": "What is 40 + 2?"}
 
 
 def test_sessions_switch_and_keep_their_own_history(ip, server, capsys):

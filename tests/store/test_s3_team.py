@@ -125,10 +125,10 @@ def write_then_read(uri: str, options: str, me: str, other: str, seconds: str, f
     return result
 
 
-def test_two_kernels_writing_at_once_lose_nothing_duplicate_nothing_and_see_each_other(
+def test_two_processes_writing_at_once_lose_nothing_duplicate_nothing_and_see_each_other(
     s3_endpoint: str, tmp_path: Path
 ) -> None:
-    """The table exists before the kernels start: two kernels *creating* one table at once can conflict."""
+    """Appends only: the table exists before they start (test_s3_kernels.py creates a fresh database at once)."""
     uri, options = f"s3://{BUCKET}/concurrent", json.dumps(storage_options(s3_endpoint))
     setup = LanceStore(uri, storage_options=json.loads(options))
     setup.append_messages([Message("user", "the team database exists", session="team/setup", seq=0)])
