@@ -1,32 +1,19 @@
-"""The Store on LanceDB, embedded by default, object storage when the uri says so.
+"""The Store protocol on LanceDB, embedded by default, object storage when the uri says so.
 
-LanceDB makes a new version and fragment for every write, so each method writes its
-whole batch in one operation and a daemon thread compacts and cleans up every
-``optimize_every`` writes. Filters are raw SQL: every value goes through ``sql_str``.
-This is the only module that imports ``lancedb``.
+Each method writes its whole batch in one operation, so a step is one version per table.
+Filters are raw SQL: every value goes through ``sql_str``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import logging
 import math
-import os
-import random
-import re
-import threading
 import time
-import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import replace
-from datetime import timedelta
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-import lancedb
 import pyarrow as pa
-from lancedb.index import Bitmap
 
 from monad_notebook.errors import StoreError
 from monad_notebook.events import Event
@@ -34,8 +21,6 @@ from monad_notebook.messages import Message, new_id
 from monad_notebook.store.base import EmbeddingHit, MemoryFact, SessionRecord, Summary
 from monad_notebook.store.rows import (
     EMBEDDED_TEXT_MAX_CHARS,
-    EMBEDDINGS_PREFIX,
-    NULL_AS,
     SCHEMAS,
     as_row,
     best_hits,
@@ -48,203 +33,13 @@ from monad_notebook.store.rows import (
     sql_in,
     sql_str,
 )
+from monad_notebook.store.tables import LanceTables, default_db_uri
 
-log = logging.getLogger(__name__)
-_T = TypeVar("_T")
-
-# Cleaning up every old version is the point of the background optimize; reads retry on the latest version.
-warnings.filterwarnings("ignore", r"optimize\(cleanup_older_than=0\)", UserWarning, r"monad_notebook\.store\.lance")
-
-_RETRIES = 4
-_RETRYABLE = ("not found", "incompatible transaction", "commit conflict", "retryable")
+__all__ = ["LanceStore", "default_db_uri"]
 
 
-def default_db_uri() -> str:
-    """``$MONAD_HOME/db``, or ``~/.monad/db``: one database shared by every kernel of this user."""
-    return str(Path(os.environ.get("MONAD_HOME") or "~/.monad").expanduser() / "db")
-
-
-_NO_SPACE = ("no space left", "os error 28", "os error 27", "file too large", "quota exceeded", "os error 122")
-
-
-def _reason(exc: BaseException) -> str:
-    """The first line of a LanceDB error, cut short, without Rust source paths; says what to do when it can."""
-    lines = str(exc).strip().splitlines()
-    text = lines[0] if lines else type(exc).__name__
-    text = re.sub(r",? ?/\S*\.cargo/\S*", "", text)
-    if any(mark in text.lower() for mark in _NO_SPACE):
-        return "out of disk space: free some space (or raise the file size limit) and run the cell again"
-    return text if len(text) <= 160 else text[:159] + "…"
-
-
-class LanceStore:
+class LanceStore(LanceTables):
     """The Store protocol on one LanceDB database; safe to share between threads and kernels."""
-
-    def __init__(
-        self,
-        uri: str | Path,
-        *,
-        storage_options: dict[str, str] | None = None,
-        optimize_every: int = 50,
-        read_consistency_interval: float | None = 0.0,
-        cleanup_grace: timedelta = timedelta(minutes=2),
-    ) -> None:
-        text = str(uri)
-        self.uri = text if "://" in text else str(Path(text).expanduser())
-        self.optimize_every = optimize_every
-        self.cleanup_grace = cleanup_grace
-        self.rows_read = 0
-        self.last_optimize_error: str | None = None
-        self._lock = threading.RLock()
-        self._tables: dict[str, Any] = {}
-        self._dirty: set[str] = set()
-        self._writes = 0
-        self._optimizer: threading.Thread | None = None
-        self._closed = False
-        self._filter_indexed: set[str] = set()
-        interval = None if read_consistency_interval is None else timedelta(seconds=read_consistency_interval)
-        try:
-            self._db = lancedb.connect(self.uri, read_consistency_interval=interval, storage_options=storage_options)
-        except Exception as exc:
-            fix = "check its storage options" if "://" in self.uri else "point MONAD_HOME at a writable directory"
-            raise StoreError(f"cannot open the database at {self.uri} ({_reason(exc)}); {fix}") from None
-
-    # plumbing
-
-    def _table(self, name: str, *, create: bool) -> Any | None:
-        """The cached handle; created on first write, so reads of a fresh database create nothing."""
-        handle = self._tables.get(name)
-        if handle is not None:
-            return handle
-        try:
-            if name in self._db.list_tables(limit=1000).tables:
-                handle = self._db.open_table(name)
-                self._add_missing_columns(handle, SCHEMAS[name])
-            elif create:
-                try:
-                    handle = self._db.create_table(name, schema=SCHEMAS[name], exist_ok=True)
-                except Exception:  # another kernel created it a moment ago
-                    handle = self._db.open_table(name)
-            else:
-                return None
-        except Exception as exc:
-            raise StoreError(
-                f"cannot open the {name} table at {self.uri} ({_reason(exc)}){self._repair(name)}"
-            ) from None
-        self._tables[name] = handle
-        return handle
-
-    def _repair(self, table: str) -> str:
-        """How to fall back to the previous version when the newest one will not open (local databases)."""
-        versions = Path(self.uri) / f"{table}.lance" / "_versions"
-        if "://" in self.uri or not versions.is_dir():
-            return ""
-        manifests = sorted(versions.glob("*.manifest"), key=lambda p: p.stat().st_mtime_ns)
-        if len(manifests) < 2:
-            return ""
-        newest = manifests[-1]
-        return f"; if its newest version is damaged, repair: mv {newest} {newest}.damaged (falls back to the previous)"
-
-    @staticmethod
-    def _add_missing_columns(handle: Any, schema: pa.Schema) -> None:
-        """Tables written by an older version get newer (nullable) columns as nulls."""
-        missing = [f for f in schema if f.name not in handle.schema.names]
-        if missing:
-            handle.add_columns(missing)
-
-    def _read(self, table: str, where: str | None, columns: list[str] | None = None) -> list[dict[str, Any]]:
-        """Rows as dicts with nulls (columns added after the row was written) read as empty values."""
-        with self._lock:
-            handle = self._table(table, create=False)
-            if handle is None:
-                return []
-            query = handle.search().select(columns or SCHEMAS[table].names)
-            if where is not None:
-                query = query.where(where)
-            rows = self._retrying("read", table, lambda: query.to_arrow().to_pylist())
-            self.rows_read += len(rows)
-        nulls = {f.name: NULL_AS[f.type] for f in SCHEMAS[table]}
-        return [{k: nulls[k] if v is None else v for k, v in row.items()} for row in rows]
-
-    def _retrying(self, verb: str, table: str, action: Callable[[], _T]) -> _T:
-        """Retry on the latest version when another kernel got there first.
-
-        Its cleanup may have removed the version we held ("not found"), or its commit may
-        conflict with ours ("incompatible transaction", "commit conflict"): a few retries with
-        a short jittered pause, then a one-line StoreError.
-        """
-        for attempt in range(_RETRIES + 1):
-            try:
-                return action()
-            except Exception as exc:
-                message = str(exc).lower()
-                if attempt == _RETRIES or not any(mark in message for mark in _RETRYABLE):
-                    hint = self._repair(table) if verb == "read" else ""
-                    raise StoreError(f"cannot {verb} the {table} table at {self.uri} ({_reason(exc)}){hint}") from None
-            time.sleep(random.uniform(0.01, 0.05) * (attempt + 1))
-            with contextlib.suppress(Exception):
-                self._tables[table].checkout_latest()
-        raise AssertionError("unreachable")
-
-    def _count(self, table: str, where: str) -> int:
-        with self._lock:
-            handle = self._table(table, create=False)
-            return 0 if handle is None else int(self._retrying("read", table, lambda: handle.count_rows(where)))
-
-    def _write(self, table: str, operation: Callable[[Any], object]) -> None:
-        """One LanceDB operation, counted towards the next background optimize."""
-        with self._lock:
-            handle = self._table(table, create=True)
-            self._retrying("write", table, lambda: operation(handle))
-            self._dirty.add(table)
-            self._writes += 1
-            self._maybe_optimize_in_background()
-
-    def _add(self, table: str, rows: list[dict[str, Any]]) -> None:
-        if rows:
-            self._write(table, lambda h: h.add(pa.Table.from_pylist(rows, schema=SCHEMAS[table])))
-
-    def _delete(self, table: str, where: str) -> None:
-        if self._count(table, where):
-            self._write(table, lambda h: h.delete(where))
-
-    def _maybe_optimize_in_background(self) -> None:
-        busy = self._optimizer is not None and self._optimizer.is_alive()
-        if self._closed or busy or self.optimize_every <= 0 or self._writes < self.optimize_every:
-            return
-        tables, self._dirty, self._writes = sorted(self._dirty), set(), 0
-        self._optimizer = threading.Thread(
-            target=self._optimize_tables,
-            args=(tables, False, self.cleanup_grace),
-            name="monad-store-optimize",
-            daemon=True,
-        )
-        self._optimizer.start()
-
-    def _optimize_tables(self, tables: list[str], raise_errors: bool, grace: timedelta) -> None:
-        """One table at a time under the write lock, so writers wait for one compaction at most.
-
-        ``grace``: versions younger than this are kept. Another kernel may be committing files
-        that are not referenced yet, so the background pass keeps a grace period; only an
-        explicit ``optimize()`` drops everything at once.
-        """
-        for name in tables:
-            with self._lock:
-                handle = self._table(name, create=False)
-                if handle is None:
-                    continue
-                try:
-                    handle.optimize(cleanup_older_than=grace)
-                except Exception as exc:
-                    self.last_optimize_error = f"cannot optimize the {name} table at {self.uri} ({_reason(exc)})"
-                    if raise_errors:
-                        raise StoreError(self.last_optimize_error) from None
-                    log.warning("%s", self.last_optimize_error)
-
-    def _wait_for_optimizer(self) -> None:
-        optimizer = self._optimizer
-        if optimizer is not None and optimizer is not threading.current_thread():
-            optimizer.join()
 
     # sessions
 
@@ -283,15 +78,6 @@ class LanceStore:
         """Skips tables with no rows for the name, so a no-op leaves no empty version."""
         for table in ("messages", "tool_raw_outputs", "summaries", "events", *self._embedding_tables()):
             self._delete(table, f"session = {sql_str(name)}")
-
-    def _embedding_tables(self) -> list[str]:
-        """Every vector-width table in the database, whichever process created it."""
-        try:
-            names = self._db.list_tables(limit=1000).tables
-        except Exception as exc:
-            raise StoreError(f"cannot list the tables at {self.uri} ({_reason(exc)})") from None
-        suffixes = [n.removeprefix(EMBEDDINGS_PREFIX) for n in names if n.startswith(EMBEDDINGS_PREFIX)]
-        return [embeddings_table(int(s)) for s in suffixes if s.isdigit()]
 
     def reset_session(self, name: str) -> None:
         with self._lock:
@@ -421,28 +207,6 @@ class LanceStore:
             self.rows_read += len(rows)
         return best_hits(rows, k, excluded)
 
-    def _index_filters(self, table: str) -> None:
-        """Bitmap indexes on ``session`` and ``model``, so the search prefilter reads one session's rows.
-
-        Measured at 100k rows in 100 sessions: 186 ms -> 9 ms per search. The background
-        optimize folds new rows into them; rows not yet folded are scanned, which stays correct.
-        """
-        if table in self._filter_indexed:
-            return
-        with self._lock:
-            handle = self._table(table, create=False)
-            if handle is None:
-                return
-            try:
-                indexed = {tuple(index.columns) for index in handle.list_indices()}
-                for column in ("session", "model"):
-                    if (column,) not in indexed:
-                        handle.create_index(column, config=Bitmap())
-            except Exception as exc:
-                log.warning("cannot index the %s table (%s); search works, only slower", table, _reason(exc))
-                return
-            self._filter_indexed.add(table)
-
     def _copy_embeddings(self, source: str, target: str, ids: dict[str, str]) -> None:
         """A branch's vectors point at the branch's own message ids: one write per width."""
         for table in self._embedding_tables():
@@ -549,40 +313,3 @@ class LanceStore:
                 return False
             self._write("memory_facts", lambda h: h.delete(where))
             return True
-
-    # housekeeping
-
-    def optimize(self) -> None:
-        """Compact every table and drop every old version now; waits for a background run first."""
-        self._wait_for_optimizer()
-        with self._lock:
-            tables = [n for n in SCHEMAS if self._table(n, create=False) is not None]
-            self._dirty, self._writes = set(), 0
-        self._optimize_tables(tables, True, timedelta(0))
-
-    def close(self) -> None:
-        """Waits for an in-flight optimize, so the process never exits mid-compaction."""
-        with self._lock:
-            self._closed = True
-        self._wait_for_optimizer()
-
-    def table_stats(self) -> dict[str, dict[str, int]]:
-        """Versions, fragments and rows per existing table: what background optimize keeps bounded."""
-        stats: dict[str, dict[str, int]] = {}
-        with self._lock:
-            for name in SCHEMAS:
-                handle = self._table(name, create=False)
-                if handle is not None:
-                    info = handle.stats()
-                    stats[name] = {
-                        "versions": len(handle.list_versions()),
-                        "fragments": int(info["fragment_stats"]["num_fragments"]),
-                        "rows": int(info["num_rows"]),
-                    }
-        return stats
-
-    def table_version(self, name: str) -> int:
-        """The table's current LanceDB version (0 if it does not exist yet): one per write."""
-        with self._lock:
-            handle = self._table(name, create=False)
-            return 0 if handle is None else int(handle.version)
