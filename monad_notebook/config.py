@@ -8,19 +8,18 @@ is worse than an error; each error is one line naming the file and the dotted ke
 from __future__ import annotations
 
 import copy
-import difflib
-import functools
 import json
 import os
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
+from monad_notebook.config_errors import canonical, describe_error, display_path, plain_number
 from monad_notebook.errors import ConfigError
 
 CONFIG_NAME = "agents.json"
@@ -29,9 +28,9 @@ SCRIPTED_DEMO_MODEL = "scripted-demo"
 
 def _fraction(value: float) -> float:
     if value <= 0:
-        raise PydanticCustomError("fraction", "must be above 0 (got {got})", {"got": _num(value)})
+        raise PydanticCustomError("fraction", "must be above 0 (got {got})", {"got": plain_number(value)})
     if value > 1:
-        raise PydanticCustomError("fraction", "must be between 0 and 1 (got {got})", {"got": _num(value)})
+        raise PydanticCustomError("fraction", "must be between 0 and 1 (got {got})", {"got": plain_number(value)})
     return value
 
 
@@ -174,7 +173,9 @@ class SummarizeConfig(_Section):
         soft = info.data.get("soft_fraction")
         if soft is not None and value < soft:
             raise PydanticCustomError(
-                "order", "must be at least softFraction, {soft} (got {got})", {"soft": _num(soft), "got": _num(value)}
+                "order",
+                "must be at least softFraction, {soft} (got {got})",
+                {"soft": plain_number(soft), "got": plain_number(value)},
             )
         return value
 
@@ -277,13 +278,13 @@ def parse_config(data: Any, source: str = CONFIG_NAME) -> Config:
     """
     if not isinstance(data, Mapping):
         raise ConfigError(f"{source} must hold a JSON object ({{...}}) at the top level")
-    data = _canonical(data, Config)
+    data = canonical(data, Config)
     try:
         return Config.model_validate(data)
     except ValidationError as error:
         errors = sorted(error.errors(include_url=False), key=lambda item: item["type"] != "extra_forbidden")
         more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
-        raise ConfigError(f"{source}: {_describe(errors[0], data)}{more}") from None
+        raise ConfigError(f"{source}: {describe_error(errors[0], data, Config)}{more}") from None
 
 
 def deep_merge(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
@@ -375,7 +376,7 @@ class ConfigWatcher:
         if self._fixed is None:
             return _load(source, overrides)
         parse_config(overrides, "overrides")
-        return parse_config(deep_merge(self._fixed, _canonical(overrides, Config)), "overrides")
+        return parse_config(deep_merge(self._fixed, canonical(overrides, Config)), "overrides")
 
     def _fail(self, seen: tuple[Any, Any], error: ConfigError) -> None:
         if seen != self._seen:
@@ -397,12 +398,12 @@ def _stamp(path: Path | None) -> tuple[int, int, int] | None:
 
 
 def _load(source: Path | None, overrides: Mapping[str, Any] | None) -> Config:
-    name = _display(source) if source is not None else "configuration"
+    name = display_path(source) if source is not None else "configuration"
     data: Any = _read_json(source, name) if source is not None else {}
     if overrides:
         parse_config(overrides, "overrides")
         if isinstance(data, Mapping):
-            data = deep_merge(_canonical(data, Config), _canonical(overrides, Config))
+            data = deep_merge(canonical(data, Config), canonical(overrides, Config))
     return parse_config(data, name)
 
 
@@ -421,149 +422,3 @@ def _read_json(path: Path, name: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as error:
         raise ConfigError(f"{name} is not valid JSON: line {error.lineno} column {error.colno}: {error.msg}") from None
-
-
-def _display(path: Path) -> str:
-    for base, prefix in ((Path.cwd(), ""), (Path.home(), "~/")):
-        try:
-            return prefix + str(path.absolute().relative_to(base))
-        except ValueError:
-            continue
-    return str(path)
-
-
-_PHRASES = {
-    "int_type": "must be a whole number",
-    "float_type": "must be a number",
-    "bool_type": "must be true or false",
-    "string_type": "must be a string",
-    "list_type": "must be a list",
-    "dict_type": "must be an object",
-    "model_type": "must be an object",
-    "string_too_short": "must not be empty",
-    "string_pattern_mismatch": 'must look like "module:function"',
-}
-_BOUNDS = {"greater_than": "greater than", "greater_than_equal": "at least", "less_than_equal": "at most"}
-
-
-def _describe(error: Mapping[str, Any], data: Any) -> str:
-    """One pydantic error as ``<dotted.key> <what is wrong>``."""
-    loc, kind, ctx = tuple(error["loc"]), error["type"], error.get("ctx") or {}
-    path = _key_path(loc)
-    if kind == "extra_forbidden":
-        return f"unknown key {path}{_suggestion(loc)}"
-    if kind == "missing":
-        return f"{path} is required"
-    if kind == "regex":
-        named = _lookup(data, loc[:-1])
-        label = f' (pattern "{named["name"]}")' if isinstance(named, Mapping) and "name" in named else ""
-        return f"{path} {error['msg']}{label}"
-    if kind in ("fraction", "order"):
-        return f"{path} {error['msg']}"
-    if kind in _BOUNDS:
-        bound = _num(next(iter(ctx.values()), "?"))
-        what = f"must be {_BOUNDS[kind]} {bound}"
-    elif kind == "literal_error":
-        what = "must be one of " + str(ctx.get("expected", "")).replace("'", '"')
-    else:
-        what = _PHRASES.get(kind) or "is invalid: " + str(error["msg"]).removeprefix("Value error, ")
-    return f"{path} {what} (got {_shown(error.get('input'))})"
-
-
-def _key_path(loc: tuple[Any, ...]) -> str:
-    path = ""
-    for part in loc:
-        path += f"[{part}]" if isinstance(part, int) else f".{part}" if path else str(part)
-    return path
-
-
-def _shown(value: Any) -> str:
-    try:
-        text = json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _lookup(data: Any, loc: tuple[Any, ...]) -> Any:
-    for part in loc:
-        try:
-            data = data[part]
-        except (KeyError, IndexError, TypeError):
-            return None
-    return data
-
-
-def _suggestion(loc: tuple[Any, ...]) -> str:
-    """A "did you mean" for an unknown key: a near sibling, or the same key elsewhere."""
-    parent = _model_at(loc[:-1])
-    if parent is None:
-        return ""
-    key = str(loc[-1])
-    siblings = {_squash(alias): alias for alias in _aliases(parent)}
-    close = difflib.get_close_matches(_squash(key), list(siblings), n=1, cutoff=0.6)
-    if close:
-        return f" (did you mean {siblings[close[0]]}?)"
-    elsewhere = [path for path in _key_paths(Config) if _squash(path.rsplit(".", 1)[-1]) == _squash(key)]
-    if elsewhere:
-        return f" (did you mean {elsewhere[0]}?)"
-    return f" (expected one of: {', '.join(_aliases(parent))})"
-
-
-def _squash(key: str) -> str:
-    return key.replace("_", "").replace("-", "").lower()
-
-
-@functools.cache
-def _keys(model: type[BaseModel]) -> dict[str, tuple[str, type[BaseModel] | None]]:
-    """Each field under both its alias and its attribute name -> (alias, the model it nests)."""
-    keys: dict[str, tuple[str, type[BaseModel] | None]] = {}
-    for name, field in model.model_fields.items():
-        entry = (field.alias or name, _nested_model(field.annotation))
-        keys[name] = keys[entry[0]] = entry
-    return keys
-
-
-def _aliases(model: type[BaseModel]) -> list[str]:
-    return list(dict.fromkeys(alias for alias, _ in _keys(model).values()))
-
-
-def _key_paths(model: type[BaseModel], prefix: str = "") -> Iterator[str]:
-    for alias, nested in dict.fromkeys(_keys(model).values()):
-        yield prefix + alias
-        if nested is not None:
-            yield from _key_paths(nested, f"{prefix}{alias}.")
-
-
-def _nested_model(annotation: Any) -> type[BaseModel] | None:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    return next((found for arg in get_args(annotation) if (found := _nested_model(arg))), None)
-
-
-def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
-    model: type[BaseModel] | None = Config
-    for part in loc:
-        if model is not None and not isinstance(part, int):
-            model = _keys(model).get(str(part), ("", None))[1]
-    return model
-
-
-def _canonical(data: Any, model: type[BaseModel]) -> Any:
-    """Rename snake_case keys to their camelCase aliases so merges and error paths agree."""
-    if not isinstance(data, Mapping):
-        return data
-    out: dict[str, Any] = {}
-    for key, value in data.items():
-        alias, nested = _keys(model).get(key, (key, None))
-        if nested is not None:
-            value = (
-                [_canonical(item, nested) for item in value] if isinstance(value, list) else _canonical(value, nested)
-            )
-        out[alias] = value
-    return out
-
-
-def _num(value: Any) -> Any:
-    """1.0 reads as 1 in messages, as the user most likely wrote it."""
-    return int(value) if isinstance(value, float) and value.is_integer() else value

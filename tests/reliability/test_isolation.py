@@ -15,7 +15,7 @@ from monad_notebook import Session
 from monad_notebook.config import Config
 from monad_notebook.events import Event
 from monad_notebook.store.lance import LanceStore
-from monad_notebook.testing import FakeOpenAIServer, _hash_vector, tool_call, tool_calls
+from monad_notebook.testing import FakeOpenAIServer, hash_vector, tool_call, tool_calls
 
 _RNG = random.Random(7)
 
@@ -116,6 +116,6 @@ def test_no_read_path_returns_another_sessions_rows(neighbours: LanceStore, read
     own = store.embedded_ids(reader, model="emb", dims=dims)
     assert own and not own & others
     for message in store.load_messages(other)[:3]:
-        hits = store.search_embeddings(reader, _hash_vector(message.content, dims), 10)
+        hits = store.search_embeddings(reader, hash_vector(message.content, dims), 10)
         assert hits and not {h.message_id for h in hits} & others
         assert all(leaked not in h.snippet for h in hits)

@@ -1,21 +1,15 @@
-"""Offline stand-ins for a real model, for tests of monad itself and of your own notebooks.
+"""The fake OpenAI-compatible HTTP server, for offline tests that go through real HTTP.
 
-Everything here is scripted or fake: no answer comes from a language model.
-
-- ``ScriptedModel`` is a ChatModel that replays queued answers, records every call it gets,
-  and fails loudly when called more often than scripted.
-- ``FakeOpenAIServer`` is a real HTTP server on 127.0.0.1 that speaks the OpenAI wire format
-  (streaming chat completions with tool calls and usage, embeddings, model list) and can be
-  told to fail: rate limits, server errors, context-length errors, slow or broken streams.
+It speaks the OpenAI wire format (streaming chat completions with tool calls and usage,
+embeddings, model list) and can be told to fail: rate limits, server errors, context-length
+errors, slow or broken streams.
 """
 
 from __future__ import annotations
 
 import base64
-import copy
 import hashlib
 import json
-import re
 import struct
 import sys
 import threading
@@ -26,130 +20,9 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from monad_notebook.agent.model import ChatResponse, TextCallback, Usage
-from monad_notebook.messages import ToolCall, new_id
-
-__all__ = [
-    "FakeOpenAIServer",
-    "RecordedCall",
-    "RecordedRequest",
-    "ScriptedModel",
-    "approximate_prompt_tokens",
-    "text",
-    "tool_call",
-    "tool_calls",
-]
-
-Scripted = ChatResponse | str | Exception
-
-
-def _words(content: str) -> list[str]:
-    return re.findall(r"\s*\S+\s*|\s+", content)
-
-
-def _estimate(content: str) -> int:
-    return max(1, len(content) // 4)
-
-
-def approximate_prompt_tokens(messages: list[dict[str, Any]]) -> int:
-    """The fake server's default prompt-token count: deterministic, so tests can assert it."""
-    return len(json.dumps(messages)) // 4
-
-
-def text(content: str, prompt_tokens: int | None = None) -> ChatResponse:
-    """A scripted plain-text answer; with ``prompt_tokens`` it also carries a provider usage report."""
-    usage = None if prompt_tokens is None else Usage(prompt_tokens, _estimate(content))
-    return ChatResponse(content=content, usage=usage)
-
-
-def tool_call(name: str, arguments: dict[str, Any], id: str | None = None) -> ChatResponse:
-    """A scripted answer that calls one tool."""
-    call = ToolCall(id=id or f"call_{new_id()[:12]}", name=name, arguments=json.dumps(arguments))
-    return ChatResponse(content="", tool_calls=[call], finish_reason="tool_calls")
-
-
-def tool_calls(*calls: ChatResponse | ToolCall) -> ChatResponse:
-    """A scripted answer with parallel tool calls, from ``tool_call(...)`` answers or ToolCalls."""
-    merged: list[ToolCall] = []
-    for call in calls:
-        merged.extend(call.tool_calls if isinstance(call, ChatResponse) else [call])
-    return ChatResponse(content="", tool_calls=merged, finish_reason="tool_calls")
-
-
-@dataclass
-class RecordedCall:
-    """What a ScriptedModel was asked: deep copies, so later mutation by the caller cannot hide a bug."""
-
-    messages: list[dict[str, Any]]
-    tools: list[dict[str, Any]]
-
-    @property
-    def last_message(self) -> dict[str, Any]:
-        return self.messages[-1] if self.messages else {}
-
-
-class ScriptedModel:
-    """A scripted ChatModel: answers are replayed in order; an extra call raises AssertionError.
-
-    A queued ``str`` is a plain text answer and a queued Exception instance is raised. Usage is
-    None (callers fall back to their own estimate) unless the answer carries one or ``usage``
-    computes one from the messages.
-    """
-
-    text = staticmethod(text)
-    tool_call = staticmethod(tool_call)
-    tool_calls = staticmethod(tool_calls)
-
-    def __init__(
-        self,
-        responses: Iterable[Scripted],
-        *,
-        name: str = "scripted",
-        context_window: int = 8192,
-        usage: Callable[[list[dict[str, Any]]], Usage] | None = None,
-    ) -> None:
-        self.name = name
-        self.context_window = context_window
-        self.calls: list[RecordedCall] = []
-        self._responses: deque[Scripted] = deque(responses)
-        self._usage = usage
-
-    @property
-    def remaining(self) -> int:
-        return len(self._responses)
-
-    def queue(self, *responses: Scripted) -> None:
-        self._responses.extend(responses)
-
-    def complete(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]],
-        on_text: TextCallback | None = None,
-    ) -> ChatResponse:
-        self.calls.append(RecordedCall(copy.deepcopy(messages), copy.deepcopy(tools)))
-        if not self._responses:
-            last = str(messages[-1].get("content", "")) if messages else ""
-            raise AssertionError(
-                f"ScriptedModel: unexpected call #{len(self.calls)}; queued responses are exhausted; "
-                f"last message: {last[:200]!r}"
-            )
-        scripted = self._responses.popleft()
-        if isinstance(scripted, Exception):
-            raise scripted
-        response = copy.deepcopy(text(scripted) if isinstance(scripted, str) else scripted)
-        if response.usage is None and self._usage is not None:
-            response.usage = self._usage(messages)
-        if on_text is not None:
-            for piece in _pieces(response.content, 3):
-                on_text(piece)
-        return response
-
-
-def _pieces(content: str, count: int) -> list[str]:
-    words = _words(content)
-    size = max(1, -(-len(words) // count))
-    return ["".join(words[i : i + size]) for i in range(0, len(words), size)]
+from monad_notebook.agent.model import ChatResponse
+from monad_notebook.messages import new_id
+from monad_notebook.testing.scripted import _estimate, _words, approximate_prompt_tokens, text
 
 
 @dataclass
@@ -180,7 +53,8 @@ def _error(message: str, *, status: int = 500, code: str | None = None) -> dict[
     return {"error": {"message": message, "type": kind, "param": None, "code": code}}
 
 
-def _hash_vector(content: str, dims: int) -> list[float]:
+def hash_vector(content: str, dims: int) -> list[float]:
+    """The fake server's embedding of ``content``: unit length, stable, unrelated to meaning."""
     raw = b""
     counter = 0
     while len(raw) < dims * 4:
@@ -436,7 +310,7 @@ class _Handler(BaseHTTPRequestHandler):
         inputs = body.get("input")
         texts = [inputs] if isinstance(inputs, str) else list(inputs or [])
         dims = int(body.get("dimensions") or self.fake.embedding_dims)
-        vectors = [self.fake.embed(t) if self.fake.embed else _hash_vector(str(t), dims) for t in texts]
+        vectors = [self.fake.embed(t) if self.fake.embed else hash_vector(str(t), dims) for t in texts]
         as_base64 = body.get("encoding_format") == "base64"
         data = [
             {

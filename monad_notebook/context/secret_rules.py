@@ -1,0 +1,312 @@
+"""The built-in secret detectors: which text is a credential, and which merely looks like one.
+
+Each rule is an RE2 pattern over UTF-8 bytes with keywords for a cheap prefilter, and optionally a
+checker that rejects matches that cannot be secrets. The rules run in priority order: an overlap
+takes the kind of the earliest rule.
+
+The generic ``NAME=value`` / ``NAME: value`` / ``"name": "value"`` rule replaces only the value,
+and only when the name reads as a secret (password, token, secret, credential, auth, or a
+qualified key such as api_key; a bare ``key`` is too common). It keeps values that cannot be
+secrets: under 8 characters; ``None``/``null``/``changeme``-style words; ``<...>``, ``${VAR}``,
+``$VAR``, ``{var}`` templates; paths; numbers and plain words (except for passwords); and, when
+unquoted, code: calls, indexing and identifiers (``password = getpass()``, ``token =
+os.environ["TOKEN"]``). The price: an unquoted all-letter password (``password: sunshineday``) is kept.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import re2
+
+MIN_SECRET_CHARS = 8
+_MAX_NAME_BYTES = 128
+_RESCAN_BYTES = 256
+_MIN_PEM_BODY = 40
+_UNANCHORED = re2._Anchor.UNANCHORED
+
+Spans = list[tuple[int, int]]
+Find = tuple[str, int, int]
+Checker = Callable[[bytes, Spans], "list[Find]"]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One detector: ``kind`` names the placeholder, ``keywords`` gate the scan, ``check`` vets each match."""
+
+    kind: str
+    regex: Any
+    keywords: tuple[bytes, ...] = ()
+    group: int = 0
+    check: Checker | None = None
+    rescan: bool = False  # after a rejected match, search again from the end of group 1 (the name)
+
+
+def compile_pattern(pattern: str | bytes) -> Any:
+    """RE2 over bytes, so offsets index the UTF-8 text the redactor rewrites."""
+    return re2.compile(pattern if isinstance(pattern, bytes) else pattern.encode())
+
+
+def scan(rule: Rule, data: bytes) -> Iterator[Find]:
+    """Accepted finds of one rule, left to right.
+
+    Uses the raw binding: a match object per hit costs more than the scan. A rejected match of a
+    ``rescan`` rule is searched again from the end of its name, so a value that swallowed a real
+    assignment (``auth:x-api-key=...``) does not hide it; only short values are rescanned, which
+    keeps the whole scan linear.
+    """
+    raw, pos, end = rule.regex._regexp, 0, len(data)
+    while pos <= end:
+        groups = raw.Match(_UNANCHORED, data, pos, end)
+        start, stop = groups[0]
+        if start < 0:
+            return
+        hits = rule.check(data, groups) if rule.check else [(rule.kind, *groups[rule.group])]
+        yield from hits
+        if not hits and rule.rescan and stop - groups[1][1] <= _RESCAN_BYTES:
+            pos = groups[1][1]
+            continue
+        pos = stop if stop > start else stop + 1
+
+
+# --- what a secret value looks like -------------------------------------------------------------
+
+
+def _set(words: str) -> frozenset[str]:
+    return frozenset(words.split())
+
+
+_NOT_SECRETS = _set(
+    "none null nil true false undefined changeme change_me password passwd secret redacted example placeholder "
+    "your_token your_api_key your-api-key your_password pass"
+)
+_TEMPLATE_STARTS = ("<", "$", "{", "%(", "%s", "[REDACTED", "***", "...", "process.env", "os.environ", "arn:")
+_PATH = re.compile(r"(?:~|\.{1,2})?(?:/[\w.@-]+)+/?|[A-Za-z]:\\\S*")
+NUMERIC = re.compile(r"[0-9.,:+_ eE-]+")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z_]*|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|[a-z_][a-z0-9]*(?:_[a-z0-9]+)+")
+_DIGIT, _UPPER, _LOWER = re.compile(r"[0-9]"), re.compile(r"[A-Z]"), re.compile(r"[a-z]")
+_SYMBOL, _SPACE = re.compile(r"[^A-Za-z0-9_.:/-]"), re.compile(r"\s")
+_CONSTANT = re.compile(r"[A-Z][A-Z0-9]*(?:[-_][A-Z0-9]+)+")  # RSA_2048, CRAM-MD5: names, not keys
+_WORD_PARTS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+")
+_CODE_CHAR = re.compile(r"[()\[\]{}=;,<>]")
+
+
+def _placeholder_like(value: str) -> bool:
+    low = value.lower()
+    return (
+        low in _NOT_SECRETS
+        or low.startswith(_TEMPLATE_STARTS)
+        or len(set(value)) == 1
+        or "://" in value
+        or path_like(value)
+    )
+
+
+def path_like(value: str) -> bool:
+    """A file path, not a base64 secret that happens to start with a slash."""
+    return _PATH.fullmatch(value) is not None and (value.count("/") >= 2 or "." in value or ":\\" in value)
+
+
+def _random_looking(value: str) -> bool:
+    """Issued tokens and keys carry digits, symbols or jumbled case; identifiers and numbers do not."""
+    if NUMERIC.fullmatch(value) or (len(value) <= 24 and _CONSTANT.fullmatch(value)):
+        return False
+    if _DIGIT.search(value) or _SYMBOL.search(value):
+        return True
+    if len(value) < 16 or _UPPER.search(value) is None or _LOWER.search(value) is None:
+        return False
+    parts = _WORD_PARTS.findall(value)
+    return len("".join(parts)) / len(parts) < 4  # camelCase words are long, jumbled case is not
+
+
+def _plausible(value: str, kind: str, *, quoted: bool, after: bytes) -> bool:
+    """Whether an assigned value can be a secret rather than code, prose, a number or a template."""
+    value = value.strip()
+    if len(value) < MIN_SECRET_CHARS or _placeholder_like(value):
+        return False
+    if kind != "password" and not _random_looking(value):
+        return False
+    if quoted:
+        return after[:1] not in (b"+", b"%") and not (
+            _SPACE.search(value) and (kind != "password" or _CODE_CHAR.search(value))
+        )
+    return after not in (b"(", b"[") and _IDENTIFIER.fullmatch(value) is None
+
+
+# --- the generic NAME=value rule ------------------------------------------------------------------
+
+_NAME_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+_PASSWORD_WORDS = _set("password passwd passphrase pass pwd passcode")
+_SECRET_WORDS = _set("secret secrets credential credentials creds auth")
+_KEY_WORDS = ("apikey", "secretkey", "accesskey", "privatekey")
+_KEY_QUALIFIERS = _set(
+    "api access secret private auth client signing encryption master account app service subscription shared "
+    "storage consumer webhook deploy license session"
+)
+_NOT_SECRET_NAME_WORDS = _set(
+    "type count len length size url uri endpoint path file dir name id ids mode method prompt field limit max min "
+    "num enabled required expires expiry expiration ttl policy format version kind provider scope scopes host port "
+    "user username env var hash algorithm algo label hint reset header location spec arn"
+)
+
+
+@lru_cache(maxsize=4096)
+def _name_kind(name: bytes) -> str | None:
+    """The placeholder kind for a variable or key name that reads as a secret, else None."""
+    if len(name) > _MAX_NAME_BYTES:
+        return None
+    ordered = [w.lower() for w in _NAME_WORDS.findall(name.decode("utf-8", "replace"))]
+    words = set(ordered)
+    if not words or words & _NOT_SECRET_NAME_WORDS:
+        return None
+    if ordered[-1] in _PASSWORD_WORDS or any(w.endswith(("password", "passwd", "passphrase")) for w in words):
+        return "password"
+    if any(w.endswith("token") for w in words):
+        return "token"
+    if any(w.endswith(_KEY_WORDS) for w in words) or ("key" in words and words & _KEY_QUALIFIERS):
+        return "api-key"
+    if words & _SECRET_WORDS or any(w.endswith("secret") for w in words):
+        return "secret"
+    return None
+
+
+_VALUE_GROUPS, _BARE_GROUP = (2, 3, 4), 4
+_NEXT_PARAM = re.compile(rb"&[A-Za-z_][\w.-]*=")
+_BARE = r"[^\s\"'`,;(){}\[\]<>=][^\s\"'`,;(){}\[\]<>]{7,}"
+_ASSIGNMENT = (
+    rf"(?i)([a-z0-9_.-]*(?:pass|pwd|secret|token|auth|cred|(?:{'|'.join(sorted(_KEY_QUALIFIERS))})[_.-]?key)"
+    r"[a-z0-9_.-]*)[\"']?[ \t]*(?::[ \t]*[a-z_][a-z0-9_.|\[\], ]*=|:=|=>|=|:)[ \t]*"
+    rf"(?:\"([^\"\r\n]{{8,}})\"|'([^'\r\n]{{8,}})'|({_BARE}))"
+)
+
+
+def _check_assignment(data: bytes, spans: Spans) -> list[Find]:
+    """The value of a NAME=value match when the name reads as a secret and the value could be one.
+
+    An unquoted value that runs on into ``&name=value`` query parameters is split there, each
+    parameter judged by its own name, in one pass over the value.
+    """
+    group = next(g for g in _VALUE_GROUPS if spans[g][0] >= 0)
+    start, end = spans[group]
+    if group != _BARE_GROUP:
+        pieces = [(*spans[1], start, end, data[end + 1 : end + 4].lstrip())]
+    else:
+        pieces, name = [], spans[1]
+        for param in _NEXT_PARAM.finditer(data, start, end):
+            pieces.append((*name, start, param.start(), b"&"))
+            name, start = (param.start() + 1, param.end() - 1), param.end()
+        pieces.append((*name, start, end, data[end : end + 1]))
+    finds = []
+    for name_start, name_end, start, end, after in pieces:
+        kind = _name_kind(data[name_start:name_end]) if data[name_start - 1 : name_start] != b":" else None
+        value = data[start:end].decode("utf-8", "replace")
+        if kind and _plausible(value, kind, quoted=group != _BARE_GROUP, after=after):
+            finds.append((kind, start, end))
+    return finds
+
+
+def _value_check(kind: str, min_chars: int = MIN_SECRET_CHARS) -> Checker:
+    """For rules whose position already implies a secret: skip templates and tiny values."""
+
+    def check(data: bytes, spans: Spans) -> list[Find]:
+        start, end = spans[1]
+        value = data[start:end].decode("utf-8", "replace")
+        return [(kind, start, end)] if len(value) >= min_chars and not _placeholder_like(value) else []
+
+    return check
+
+
+def _check_authorization(data: bytes, spans: Spans) -> list[Find]:
+    """After an explicit scheme any credential counts; without one, skip code like ``authorization = get()``."""
+    start, end = spans[2]
+    value = data[start:end].decode("utf-8", "replace")
+    if spans[1][0] >= 0:
+        ok = len(value) >= MIN_SECRET_CHARS and not _placeholder_like(value)
+    else:
+        ok = _plausible(value, "bearer", quoted=False, after=data[end : end + 1])
+    return [("bearer", start, end)] if ok else []
+
+
+def _check_pem(data: bytes, spans: Spans) -> list[Find]:
+    """A key block needs a body: a header alone is a mention in docs, not a key."""
+    start, end = spans[0]
+    header_end = data.find(b"-----", start + 10) + 5
+    return [("private-key", start, end)] if end - header_end >= _MIN_PEM_BODY else []
+
+
+def _has_digit(kind: str, group: int = 0) -> Checker:
+    """For prefix rules that also catch words (``sk-learn-...``): issued keys carry digits."""
+
+    def check(data: bytes, spans: Spans) -> list[Find]:
+        start, end = spans[group]
+        return [(kind, start, end)] if _DIGIT.search(data[start:end].decode("ascii", "replace")) else []
+
+    return check
+
+
+# --- the detectors, in priority order (an overlap takes the kind of the earliest rule) -----------------
+
+_PEM_BODY = r"(?:\r?\n[ \t]*|\\[rn]|[A-Za-z0-9+/=]|[A-Za-z-]+: [^\r\n\\\"]*)*"
+_PEM_END = r"(?:-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----)?"
+_NAME_SEP = r"[\"']?[ \t]*[:=][ \t]*[\"']?"
+
+
+def _r(
+    kind: str, pattern: str, keywords: str, group: int = 0, check: Checker | None = None, rescan: bool = False
+) -> Rule:
+    return Rule(kind, compile_pattern(pattern), tuple(k.encode() for k in keywords.split()), group, check, rescan)
+
+
+RULES = [
+    _r(
+        "private-key",
+        rf"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----{_PEM_BODY}{_PEM_END}",
+        "-----begin",
+        0,
+        _check_pem,
+    ),
+    _r("aws-access-key", r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b", "akia asia abia acca"),
+    _r(
+        "aws-secret-key",
+        rf"(?i)secret_?access_?key{_NAME_SEP}([A-Za-z0-9/+]{{40}})(?:[^A-Za-z0-9/+]|$)",
+        "access",
+        1,
+    ),
+    _r("gcp-api-key", r"\bAIza[0-9A-Za-z_-]{35}", "aiza"),
+    _r("azure-key", r"(?i)(?:AccountKey|SharedAccessKey)=([A-Za-z0-9+/]{20,}={0,2})", "accountkey accesskey", 1),
+    _r("azure-sas", r"[?&]sig=([A-Za-z0-9%+/]{20,}(?:%3D|=)*)", "sig=", 1),
+    _r("anthropic", r"\bsk-ant-[A-Za-z0-9_-]{32,}", "sk-ant-"),
+    _r("openai", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}", "sk-", 0, _has_digit("openai")),
+    _r("github", r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{50,})", "gh"),
+    _r("gitlab", r"\bgl(?:pat|dt|ptt|rt)-[A-Za-z0-9_-]{20,}", "glpat- gldt- glptt- glrt-"),
+    _r("slack-webhook", r"https://hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9+/_-]+)", "slack", 1),
+    _r("slack", r"\bxox[abposre]-[0-9A-Za-z-]{10,}", "xox"),
+    _r("stripe", r"\b(?:(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{20,}|whsec_[A-Za-z0-9+/=]{20,})", "_live_ _test_ whsec_"),
+    _r("huggingface", r"\bhf_[A-Za-z0-9]{30,}\b", "hf_"),
+    _r("npm", r"\bnpm_[A-Za-z0-9]{36}\b", "npm_"),
+    _r("pypi", r"\bpypi-AgE[A-Za-z0-9_-]{50,}", "pypi-age"),
+    _r("twilio", r"\bSK[0-9a-fA-F]{32}\b", "sk"),
+    _r("twilio", rf"(?i)twilio[a-z0-9_]*(?:auth_?token|secret){_NAME_SEP}([0-9a-f]{{32}})\b", "twilio", 1),
+    _r("sendgrid", r"\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}\b", "sg."),
+    _r("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*", "eyj"),
+    _r(
+        "url-password",
+        r"(?i)\b[a-z][a-z0-9+.-]*://[^\s:/@\"'<>]*:([^\s/@\"'<>]+)@",
+        "://",
+        1,
+        _value_check("url-password", 3),
+    ),
+    _r(
+        "bearer",
+        rf"(?i)\bauthorization{_NAME_SEP}(?:(bearer|basic|token|digest)[ \t]+)?([A-Za-z0-9._~+/-]+=*)",
+        "authorization",
+        2,
+        _check_authorization,
+    ),
+    _r("bearer", r"(?i)\bbearer[ \t]+([A-Za-z0-9._~+/-]{16,}=*)", "bearer", 1, _has_digit("bearer", 1)),
+    _r("secret", _ASSIGNMENT, "pass pwd secret token key auth cred", 0, _check_assignment, True),
+]
