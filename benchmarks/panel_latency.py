@@ -19,8 +19,6 @@ tail, markers every 10th, usage), drawn once, then layout is forced. Figures: up
 from __future__ import annotations
 
 import argparse
-import functools
-import http.server
 import json
 import shutil
 import statistics
@@ -39,6 +37,7 @@ from comm.base_comm import BaseComm
 from monad_notebook import events as ev
 from monad_notebook.config import Config
 from monad_notebook.events import Event, EventBus
+from tests.e2e.browser import launch, missing, serve
 
 WIDGET = Path(__file__).resolve().parents[1] / "monad_notebook" / "widget"
 
@@ -184,43 +183,24 @@ window.ready = true;
 
 
 def browser_side(count: int) -> None:
-    chromium = shutil.which("chromium") or "/usr/bin/chromium"
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        print("browser side skipped: pip install playwright")
+    reason = missing()
+    if reason:
+        print(f"browser side skipped: {reason}")
         return
-    if not Path(chromium).exists():
-        print("browser side skipped: apt-get install -y chromium")
-        return
-    with tempfile.TemporaryDirectory() as root:
+    from playwright.sync_api import sync_playwright
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
         for name in ("panel.js", "panel.css"):
-            shutil.copy(WIDGET / name, Path(root) / name)
-        (Path(root) / "index.html").write_text(PAGE)
-        handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=root)
-        handler.log_message = lambda *a: None  # type: ignore[attr-defined]
-        httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        threading.Thread(target=httpd.serve_forever, daemon=True).start()
-        try:
-            with sync_playwright() as playwright:
-                args = [
-                    "--headless",
-                    "--no-sandbox",
-                    "--disable-gpu",
-                    "--disable-quic",
-                    "--no-first-run",
-                    "--disable-background-networking",
-                    "--disable-component-update",
-                    "--disable-sync",
-                ]
-                browser = playwright.chromium.launch(executable_path=chromium, args=args)
-                page = browser.new_page()
-                page.goto(f"http://127.0.0.1:{httpd.server_address[1]}/index.html")
-                page.wait_for_function("window.ready === true")
-                samples = [s / 1000 for s in page.evaluate("n => window.bench(n)", count)]
-                browser.close()
-        finally:
-            httpd.shutdown()
+            shutil.copy(WIDGET / name, root / name)
+        (root / "index.html").write_text(PAGE)
+        with serve(root) as base, sync_playwright() as playwright:
+            browser = launch(playwright)
+            page = browser.new_page()
+            page.goto(f"{base}/index.html")
+            page.wait_for_function("window.ready === true")
+            samples = [s / 1000 for s in page.evaluate("n => window.bench(n)", count)]
+            browser.close()
     p50, p99 = percentiles(samples)
     print(f"\nbrowser side (panel.js in headless chromium), {count} updates")
     print(

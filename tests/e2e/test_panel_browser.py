@@ -6,15 +6,12 @@ The state handed to the page comes from the Python PanelState, so both sides sha
 from __future__ import annotations
 
 import contextlib
-import functools
-import http.server
 import json
 import os
 import shutil
 import socket
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -25,35 +22,19 @@ import pytest
 from monad_notebook import events as ev
 from monad_notebook.events import Event
 from monad_notebook.widget.state import PanelState
+from tests.e2e.browser import launch, missing, serve
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 
 
 def require_browser():
     """playwright's sync API, or skip saying what to install."""
-    if not Path(CHROMIUM).exists() and shutil.which("chromium") is None:
-        pytest.skip("chromium is not installed (apt-get install -y chromium)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.skip("playwright is not installed (pip install playwright; the system chromium is used)")
+    reason = missing()
+    if reason:
+        pytest.skip(reason)
+    from playwright.sync_api import sync_playwright
+
     return sync_playwright
-
-
-def launch(playwright):
-    executable = CHROMIUM if Path(CHROMIUM).exists() else shutil.which("chromium")
-    return playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS, headless=True)
 
 
 WIDGET = Path(__file__).resolve().parents[2] / "monad_notebook" / "widget"
@@ -123,13 +104,8 @@ def server(tmp_path_factory):
     shutil.copy(WIDGET / "panel.js", root / "panel.js")
     shutil.copy(WIDGET / "panel.css", root / "panel.css")
     (root / "index.html").write_text(PAGE)
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
-    handler.log_message = lambda *args: None  # type: ignore[attr-defined]
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/index.html"
-    httpd.shutdown()
+    with serve(root) as base:
+        yield f"{base}/index.html"
 
 
 @pytest.fixture(scope="module")
