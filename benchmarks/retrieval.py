@@ -5,8 +5,12 @@ Prints the markdown tables quoted in BENCHMARKS.md. Run from the repository root
 
 - Search latency goes through ``LanceStore.search_embeddings`` (session prefilter, window
   exclusions) on synthetic 384-d vectors: random points around 200 topic centres, unit
-  length, so they cluster like sentence embeddings do. Two layouts: the whole table is one
-  session, or the rows are spread over 100 sessions and one of them is searched.
+  length, so they cluster like sentence embeddings do. Three layouts: the whole table is one
+  session, or the rows are spread over 5 or 100 sessions and one of them is searched. The
+  same probes are searched again with the vector index bypassed: recall@5 against that
+  exact search, and its latency. "optimize s" includes the vector index build.
+- Needles at scale: the needle set's real embeddings among 100,000 distractors (real chatter
+  embeddings plus small noise) in one session, through the index and exact.
 - Throughput and recall use the real offline model (all-MiniLM-L6-v2 int8).
 - Recall: facts stated once among notebook chatter, asked back in other words.
 """
@@ -131,38 +135,98 @@ def synthetic_vectors(rng: np.random.Generator, centres: np.ndarray, n: int) -> 
     return (points / np.linalg.norm(points, axis=1, keepdims=True)).tolist()
 
 
-def fill(store: LanceStore, rng: np.random.Generator, centres: np.ndarray, total: int, sessions: int) -> None:
-    """``total`` rows over ``sessions`` sessions, 5,000 rows per write, then one optimize."""
+def fill(store: LanceStore, rng: np.random.Generator, centres: np.ndarray, total: int, sessions: int) -> float:
+    """``total`` rows over ``sessions`` sessions, 5,000 rows per write, then one optimize: its seconds."""
     per = total // sessions
     for s in range(sessions):
         for start in range(0, per, 5000):
             n = min(5000, per - start)
             messages = [Message(role="user", content=f"message {start + i}", seq=start + i) for i in range(n)]
             store.save_embeddings(f"s{s}", list(zip(messages, synthetic_vectors(rng, centres, n), strict=True)), MODEL)
+    start = time.perf_counter()
     store.optimize()
+    return time.perf_counter() - start
+
+
+def timed_searches(store: LanceStore, session: str, probes: list[list[float]], k: int) -> tuple[list[float], list]:
+    """Milliseconds per search (the first dropped as warm-up) and each search's top-k ids."""
+    window = [f"window-{i}" for i in range(100)]
+    samples, found = [], []
+    for probe in probes:
+        start = time.perf_counter()
+        hits = store.search_embeddings(session, probe, k, exclude_ids=window)
+        samples.append((time.perf_counter() - start) * 1000)
+        found.append([h.message_id for h in hits[:5]])
+    return samples[1:], found
+
+
+def overlap(found: list[list[str]], truth: list[list[str]]) -> float:
+    return statistics.mean(len(set(a) & set(b)) / max(1, len(b)) for a, b in zip(found, truth, strict=True))
 
 
 def search_latency(sizes: list[int], queries: int) -> list[str]:
     rng = np.random.default_rng(0)
     centres = rng.normal(size=(200, DIMS)).astype(np.float32)
-    window = [f"window-{i}" for i in range(100)]
-    rows = ["| stored vectors | layout | rows searched | p50 ms | p95 ms |", "|---:|---|---:|---:|---:|"]
+    rows = [
+        "| stored vectors | layout | rows searched | path | p50 ms | p95 ms | recall@5 vs exact "
+        "| exact p50 / p95 ms | optimize s |",
+        "|---:|---|---:|---|---:|---:|---:|---:|---:|",
+    ]
     for size in sizes:
-        for sessions in (1, 100):
+        for sessions in (1, 5, 100):
             with tempfile.TemporaryDirectory() as tmp:
                 store = LanceStore(Path(tmp) / "db", optimize_every=0)
-                fill(store, rng, centres, size, sessions)
+                seconds = fill(store, rng, centres, size, sessions)
                 probes = synthetic_vectors(rng, centres, queries)
-                samples = []
-                for probe in probes:
-                    start = time.perf_counter()
-                    store.search_embeddings("s0", probe, 6, exclude_ids=window)
-                    samples.append((time.perf_counter() - start) * 1000)
+                samples, found = timed_searches(store, "s0", probes, 6)
+                threshold, store.ann_min_rows = store.ann_min_rows, sys.maxsize
+                exact_samples, truth = timed_searches(store, "s0", probes, 6)
                 store.close()
-            p50, p95 = percentiles(samples[1:])
+            p50, p95 = percentiles(samples)
+            e50, e95 = percentiles(exact_samples)
             layout = "one session" if sessions == 1 else f"{sessions} sessions"
-            rows.append(f"| {size:,} | {layout} | {size // sessions:,} | {p50:.1f} | {p95:.1f} |")
+            path = "index" if size // sessions >= threshold else "exact"
+            rows.append(
+                f"| {size:,} | {layout} | {size // sessions:,} | {path} | {p50:.1f} | {p95:.1f} "
+                f"| {overlap(found, truth):.3f} | {e50:.1f} / {e95:.1f} | {seconds:.1f} |"
+            )
     return rows
+
+
+def needles_at_scale(embedder: LocalEmbedder, total: int) -> list[str]:
+    """Recall@1 / @5 of the needle set's questions with ``total`` distractors, through the index and exact."""
+    rng = np.random.default_rng(4)
+    messages, fact_ids = needle_messages("needles", 300)
+    chatter = np.array(embedder.embed(chat_lines(random.Random(5), 1000)), dtype=np.float32)
+    questions = embedder.embed([q for _, q in FACTS])
+    with tempfile.TemporaryDirectory() as tmp:
+        store = LanceStore(Path(tmp) / "db", optimize_every=0)
+        vectors = embedder.embed([m.content for m in messages])
+        store.save_embeddings("needles", list(zip(messages, vectors, strict=True)), MODEL)
+        for start in range(0, total, 5000):
+            points = chatter[rng.integers(0, len(chatter), 5000)]
+            points = points + rng.normal(scale=0.02, size=points.shape)
+            points /= np.linalg.norm(points, axis=1, keepdims=True)
+            noise = [Message(role="user", content="chatter", seq=len(messages) + start + i) for i in range(5000)]
+            store.save_embeddings("needles", list(zip(noise, points.tolist(), strict=True)), MODEL)
+        store.optimize()
+        results = []
+        for threshold in (store.ann_min_rows, sys.maxsize):
+            store.ann_min_rows = threshold
+            ids = [[h.message_id for h in store.search_embeddings("needles", q, 5)] for q in questions]
+            results.append((sum(i[:1] == [f] for i, f in zip(ids, fact_ids, strict=True)), ids))
+        store.close()
+    n = len(FACTS)
+    (index_at1, index_ids), (exact_at1, exact_ids) = results
+    index_at5 = sum(f in i for i, f in zip(index_ids, fact_ids, strict=True))
+    exact_at5 = sum(f in i for i, f in zip(exact_ids, fact_ids, strict=True))
+    return [
+        f"| needle set: {n} facts among {total + len(messages):,} vectors in one session | index | exact |",
+        "|---|---:|---:|",
+        f"| recall@1 | {index_at1 / n:.2f} | {exact_at1 / n:.2f} |",
+        f"| recall@5 | {index_at5 / n:.2f} | {exact_at5 / n:.2f} |",
+        f"| top-5 overlap with exact | {overlap(index_ids, exact_ids):.3f} | 1.000 |",
+    ]
 
 
 def chat_lines(rng: random.Random, n: int) -> list[str]:
@@ -266,6 +330,7 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--distractors", type=int, default=300)
+    parser.add_argument("--needle-scale", type=int, default=100_000, help="distractor vectors; 0 skips")
     args = parser.parse_args()
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"{os.cpu_count()} CPUs, load average {load} at start\n")
@@ -273,6 +338,8 @@ def main() -> None:
     embedder = LocalEmbedder()
     print("\n".join(embedder_speed(embedder)), end="\n\n")
     print("\n".join(needle_recall(embedder, args.distractors)))
+    if args.needle_scale:
+        print("\n" + "\n".join(needles_at_scale(embedder, args.needle_scale)))
 
 
 if __name__ == "__main__":

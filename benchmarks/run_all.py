@@ -44,7 +44,7 @@ ORDER = [
 QUICK: dict[str, dict[str, list[str]]] = {
     "loop_overhead": {"--sizes": ["200", "1000"], "--turns": ["4"]},
     "store_versions": {"--steps": ["150"]},
-    "retrieval": {"--sizes": ["2000"], "--queries": ["20"], "--distractors": ["60"]},
+    "retrieval": {"--sizes": ["2000"], "--queries": ["20"], "--distractors": ["60"], "--needle-scale": ["5000"]},
     "reference_trace": {"--steps": ["60"], "--windows": ["32000"], "--sizes": ["1000"], "--turns": ["5"]},
     "panel_latency": {"--events": ["300"]},
     "reliability_long": {"--kills": ["10"], "--compactions": ["3"], "--procs": ["2"], "--seconds": ["15"]},

@@ -1,9 +1,14 @@
 from __future__ import annotations
 
+import logging
 import math
+from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
+from lancedb.index import IvfFlat
+from lancedb.table import LanceTable
 
 from monad_notebook.errors import StoreError
 from monad_notebook.messages import Message
@@ -181,3 +186,109 @@ def test_optimize_keeps_the_vector_tables_compact(store: LanceStore) -> None:
     assert stats["rows"] == 40
     assert stats["fragments"] <= 2 and stats["versions"] <= 2  # the session index keeps its fragment apart
     assert len(store.search_embeddings("s1-3", axis(3), 3)) == 1
+
+
+# the vector index: large sessions search it, small ones bypass it; both get exact results
+
+ANN_DIMS = 16
+
+
+def unit_vectors(rng: np.random.Generator, n: int) -> np.ndarray:
+    points = rng.normal(size=(n, ANN_DIMS))
+    return points / np.linalg.norm(points, axis=1, keepdims=True)
+
+
+def exact_top(messages: list[Message], vectors: np.ndarray, query: np.ndarray, k: int) -> list[str]:
+    """The true nearest messages by cosine, computed outside LanceDB."""
+    return [messages[i].id for i in np.argsort(-(vectors @ query))[:k]]
+
+
+def search_modes(store: LanceStore, monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Records, per search, whether it bypassed the vector index."""
+    modes: list[bool] = []
+    original = LanceStore._vector_query
+
+    def spy(handle: object, vector: list[float], where: str, limit: int, *, exact: bool) -> object:
+        modes.append(exact)
+        return original(handle, vector, where, limit, exact=exact)
+
+    monkeypatch.setattr(LanceStore, "_vector_query", staticmethod(spy))
+    return modes
+
+
+@pytest.fixture
+def big_store(tmp_path: Path) -> Iterator[LanceStore]:
+    store = LanceStore(tmp_path / "db", ann_min_rows=400, optimize_every=0)
+    yield store
+    store.close()
+
+
+def vector_indexes(store: LanceStore) -> list[str]:
+    handle = store._table(f"embeddings_{ANN_DIMS}", create=False)
+    return [index.index_type for index in handle.list_indices() if index.columns == ["vector"]]
+
+
+def test_a_large_session_searches_the_index_and_finds_every_needle(
+    big_store: LanceStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = np.random.default_rng(0)
+    vectors = unit_vectors(rng, 600)
+    messages = stored(big_store, "big", vectors.tolist())
+    big_store.optimize()
+    assert vector_indexes(big_store) == ["IvfFlat"]
+    late_vector = unit_vectors(rng, 1)[0]
+    late = Message(role="user", content="written after the index", session="big", seq=600, turn=600)
+    big_store.save_embeddings("big", [(late, late_vector.tolist())], MODEL)
+    everything, all_vectors = [*messages, late], np.vstack([vectors, late_vector])
+    modes = search_modes(big_store, monkeypatch)
+
+    for i in (0, 123, 599):
+        query = vectors[i] + 0.05 * unit_vectors(rng, 1)[0]
+        hits = big_store.search_embeddings("big", query.tolist(), 5, model=MODEL)
+        assert hits[0].message_id == messages[i].id
+        assert [h.message_id for h in hits] == exact_top(everything, all_vectors, query, 5)
+    hits = big_store.search_embeddings("big", late_vector.tolist(), 3, model=MODEL)
+
+    assert hits[0].message_id == late.id
+    assert modes == [False] * 4
+
+
+def test_a_small_session_in_an_indexed_table_gets_exact_results(
+    big_store: LanceStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = np.random.default_rng(1)
+    stored(big_store, "big", unit_vectors(rng, 600).tolist())
+    small_vectors = unit_vectors(rng, 30)
+    small = stored(big_store, "small", small_vectors.tolist())
+    big_store.optimize()
+    assert vector_indexes(big_store) == ["IvfFlat"]
+    modes = search_modes(big_store, monkeypatch)
+
+    for query in unit_vectors(rng, 5):
+        hits = big_store.search_embeddings("small", query.tolist(), 6, model=MODEL)
+        assert [h.message_id for h in hits] == exact_top(small, small_vectors, query, 6)
+    assert modes == [True] * 5
+
+
+def test_a_failed_index_build_is_logged_and_search_stays_exact(
+    big_store: LanceStore, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    original = LanceTable.create_index
+
+    def broken(self: LanceTable, *args: object, **kwargs: object) -> object:
+        if isinstance(kwargs.get("config"), IvfFlat):
+            raise RuntimeError("training failed")
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(LanceTable, "create_index", broken)
+    rng = np.random.default_rng(2)
+    vectors = unit_vectors(rng, 600)
+    messages = stored(big_store, "big", vectors.tolist())
+
+    with caplog.at_level(logging.WARNING, logger="monad_notebook.store.tables"):
+        big_store.optimize()
+
+    assert "cannot build the vector index" in caplog.text and "training failed" in caplog.text
+    assert vector_indexes(big_store) == []
+    hits = big_store.search_embeddings("big", vectors[42].tolist(), 5, model=MODEL)
+    assert [h.message_id for h in hits] == exact_top(messages, vectors, vectors[42], 5)
