@@ -12,7 +12,8 @@ Prints the markdown tables quoted in BENCHMARKS.md. Run from the repository root
 - Needles at scale: the needle set's real embeddings among 100,000 distractors (real chatter
   embeddings plus small noise) in one session, through the index and exact.
 - Throughput and recall use the real offline model (all-MiniLM-L6-v2 int8).
-- Recall: facts stated once among notebook chatter, asked back in other words.
+- Recall: facts stated once among notebook chatter, asked back in other words; and orders
+  asked back by their id, which a sentence embedding cannot tell apart (the identifier lookup).
 """
 
 from __future__ import annotations
@@ -197,17 +198,18 @@ def needles_at_scale(embedder: LocalEmbedder, total: int) -> list[str]:
     """Recall@1 / @5 of the needle set's questions with ``total`` distractors, through the index and exact."""
     rng = np.random.default_rng(4)
     messages, fact_ids = needle_messages("needles", 300)
-    chatter = np.array(embedder.embed(chat_lines(random.Random(5), 1000)), dtype=np.float32)
+    lines = chat_lines(random.Random(5), 1000)
+    chatter = np.array(embedder.embed(lines), dtype=np.float32)
     questions = embedder.embed([q for _, q in FACTS])
     with tempfile.TemporaryDirectory() as tmp:
         store = LanceStore(Path(tmp) / "db", optimize_every=0)
         vectors = embedder.embed([m.content for m in messages])
         store.save_embeddings("needles", list(zip(messages, vectors, strict=True)), MODEL)
         for start in range(0, total, 5000):
-            points = chatter[rng.integers(0, len(chatter), 5000)]
-            points = points + rng.normal(scale=0.02, size=points.shape)
+            picks = rng.integers(0, len(chatter), 5000)
+            points = chatter[picks] + rng.normal(scale=0.02, size=(5000, chatter.shape[1]))
             points /= np.linalg.norm(points, axis=1, keepdims=True)
-            noise = [Message(role="user", content="chatter", seq=len(messages) + start + i) for i in range(5000)]
+            noise = [Message(role="user", content=lines[p], seq=len(messages) + start + i) for i, p in enumerate(picks)]
             store.save_embeddings("needles", list(zip(noise, points.tolist(), strict=True)), MODEL)
         store.optimize()
         results = []
@@ -215,6 +217,7 @@ def needles_at_scale(embedder: LocalEmbedder, total: int) -> list[str]:
             store.ann_min_rows = threshold
             ids = [[h.message_id for h in store.search_embeddings("needles", q, 5)] for q in questions]
             results.append((sum(i[:1] == [f] for i, f in zip(ids, fact_ids, strict=True)), ids))
+        lookup = timed_ms(lambda: store.search_embedded_text("needles", ["ORD-48213"], 5, model=MODEL, dims=DIMS), 21)
         store.close()
     n = len(FACTS)
     (index_at1, index_ids), (exact_at1, exact_ids) = results
@@ -226,6 +229,49 @@ def needles_at_scale(embedder: LocalEmbedder, total: int) -> list[str]:
         f"| recall@1 | {index_at1 / n:.2f} | {exact_at1 / n:.2f} |",
         f"| recall@5 | {index_at5 / n:.2f} | {exact_at5 / n:.2f} |",
         f"| top-5 overlap with exact | {overlap(index_ids, exact_ids):.3f} | 1.000 |",
+        f"| identifier lookup of an id no message holds (reads every text) p50 / p95 ms | "
+        f"{' / '.join(f'{v:.1f}' for v in percentiles(lookup[1:]))} | |",
+    ]
+
+
+def identifier_recall(embedder: LocalEmbedder, distractors: int) -> list[str]:
+    """Orders asked back by id among chatter and other orders' notes: the vector alone, and the block."""
+    rng = random.Random(8)
+    ids = [f"ORD-{n}" for n in rng.sample(range(10_000, 99_999), 240)]
+    notes = {
+        i: f"Order {i} shipped to depot {n} with a damaged pallet; a refund is due." for n, i in enumerate(ids[:40])
+    }
+    texts = chat_lines(rng, distractors) + [f"Order {i} looks normal, nothing to report." for i in ids[40:]]
+    texts += notes.values()
+    rng.shuffle(texts)
+    messages = [Message(role="user", content=t, session="orders", seq=n, turn=n // 2) for n, t in enumerate(texts)]
+    by_text = {m.content: m.id for m in messages}
+    with tempfile.TemporaryDirectory() as tmp:
+        store = LanceStore(Path(tmp) / "db")
+        indexer = EmbeddingIndexer(store, embedder)
+        indexer.index_pending("orders", messages)
+        indexer.flush()
+        finder = Retrieval(store, embedder, RetrievalConfig(enabled=True))
+        at1 = at5 = in_block = 0
+        latencies = []
+        for order_id, note in notes.items():
+            question = f"Where did {order_id} ship to?"
+            hits = store.search_embeddings("orders", embedder.embed([question])[0], 5, model=embedder.name)
+            found = [h.message_id for h in hits]
+            at1 += found[:1] == [by_text[note]]
+            at5 += by_text[note] in found
+            start = time.perf_counter()
+            in_block += note in (finder.related_context("orders", question, set()) or "")
+            latencies.append((time.perf_counter() - start) * 1000)
+        store.close()
+    n = len(notes)
+    p50, p95 = percentiles(latencies)
+    return [
+        f"| {n} orders asked back by id, among {len(messages) - n} other messages (200 other orders) | value |",
+        "|---|---:|",
+        f"| recall@1 / recall@5, vector search alone | {at1 / n:.2f} / {at5 / n:.2f} |",
+        f"| the order's note in the related_context block (identifier lookup + vector) | {in_block / n:.2f} |",
+        f"| related_context p50 / p95 ms (embedding the question included) | {p50:.1f} / {p95:.1f} |",
     ]
 
 
@@ -338,6 +384,7 @@ def main() -> None:
     embedder = LocalEmbedder()
     print("\n".join(embedder_speed(embedder)), end="\n\n")
     print("\n".join(needle_recall(embedder, args.distractors)))
+    print("\n" + "\n".join(identifier_recall(embedder, args.distractors)))
     if args.needle_scale:
         print("\n" + "\n".join(needles_at_scale(embedder, args.needle_scale)))
 

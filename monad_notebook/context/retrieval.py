@@ -14,6 +14,7 @@ failed turn.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections.abc import Iterable
 from dataclasses import replace
@@ -27,11 +28,28 @@ from monad_notebook.store.embeddings import Embedder
 log = logging.getLogger(__name__)
 
 EMBED_MAX_CHARS = 2000
+MAX_TERMS = 6
+_TOKEN = re.compile(r"[\w][\w.:/-]*[\w]")
 OPEN_TAG, CLOSE_TAG = "<related_context>", "</related_context>"
 INTRO = (
     "Earlier messages from this session that may bear on the request below, found by similarity"
-    " (they may be out of date; the window no longer shows them):"
+    " or by a name they share with it (they may be out of date; the window no longer shows them):"
 )
+
+
+def identifier_terms(query: str) -> list[str]:
+    """The words of ``query`` that name one thing: ids, file names, snake_case columns, long numbers.
+
+    Sentence embeddings place "order ORD-48213" next to every other order, so these are
+    looked up verbatim. Plain words (and short numbers such as years) are left to the vector.
+    """
+    terms: list[str] = []
+    for token in _TOKEN.findall(query):
+        token = token.rstrip(".:/-")
+        named = any(c.isdigit() for c in token) or "_" in token or re.search(r"[A-Za-z]\.[A-Za-z]", token)
+        if len(token) >= 4 and named and not (token.isdigit() and len(token) < 5) and token not in terms:
+            terms.append(token)
+    return terms[:MAX_TERMS]
 
 
 def embedding_text(message: Message) -> str:
@@ -76,12 +94,21 @@ class Retrieval:
         return format_related(hits, self.cfg.snippet_chars) if hits else None
 
     def _hits(self, session: str, query: str, excluded: set[str]) -> list[EmbeddingHit]:
+        """Messages naming the query's identifiers first, then the nearest vectors above ``minScore``."""
         assert self.embedder is not None
         vector = self.embedder.embed([query[:EMBED_MAX_CHARS]])[0]
-        limit = self.cfg.max_results
-        found = self.store.search_embeddings(session, vector, limit + 1, model=self.embedder.name, exclude_ids=excluded)
-        asked = query.strip()
-        kept = [h for h in found if h.score >= self.cfg.min_score and h.snippet.strip() != asked]
+        limit, model = self.cfg.max_results, self.embedder.name
+        terms = identifier_terms(query)
+        named = self.store.search_embedded_text(
+            session, terms, limit + 1, model=model, dims=len(vector), exclude_ids=excluded
+        )
+        near = self.store.search_embeddings(session, vector, limit + 1, model=model, exclude_ids=excluded)
+        asked, seen = query.strip(), set()
+        kept = []
+        for hit in [*named, *(h for h in near if h.score >= self.cfg.min_score)]:
+            if hit.message_id not in seen and hit.snippet.strip() != asked:
+                seen.add(hit.message_id)
+                kept.append(hit)
         return kept[:limit]
 
 

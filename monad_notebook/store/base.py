@@ -127,6 +127,11 @@ class Store(Protocol):
     ) -> list[EmbeddingHit]:
         """The ``k`` nearest of this session's vectors (never another session's), best first."""
 
+    def search_embedded_text(
+        self, session: str, terms: list[str], k: int, *, model: str, dims: int, exclude_ids: Iterable[str] = ()
+    ) -> list[EmbeddingHit]:
+        """Up to ``k`` of this session's embedded messages containing the exact ``terms``, best first."""
+
     # housekeeping
     def optimize(self) -> None:
         """Compact fragments and drop old versions; safe to call from a worker thread."""

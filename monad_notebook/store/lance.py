@@ -38,6 +38,7 @@ from monad_notebook.store.tables import LanceTables, default_db_uri
 __all__ = ["LanceStore", "default_db_uri"]
 
 _EVERY_PARTITION = 1_000_000
+COMMON_TERM_MESSAGES = 20
 
 
 class LanceStore(LanceTables):
@@ -209,6 +210,32 @@ class LanceStore(LanceTables):
             rows = self._retrying("search", table, lambda: query.to_arrow().to_pylist())
             self.rows_read += len(rows)
         return best_hits(rows, k, excluded)
+
+    def search_embedded_text(
+        self, session: str, terms: list[str], k: int, *, model: str, dims: int, exclude_ids: Iterable[str] = ()
+    ) -> list[EmbeddingHit]:
+        """Messages whose embedded text contains the terms verbatim: identifiers a vector cannot tell apart.
+
+        Ranked by how many distinct terms a message holds, then newest first. A term found in
+        more than ``COMMON_TERM_MESSAGES`` messages names nothing in particular and is ignored.
+        ``LIKE`` narrows the scan (its ``_`` is a wildcard); the exact match is checked here.
+        """
+        if k <= 0 or not terms:
+            return []
+        table = embeddings_table(dims)
+        clauses = " OR ".join(f"text LIKE {sql_str('%' + term + '%')}" for term in terms)
+        where = f"session = {sql_str(session)} AND model = {sql_str(model)} AND ({clauses})"
+        columns = ["message_id", "seq", "turn", "role", "name", "text"]
+        excluded = set(exclude_ids)
+        rows = {r["message_id"]: r for r in self._read(table, where, columns) if r["message_id"] not in excluded}
+        holders = {term: {i for i, r in rows.items() if term in r["text"]} for term in terms}
+        useful = [term for term, ids in holders.items() if 0 < len(ids) <= COMMON_TERM_MESSAGES]
+        matched = {i: sum(i in holders[term] for term in useful) for i in rows}
+        best = sorted((i for i in rows if matched[i]), key=lambda i: (-matched[i], -rows[i]["seq"]))[:k]
+        return [
+            EmbeddingHit(i, 1.0, rows[i]["text"], rows[i]["role"], rows[i]["seq"], rows[i]["turn"], rows[i]["name"])
+            for i in best
+        ]
 
     @staticmethod
     def _vector_query(handle: Any, vector: list[float], where: str, limit: int, *, exact: bool) -> Any:
