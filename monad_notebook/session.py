@@ -135,6 +135,7 @@ class Session:
         if getattr(self, "counter", None) is None or self.counter.model != self.model.name:
             self.counter = TokenCounter(self.model.name)  # a reload keeps the learned calibration
             self._token_cache: dict[tuple[str, bool], int] = {}
+            self._last_prompt: tuple[tuple[Any, ...], Prompt] | None = None  # counts of the old tokenizer
         self.lossless = LosslessStage(cfg.context, self.counter)
         tools = [*default_tools(python_approval=cfg.tools.python.approval), *memory_tools]
         if cfg.context.tool_output.persist_raw:
@@ -251,18 +252,36 @@ class Session:
         return self.config.agent.system_prompt or SYSTEM_PROMPT
 
     def assemble_prompt(self) -> Prompt:
-        """What the model receives now: system prompt and memory, summary, window, injected blocks."""
+        """What the model receives now: system prompt and memory, summary, window, injected blocks.
+
+        A step asks for it up to three times (thresholds, hard guard, the call); while nothing
+        it is built from has changed, the same prompt (and its token count) is handed out again.
+        """
+        inputs = (
+            self.system_prompt(),
+            self.turn_blocks.get("memory", ""),
+            self.summary.text if self.summary else None,
+            tuple((m.id, m.placeholder) for m in self.window),
+            id(self.config),  # a reload may change the tools' schemas
+            self.turn_blocks.get("related_context"),
+            self.turn_blocks.get("plan"),
+        )
+        if self._last_prompt is not None and self._last_prompt[0] == inputs:
+            return self._last_prompt[1]
         current_user = next((m.id for m in reversed(self.window) if m.role == "user"), None)
-        return assemble(
-            system=self.system_prompt(),
-            memory=self.turn_blocks.get("memory", ""),
-            summary=self.summary.text if self.summary else None,
+        system, memory, summary, _, _, related, plan = inputs
+        prompt = assemble(
+            system=system,
+            memory=memory,
+            summary=summary,
             window=self.window,
             tools=[t.schema() for t in self.tools.values()],
-            related=self.turn_blocks.get("related_context"),
-            plan=self.turn_blocks.get("plan"),
+            related=related,
+            plan=plan,
             current_user_id=current_user,
         )
+        self._last_prompt = (inputs, prompt)
+        return prompt
 
     def estimate_prompt(self, prompt: Prompt) -> int:
         """The calibrated estimate of what the provider will count for this request.
@@ -270,10 +289,15 @@ class Session:
         Window messages are counted once each (cached by id and eviction state), so a step
         costs a sum over the window rather than re-tokenizing it.
         """
-        pure = [len(g) == 1 and g[0].source is not None for g in prompt.groups]
-        loose = [m for m, is_pure in zip(prompt.messages, pure, strict=True) if not is_pure]
-        raw = self.counter.count_messages(loose, prompt.tools)
-        raw += sum(self._message_tokens(g[0].source) for g, is_pure in zip(prompt.groups, pure, strict=True) if is_pure)
+        raw = prompt.raw_tokens
+        if raw is None:
+            pure = [len(g) == 1 and g[0].source is not None for g in prompt.groups]
+            loose = [m for m, is_pure in zip(prompt.messages, pure, strict=True) if not is_pure]
+            raw = self.counter.count_messages(loose, prompt.tools)
+            raw += sum(
+                self._message_tokens(g[0].source) for g, is_pure in zip(prompt.groups, pure, strict=True) if is_pure
+            )
+            prompt.raw_tokens = raw
         self.last_raw_count = raw
         self.last_estimate = round(raw * self.counter.calibration)
         return self.last_estimate

@@ -30,6 +30,7 @@ class Prompt:
     messages: list[dict[str, Any]]
     tools: list[dict[str, Any]]
     groups: list[list[PromptPart]] = field(default_factory=list)  # the parts of each message, in order
+    raw_tokens: int | None = None  # the uncalibrated count, once a session has counted it
 
     def record(self, turn: int, step: int, total: int, tools_tokens: int) -> dict[str, Any]:
         """A JSON-able account of this prompt, for the inspector and the panel."""
