@@ -265,7 +265,7 @@ class LanceTables:
 
         Searches probe every partition, so results equal an exact search; the gain is the
         index's in-memory, partition-ordered copy of the vectors. Measured at 100k 384-d rows
-        in one session on 2 loaded cores: about 3 s to build, search p95 206 -> 47 ms.
+        in one session on 2 cores: about 2.5 s to build, search p95 124 -> 34 ms (BENCHMARKS.md).
         Fewer partitions build faster and cost nothing at search time. No lock is held, so
         writers keep committing during the build; rows written after it are searched flat
         until the next optimize folds them in. A failed build is logged; search stays exact.
