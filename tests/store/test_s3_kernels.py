@@ -37,7 +37,8 @@ class Kernel:
         return self.client.execute(code)
 
     def collect(self, msg_id: str, timeout: float = 180) -> str:
-        texts: list[str] = []
+        """What the cell shows: its printed text, then the latest state of its display."""
+        printed, shown = [], ""
         while True:
             msg = self.client.get_iopub_msg(timeout=timeout)
             if msg["parent_header"].get("msg_id") != msg_id:
@@ -46,12 +47,12 @@ class Kernel:
             if kind == "error":
                 pytest.fail("\n".join(content["traceback"]))
             if kind == "stream":
-                texts.append(content["text"])
+                printed.append(content["text"])  # one print may arrive in several chunks
             elif kind in ("display_data", "update_display_data", "execute_result"):
                 data: dict[str, Any] = content["data"]
-                texts.append(data.get("text/markdown") or data.get("text/plain", ""))
+                shown = data.get("text/markdown") or data.get("text/plain", "")  # updated in place
             elif kind == "status" and content["execution_state"] == "idle":
-                return texts[-1] if texts else ""  # the last update is what the cell shows
+                return "".join(printed) + shown
 
     def run(self, code: str) -> str:
         return self.collect(self.send(code))
