@@ -221,6 +221,7 @@ def test_inspector_lists_steps_marks_placeholders_and_injected_parts_and_asks_fo
     page.select_option("[data-role=inspect-select]", "1:1")
     page.select_option("[data-role=inspect-select]", "latest")
     page.click(".monad-inspector summary", position={"x": 5, "y": 5})
+    page.wait_for_function("window.model.sent.length >= 4")  # <details> fires "toggle" in a later task
     assert sent(page) == [
         {"type": "inspect", "open": True, "turn": None, "step": None},
         {"type": "inspect", "open": True, "turn": 1, "step": 1},
