@@ -16,7 +16,7 @@ from typing import Any
 from monad_notebook import events as ev
 from monad_notebook.agent.loop import Reply, Turn
 from monad_notebook.agent.model import ChatModel, OpenAIChatModel, TextCallback, context_window_for
-from monad_notebook.agent.tools.base import Tool, ToolContext
+from monad_notebook.agent.tools.base import Tool, ToolContext, ToolOutput
 from monad_notebook.agent.tools.memory import TOOLS as memory_tools
 from monad_notebook.agent.tools.recovery import TOOLS as recovery_tools
 from monad_notebook.agent.tools.registry import default_tools, run_tool
@@ -181,12 +181,12 @@ class Session:
         self.next_seq += 1
         return message
 
-    def tool_result(self, call: ToolCall, text: str) -> Message:
+    def tool_result(self, call: ToolCall, text: str, *, redacted: bool = False) -> Message:
         """The tool message for ``call``: redacted, truncated, its full text queued for spill."""
         message = self.new_message("tool", "")
         message.tool_call_id = call.id
         message.name = call.name
-        self.lossless.process_result(message, text)
+        self.lossless.process_result(message, text, redacted=redacted)
         return message
 
     def commit_step(self, messages: list[Message]) -> None:
@@ -341,7 +341,7 @@ class Session:
 
     # --- tools ---------------------------------------------------------------------
 
-    def execute_tool(self, call: ToolCall) -> str:
+    def execute_tool(self, call: ToolCall) -> ToolOutput:
         ctx = ToolContext(
             session=self.name,
             namespace=self.namespace,
@@ -350,13 +350,15 @@ class Session:
             store=self.store,
             python_approval=self.config.tools.python.approval,
             approve=self.approve,
+            redactor=self.lossless.redactor,
             extra={
                 "tool_output_max_chars": self.config.context.tool_output.max_chars,
                 "memory": self.memory,
                 "memory_scope": self.stages.scope,
             },
         )
-        return run_tool(self.tools, ctx, call.name, call.arguments)
+        text = run_tool(self.tools, ctx, call.name, call.arguments)
+        return ToolOutput(text, redacted=ctx.redacted)
 
     # --- events --------------------------------------------------------------------
 

@@ -124,13 +124,13 @@ class Turn:
             s.emit(ev.TOOL_STARTED, tool_call_id=call.id, name=call.name, arguments=call.arguments[:200])
             started = time.perf_counter()
             try:
-                text = s.execute_tool(call)
+                output = s.execute_tool(call)
             except KeyboardInterrupt:
                 results.append(s.tool_result(call, INTERRUPTED_RESULT))
                 results.extend(s.tool_result(c, NOT_RUN_RESULT) for c in calls[index + 1 :])
                 s.commit_step([assistant, *results])
                 raise
-            result = s.tool_result(call, text)
+            result = s.tool_result(call, output.text, redacted=output.redacted)
             results.append(result)
             self.reply.tool_calls += 1
             self.reply.tool_names.append(call.name)

@@ -26,11 +26,14 @@ class LosslessStage:
         self.redactor = Redactor.from_config(context_cfg.redaction)
         self._spill: dict[str, str] = {}
 
-    def process_result(self, message: Message, text: str) -> None:
-        """Fill a tool message from the tool's raw text: redact, spill the full text if cut, truncate."""
+    def process_result(self, message: Message, text: str, *, redacted: bool = False) -> None:
+        """Fill a tool message from the tool's raw text: redact, spill the full text if cut, truncate.
+
+        ``redacted``: the tool already redacted its source text before formatting it.
+        """
         out = self.cfg.tool_output
         redaction = self.redactor.redact(text)
-        message.redacted = redaction.redacted
+        message.redacted = redacted or redaction.redacted
         recoverable = out.persist_raw and not redaction.redacted
         if recoverable and len(redaction.text) > out.max_chars:
             self._spill[message.tool_call_id] = cap_raw(redaction.text, out.raw_cap_bytes)

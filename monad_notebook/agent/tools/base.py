@@ -32,7 +32,29 @@ class ToolContext:
     store: Any = None  # monad_notebook.store.base.Store
     python_approval: str = "ask"  # ask | auto | off
     approve: Callable[[str], bool | None] | None = None  # None result: nobody can answer
+    redactor: Any = None  # monad_notebook.context.redaction.Redactor
     extra: dict[str, Any] = field(default_factory=dict)
+    redacted: bool = False  # set once a tool's own redaction took something out
+
+    def redact(self, text: str) -> str:
+        """Redact ``text`` whole, before a tool cuts, numbers or formats it (the spec's order).
+
+        A tool that formats its output (line numbers, per-line grep hits, clipped cells) calls
+        this on the text as it is; the result is marked redacted, so it gets no recovery handle.
+        """
+        if self.redactor is None:
+            return text
+        redaction = self.redactor.redact(text)
+        self.redacted = self.redacted or redaction.redacted
+        return redaction.text
+
+
+@dataclass(frozen=True)
+class ToolOutput:
+    """A tool call's result text, and whether redaction already took something out of it."""
+
+    text: str
+    redacted: bool = False
 
 
 @dataclass(frozen=True)
