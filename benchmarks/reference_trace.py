@@ -57,7 +57,6 @@ from benchmarks.trace import (
     tool_call_message,
     tool_result_message,
 )
-from monad_notebook.agent.model import ChatResponse, Usage
 from monad_notebook.agent.tools.base import Tool, ToolContext, tool
 from monad_notebook.config import Config
 from monad_notebook.context.compaction import Compactor
@@ -66,6 +65,7 @@ from monad_notebook.context.summarize import ExtractiveSummarizer, LLMSummarizer
 from monad_notebook.context.tokens import TokenCounter
 from monad_notebook.errors import ContextLengthError, ModelError
 from monad_notebook.messages import Message, ToolCall
+from monad_notebook.provider import ChatResponse, Usage
 from monad_notebook.session import SYSTEM_PROMPT, Session
 from monad_notebook.store.base import Summary
 from monad_notebook.store.lance import LanceStore
@@ -418,32 +418,28 @@ class Provider:
         return self.model.complete(messages, tools, on_text=on_text)
 
 
-def _compactor(session: Session) -> Compactor | None:
-    """The session's compactor, wherever this version of the session keeps it."""
-    lossy = getattr(session, "lossy", None)
-    return getattr(lossy, "compactor", None) or getattr(session, "compactor", None)
-
-
 def run_monad(trace: Trace, window: int, counter: TokenCounter, tmp: Path) -> Result:
     result = Result("monad cascade")
     store = LanceStore(tmp / "db")
     provider = Provider(counter, window, result)
-    session = Session("reference", config=_config(window), store=store, model=provider)  # type: ignore[arg-type]
-    replay = replay_tool(trace)
-    session.tools[replay.name] = replay
+    session = Session(
+        "reference",
+        config=_config(window),
+        store=store,
+        model=provider,  # type: ignore[arg-type]
+        fast_model=DecliningModel(counter, result),  # type: ignore[arg-type]
+        extra_tools=[replay_tool(trace)],
+    )
     tools = [t.schema() for t in session.tools.values()]
     provider.tools_tokens = counter.count_messages([], tools) - counter.count_messages([])
-    compactor = _compactor(session)
-    if compactor is not None:
-        compactor.summarizer_factory = lambda: LLMSummarizer(DecliningModel(counter, result))
+    compactor = session.cascade.lossy.compactor
     for turn in trace.turns:
         provider.start_turn(turn)
         try:
             session.ask(turn.user)
         except ContextLengthError:
             result.failed_turns += 1
-    if compactor is not None:
-        compactor.wait()
+    compactor.wait()
     provider.start_turn(trace.turns[-1])
     summary = store.load_summary(session.name)
     final = provider.calls[-1].messages

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from monad_notebook import events as ev
-from monad_notebook.config import ConfigWatcher
+from monad_notebook.config import SCRIPTED_DEMO_MODEL, ConfigWatcher
 from monad_notebook.demo import DEMO_QUESTIONS, dataset_path
 from monad_notebook.errors import MonadError
 from monad_notebook.events import Event
@@ -29,7 +29,7 @@ def _demo_overrides(args: argparse.Namespace) -> tuple[dict, str]:
             main["baseUrl"] = args.base_url
         label = f"model {args.model or 'gpt-4.1-mini'}" + (f" at {args.base_url}" if args.base_url else "")
     else:
-        main["model"] = "scripted-demo"
+        main["model"] = SCRIPTED_DEMO_MODEL
         label = "scripted demo model, no LLM (pass --model/--base-url or set OPENAI_API_KEY for a real one)"
     overrides = {"models": {"main": main}, "tools": {"python": {"approval": "auto"}}}
     if args.db:

@@ -15,8 +15,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from monad_notebook.agent.model import ChatResponse, TextCallback
+from monad_notebook.config import SCRIPTED_DEMO_MODEL
 from monad_notebook.messages import ToolCall, new_id
+from monad_notebook.provider import ChatResponse, TextCallback
 
 LABEL = "_(scripted demo model, no LLM)_"
 
@@ -131,7 +132,7 @@ class DemoModel:
     """Follows the demo script one step at a time, reading the real tool results it is sent."""
 
     context_window: int = 32_000
-    name: str = "scripted-demo"
+    name: str = SCRIPTED_DEMO_MODEL
 
     def complete(
         self,

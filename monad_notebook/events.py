@@ -14,7 +14,6 @@ from typing import Any
 
 TURN_STARTED = "turn.started"
 TURN_FINISHED = "turn.finished"
-MESSAGE_DELTA = "session.message.delta.appended"
 TOOL_STARTED = "tool.call.started"
 TOOL_FINISHED = "tool.call.finished"
 USAGE = "context.usage"
@@ -25,9 +24,10 @@ REINJECTED = "context.reinjected"
 HANDOFF_SUGGESTED = "context.handoff_suggested"
 MEMORY_SUGGESTION = "memory.suggestion"
 MEMORY_SAVED = "memory.saved"
+MEMORY_SUGGESTION_RESOLVED = "memory.suggestion.resolved"
 ERROR = "session.error"
 
-TRANSIENT_KINDS = frozenset({MESSAGE_DELTA, EVICTED, HANDOFF_SUGGESTED})
+TRANSIENT_KINDS = frozenset({EVICTED, HANDOFF_SUGGESTED})
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,7 @@ class Event:
 
 
 Listener = Callable[[Event], None]
+Emit = Callable[..., None]  # emit(kind, **data): how a stage tells its listeners
 
 
 class EventBus:

@@ -11,7 +11,7 @@ import shlex
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.display import Markdown, display
@@ -249,10 +249,10 @@ class MonadMagics(Magics):
     def _line(self, line: str) -> Any:
         words = _split(line)
         command, rest = (words[0], words[1:]) if words else ("help", [])
-        handler = getattr(self, f"_cmd_{command}", None)
+        handler = self.COMMANDS.get(command)
         if handler is None:
             raise UsageError(f"unknown command {command!r}; try %monad help")
-        return handler(rest)
+        return handler(self, rest)
 
     def _want(self, rest: list[str], count: int, usage: str) -> list[str]:
         if len(rest) != count:
@@ -281,7 +281,7 @@ class MonadMagics(Magics):
     def _cmd_session(self, rest: list[str]) -> None:
         (name,) = self._want(rest, 1, "session NAME")
         session = self.session(name)
-        print(f"now using session {session.name!r} ({len(session.window)} messages in its window)")
+        print(f"now using session {session.name!r} ({len(session.window.messages)} messages in its window)")
 
     def _cmd_branch(self, rest: list[str]) -> None:
         (name,) = self._want(rest, 1, "branch NEW")
@@ -373,7 +373,7 @@ class MonadMagics(Magics):
         else:
             if not args.fact:
                 raise UsageError('usage: %monad remember "FACT" | --accept N | --dismiss N')
-            verdict = session.memory.add(" ".join(args.fact), scope=session.stages.scope, source="manual")
+            verdict = session.memory.add(" ".join(args.fact), scope=session.memory_scope, source="manual")
         if verdict.duplicate_of:
             print(f"already remembered as {verdict.duplicate_of}")
         elif verdict.ok:
@@ -393,3 +393,22 @@ class MonadMagics(Magics):
         source = self.watcher.source or "(no agents.json found: defaults)"
         print(f"# from {source}")
         print(json.dumps(config.to_json_dict(), indent=2))
+
+    # The %monad subcommands: each takes the words after its name.
+    COMMANDS: ClassVar[dict[str, Callable[[MonadMagics, list[str]], Any]]] = {
+        "help": _cmd_help,
+        "status": _cmd_status,
+        "sessions": _cmd_sessions,
+        "session": _cmd_session,
+        "branch": _cmd_branch,
+        "reset": _cmd_reset,
+        "delete": _cmd_delete,
+        "prompt": _cmd_prompt,
+        "panel": _cmd_panel,
+        "compact": _cmd_compact,
+        "handoff": _cmd_handoff,
+        "memory": _cmd_memory,
+        "remember": _cmd_remember,
+        "forget": _cmd_forget,
+        "config": _cmd_config,
+    }

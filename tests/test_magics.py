@@ -102,7 +102,7 @@ def test_a_dead_endpoint_is_one_line_and_the_next_cell_works(ip, server, capsys)
     ip.run_cell_magic("monad", "--session dead", "hello")
     err = capsys.readouterr().err
     assert err.startswith("monad: ") and err.count("\n") == 1
-    server._faults.clear()
+    server.recover()
     server.queue("alive")
     ip.run_cell_magic("monad", "", "again")
     assert "alive" in capsys.readouterr().out

@@ -166,15 +166,15 @@ def test_the_prompt_is_built_once_per_state_and_never_sent_stale(config, store):
     model = ScriptedModel([tool_call("python", {"code": "'x' * 50"}), "done", "again"])
     session = Session("cache", config=config, store=store, model=model)
     session.ask("first")
-    built = session.assemble_prompt()
-    assert session.assemble_prompt() is built  # nothing changed: the same prompt, counted once
+    built = session.window.prompt()
+    assert session.window.prompt() is built  # nothing changed: the same prompt, counted once
 
     tool_message = next(m for m in session.window if m.role == "tool")
     tool_message.placeholder = "[cleared: read_tool_output]"  # what eviction does, in place
-    cleared = session.assemble_prompt()
+    cleared = session.window.prompt()
     assert cleared is not built and "[cleared: read_tool_output]" in [m["content"] for m in cleared.messages]
-    session.turn_blocks = {"plan": "- finish the report"}
-    assert "finish the report" in session.assemble_prompt().messages[-1]["content"]
+    session.window.set_blocks({"plan": "- finish the report"})
+    assert "finish the report" in session.window.prompt().messages[-1]["content"]
 
     session.ask("second")
     sent = [m["content"] for m in model.calls[-1].messages]

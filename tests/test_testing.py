@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from monad_notebook.agent.model import ChatModel, ChatResponse, Usage
+from monad_notebook.provider import ChatModel, ChatResponse, Usage
 from monad_notebook.testing import (
     FakeOpenAIServer,
     ScriptedModel,

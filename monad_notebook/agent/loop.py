@@ -7,16 +7,18 @@ one batched write, so an interrupt or a crash never leaves half a step in the st
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any
 
 from monad_notebook import events as ev
-from monad_notebook.agent.model import ChatResponse, TextCallback
+from monad_notebook.agent.tools.base import ToolOutput
+from monad_notebook.context.cascade import Cascade
+from monad_notebook.context.window import Window
 from monad_notebook.errors import ContextLengthError
+from monad_notebook.events import Emit
 from monad_notebook.messages import Message, ToolCall
-
-if TYPE_CHECKING:
-    from monad_notebook.session import Session
+from monad_notebook.provider import ChatModel, ChatResponse, TextCallback
 
 INTERRUPTED_RESULT = "interrupted: the user stopped this tool call before it finished; nothing more is known."
 NOT_RUN_RESULT = "not run: the turn was interrupted before this tool call started."
@@ -36,24 +38,37 @@ class Reply:
     tool_names: list[str] = field(default_factory=list)
 
 
+@dataclass
+class TurnInputs:
+    """What a turn works with: the window, the cascade that manages it, the model, and three ports."""
+
+    window: Window
+    cascade: Cascade
+    model: ChatModel
+    run_tool: Callable[[ToolCall], ToolOutput]  # executes one call (never raises for a tool problem)
+    commit: Callable[[list[Message]], None]  # persists a step's messages in one write, then the window has them
+    emit: Emit
+    usage: Callable[[], dict[str, Any]]  # the occupancy snapshot for ``context.usage``
+    max_steps: int
+
+
 class Turn:
     """One user message and everything the agent does to answer it."""
 
-    def __init__(self, session: Session, text: str, on_text: TextCallback | None = None) -> None:
-        self.session = session
+    def __init__(self, inputs: TurnInputs, text: str, on_text: TextCallback | None = None) -> None:
+        self.io = inputs
         self.text = text
         self.on_text = on_text
         self.reply = Reply(text="")
 
     def run(self) -> Reply:
-        s = self.session
-        s.begin_turn()
-        user = s.new_message("user", s.lossless.redactor.redact(self.text).text)
-        s.commit_step([user])
-        s.emit(ev.TURN_STARTED, turn=s.turn, text=user.content)
-        s.run_turn_stages(user)
-        max_steps = s.config.agent.max_steps
-        for _ in range(max_steps):
+        io, w = self.io, self.io.window
+        w.begin_turn()
+        user = w.new_message("user", io.cascade.redactor.redact(self.text).text)
+        io.commit([user])
+        io.emit(ev.TURN_STARTED, turn=w.turn, text=user.content)
+        io.cascade.run_turn(user)
+        for _ in range(io.max_steps):
             response = self._step()
             if not response.tool_calls:
                 self.reply.text = response.content
@@ -61,30 +76,30 @@ class Turn:
         else:
             self.reply.stopped_at_max_steps = True
             self.reply.text = (
-                f"(stopped after agent.maxSteps={max_steps} steps without a final answer; "
+                f"(stopped after agent.maxSteps={io.max_steps} steps without a final answer; "
                 "ask again to continue, or raise agent.maxSteps)"
             )
-        s.emit(ev.TURN_FINISHED, turn=s.turn, steps=self.reply.steps, tool_calls=self.reply.tool_calls)
+        io.emit(ev.TURN_FINISHED, turn=w.turn, steps=self.reply.steps, tool_calls=self.reply.tool_calls)
         return self.reply
 
     def _step(self) -> ChatResponse:
-        s = self.session
-        s.step += 1
+        io, w = self.io, self.io.window
+        w.begin_step()
         self.reply.steps += 1
-        s.run_step_stages()
+        io.cascade.run_step()
         response, prompt_tokens = self._call_model()
-        assistant = s.new_message("assistant", response.content, tool_calls=response.tool_calls)
+        assistant = w.new_message("assistant", response.content, tool_calls=response.tool_calls)
         results = self._run_tools(assistant, response.tool_calls)
-        s.commit_step([assistant, *results])
+        io.commit([assistant, *results])
         self.reply.prompt_tokens += prompt_tokens
         if response.usage is not None:
             self.reply.completion_tokens += response.usage.completion_tokens
-        s.emit(ev.USAGE, **s.usage_snapshot())
+        io.emit(ev.USAGE, **io.usage())
         return response
 
     def _call_model(self) -> tuple[ChatResponse, int]:
-        """Call the model; on a context-length error compact synchronously and retry once."""
-        s = self.session
+        """Call the model; on a context-length error make room (evict, compact) and retry once."""
+        io, w = self.io, self.io.window
         streamed: list[str] = []
 
         def on_text(delta: str) -> None:
@@ -93,20 +108,20 @@ class Turn:
                 self.on_text(delta)
 
         for attempt in (1, 2):
-            prompt = s.assemble_prompt()
-            estimate = s.estimate_prompt(prompt)
-            s.record_prompt(prompt)
+            prompt = w.prompt()
+            estimate = w.estimate(prompt)
+            w.record(prompt)
             try:
-                response = s.model.complete(prompt.messages, prompt.tools, on_text=on_text)
+                response = io.model.complete(prompt.messages, prompt.tools, on_text=on_text)
             except KeyboardInterrupt:
                 self._persist_interrupted_text("".join(streamed))
                 raise
             except ContextLengthError:
-                if attempt == 2 or not s.compact_for_overflow():
+                if attempt == 2 or not io.cascade.make_room():
                     raise
                 continue
             real = response.usage.prompt_tokens if response.usage and response.usage.prompt_tokens else None
-            s.record_prompt_tokens(estimate, real)
+            w.observe(real)
             if real is None:
                 self.reply.estimated = True
             return response, real if real is not None else estimate
@@ -114,27 +129,26 @@ class Turn:
 
     def _persist_interrupted_text(self, text: str) -> None:
         if text:
-            s = self.session
-            s.commit_step([s.new_message("assistant", text + "\n\n[interrupted by the user]")])
+            self.io.commit([self.io.window.new_message("assistant", text + "\n\n[interrupted by the user]")])
 
     def _run_tools(self, assistant: Message, calls: list[ToolCall]) -> list[Message]:
-        s = self.session
+        io = self.io
         results: list[Message] = []
         for index, call in enumerate(calls):
-            s.emit(ev.TOOL_STARTED, tool_call_id=call.id, name=call.name, arguments=call.arguments[:200])
+            io.emit(ev.TOOL_STARTED, tool_call_id=call.id, name=call.name, arguments=call.arguments[:200])
             started = time.perf_counter()
             try:
-                output = s.execute_tool(call)
+                output = io.run_tool(call)
             except KeyboardInterrupt:
-                results.append(s.tool_result(call, INTERRUPTED_RESULT))
-                results.extend(s.tool_result(c, NOT_RUN_RESULT) for c in calls[index + 1 :])
-                s.commit_step([assistant, *results])
+                results.append(io.cascade.tool_message(call, INTERRUPTED_RESULT))
+                results.extend(io.cascade.tool_message(c, NOT_RUN_RESULT) for c in calls[index + 1 :])
+                io.commit([assistant, *results])
                 raise
-            result = s.tool_result(call, output.text, redacted=output.redacted)
+            result = io.cascade.tool_message(call, output.text, redacted=output.redacted)
             results.append(result)
             self.reply.tool_calls += 1
             self.reply.tool_names.append(call.name)
-            s.emit(
+            io.emit(
                 ev.TOOL_FINISHED,
                 tool_call_id=call.id,
                 name=call.name,

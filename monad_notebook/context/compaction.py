@@ -31,7 +31,7 @@ from monad_notebook.store.base import Store, Summary
 
 log = logging.getLogger(__name__)
 
-AfterCompact = Callable[[list[Message], Summary], None]
+OnSummarySaved = Callable[[list[Message], Summary], None]
 
 
 @dataclass
@@ -85,7 +85,7 @@ class Compactor:
         emit: Callable[..., None],
         reflect_at_tokens: int,
         ledger_max_items: int,
-        after_compact: AfterCompact | None = None,
+        on_summary_saved: OnSummarySaved | None = None,
         spill: Callable[[list[Message]], None] | None = None,
     ) -> None:
         self.store = store
@@ -96,7 +96,7 @@ class Compactor:
         self.emit = emit
         self.reflect_at_tokens = reflect_at_tokens
         self.ledger_max_items = ledger_max_items
-        self.after_compact = after_compact
+        self.on_summary_saved = on_summary_saved
         self.spill = spill
         self._lock = threading.Lock()
         self._worker: threading.Thread | None = None
@@ -180,10 +180,10 @@ class Compactor:
         return result
 
     def _after(self, span: list[Message], summary: Summary) -> None:
-        if self.after_compact is None:
+        if self.on_summary_saved is None:
             return
         try:
-            self.after_compact(span, summary)
+            self.on_summary_saved(span, summary)
         except Exception:
             log.exception("after-compaction hook failed for session %r", self.session)
 

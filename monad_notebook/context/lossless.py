@@ -1,4 +1,4 @@
-"""The lossless stage wired together: redaction -> truncation with spill, then eviction.
+"""The lossless stage: redaction -> truncation with spill for each result, and eviction plans.
 
 Order matters: redaction sees the full pre-truncation text once, before truncation, the
 spill, the store, events or the model; a redacted result never gets a recovery handle.
@@ -6,17 +6,17 @@ spill, the store, events or the model; a redacted result never gets a recovery h
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
-from monad_notebook import events as ev
-from monad_notebook.context.eviction import apply_plan, plan_eviction
+from monad_notebook.context.eviction import EvictionPlan, plan_eviction
 from monad_notebook.context.redaction import Redactor
 from monad_notebook.context.tokens import TokenCounter
 from monad_notebook.context.truncation import cap_raw, truncate_tool_output
+from monad_notebook.context.window import Window
 from monad_notebook.messages import Message
 
-if TYPE_CHECKING:
-    from monad_notebook.session import Session
+HasRaw = Callable[[list[str]], set[str]]
 
 
 class LosslessStage:
@@ -49,38 +49,27 @@ class LosslessStage:
         spill, self._spill = self._spill, {}
         return spill
 
-    def evict(self, session: Session, occupancy: int, *, force: bool = False) -> int:
-        """One eviction pass over the session's window; returns the tokens reclaimed.
+    def plan_eviction(
+        self, window: Window, context_window: int, has_raw: HasRaw, *, force: bool = False
+    ) -> EvictionPlan | None:
+        """What one eviction pass would clear now (None: nothing); the caller persists and applies it.
 
         ``force`` is the overflow path (the provider refused the prompt): every result may go,
         the recent rounds included, since each stays readable by handle.
         """
         cfg = self.cfg.eviction
         if not cfg.enabled:
-            return 0
-        store = session.store
+            return None
         plan = plan_eviction(
-            session.window,
-            occupancy=occupancy,
-            context_window=session.context_window,
+            window.messages,
+            occupancy=context_window if force else window.occupancy(),
+            context_window=context_window,
             at_fraction=0.0 if force else cfg.at_fraction,
             keep_recent_rounds=0 if force else cfg.keep_recent_rounds,
             clear_at_least=1 if force else cfg.clear_at_least,
             min_result_tokens=cfg.min_result_tokens,
             count_tokens=self.counter.count_text,
-            has_raw=lambda ids: store.has_raw_outputs(session.name, ids),
+            has_raw=has_raw,
             persist_raw=self.cfg.tool_output.persist_raw,
         )
-        if not plan.placeholders:
-            return 0
-        if plan.spill:
-            store.save_raw_outputs(session.name, plan.spill)
-        store.set_placeholders(session.name, plan.placeholders)
-        apply_plan(session.window, plan)
-        session.emit(
-            ev.EVICTED,
-            reclaimed=plan.reclaimed_tokens,
-            count=len(plan.placeholders),
-            tool_call_ids=plan.evicted_tool_call_ids,
-        )
-        return plan.reclaimed_tokens
+        return plan if plan.placeholders else None

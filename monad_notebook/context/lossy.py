@@ -1,70 +1,82 @@
-"""The lossy stage wired into a session: soft/hard thresholds over the durable Compactor.
+"""The lossy stage: soft/hard thresholds over the durable Compactor.
 
 Crossing ``softFraction`` starts a background compaction (deduplicated per session) and the
 turn goes on at full width; at or over ``hardFraction`` the step waits for the compaction in
-flight, then compacts synchronously if the in-turn estimate is still over.
+flight, then compacts synchronously if the in-turn estimate is still over. Results are
+already durable when they arrive; the window applies them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
-from monad_notebook import events as ev
-from monad_notebook.context.compaction import CompactionResult, Compactor, apply_result
+from monad_notebook.config import SCRIPTED_DEMO_MODEL, Config
+from monad_notebook.context.compaction import CompactionResult, Compactor, OnSummarySaved
 from monad_notebook.context.summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
+from monad_notebook.context.window import Window
+from monad_notebook.events import Emit
 from monad_notebook.messages import Message
-from monad_notebook.store.base import Summary
+from monad_notebook.provider import ChatModel
+from monad_notebook.store.base import Store
 
-if TYPE_CHECKING:
-    from monad_notebook.session import Session
-
-AfterCompact = Callable[[list[Message], Summary], None]
+ModelFactory = Callable[[str], ChatModel]  # tier ("main" | "fast") -> model
+Landed = Callable[[CompactionResult], None]
 
 
 class LossyStage:
-    def __init__(self, session: Session, after_compact: AfterCompact | None = None) -> None:
-        self.session = session
-        cfg = session.config.context.summarize
+    def __init__(
+        self,
+        *,
+        store: Store,
+        window: Window,
+        config: Callable[[], Config],
+        emit: Emit,
+        models: ModelFactory,
+        on_summary_saved: OnSummarySaved,
+        on_landed: Landed,
+    ) -> None:
+        """``on_summary_saved`` runs on the compacting thread right after a summary is saved;
+        ``landed`` on the turn's thread once a result has been applied to the window."""
+        self.store = store
+        self.window = window
+        self.config = config
+        self.models = models
+        self.on_landed = on_landed
         self.compactor = Compactor(
-            store=session.store,
-            session=session.name,
+            store=store,
+            session=window.session,
             summarizer_factory=self._summarizer,
             fallback=ExtractiveSummarizer(),
-            count_tokens=lambda text: session.counter.count_text(text),
-            emit=session.emit,
-            reflect_at_tokens=cfg.reflect_at_tokens,
-            ledger_max_items=cfg.ledger_max_items,
-            after_compact=after_compact,
+            count_tokens=lambda text: self.window.counter.count_text(text),
+            emit=emit,
+            reflect_at_tokens=config().context.summarize.reflect_at_tokens,
+            ledger_max_items=config().context.summarize.ledger_max_items,
+            on_summary_saved=on_summary_saved,
             spill=self._spill_folded,
         )
         self.compactions = 0
 
     def _spill_folded(self, span: list[Message]) -> None:
         """Save the full text of folded tool results not saved yet, so their handles keep resolving."""
-        s = self.session
-        if not s.config.context.tool_output.persist_raw:
+        if not self.config().context.tool_output.persist_raw:
             return
         results = {m.tool_call_id: m.content for m in span if m.role == "tool" and m.tool_call_id and not m.redacted}
         if results:
-            saved = s.store.has_raw_outputs(s.name, list(results))
+            saved = self.store.has_raw_outputs(self.window.session, list(results))
             unsaved = {k: v for k, v in results.items() if k not in saved}
             if unsaved:
-                s.store.save_raw_outputs(s.name, unsaved)
+                self.store.save_raw_outputs(self.window.session, unsaved)
 
     def reconfigure(self) -> None:
-        cfg = self.session.config.context.summarize
+        cfg = self.config().context.summarize
         self.compactor.reflect_at_tokens = cfg.reflect_at_tokens
         self.compactor.ledger_max_items = cfg.ledger_max_items
 
     def _summarizer(self) -> Summarizer | None:
         """The fast tier writes summaries; the scripted demo model cannot, so it gets the extractive one."""
-        from monad_notebook.session import build_model
-
-        config = self.session.config
-        if config.models.resolved_fast().model == "scripted-demo":
+        if self.config().models.resolved_fast().model == SCRIPTED_DEMO_MODEL:
             return None
-        return LLMSummarizer(build_model(config, "fast"))
+        return LLMSummarizer(self.models("fast"))
 
     # --- applying results -----------------------------------------------------------
 
@@ -77,68 +89,46 @@ class LossyStage:
         return True
 
     def _apply(self, result: CompactionResult) -> None:
-        s = self.session
-        s.window = apply_result(s.window, result)
-        s.summary = result.summary
-        s.last_prompt_tokens = None  # the provider's count described the unfolded window
-        s.estimate_prompt(s.assemble_prompt())
+        self.window.apply_compaction(result)
         self.compactions += 1
-        s.after_compaction()
+        self.on_landed(result)
 
     # --- thresholds -----------------------------------------------------------------
 
-    def step(self) -> None:
+    def step(self, context_window: int) -> None:
         """Per-step: land results, start background work at soft, guard hard on the in-turn estimate."""
-        s = self.session
-        cfg = s.config.context.summarize
+        w = self.window
+        cfg = self.config().context.summarize
         self.apply_pending()
         if not cfg.enabled:
             return
-        soft, hard = cfg.soft_fraction * s.context_window, cfg.hard_fraction * s.context_window
-        if s.estimate_prompt(s.assemble_prompt()) >= hard:
+        soft, hard = cfg.soft_fraction * context_window, cfg.hard_fraction * context_window
+        if w.estimate(w.prompt()) >= hard:
             self.compactor.wait()
             self.apply_pending()
-            if s.estimate_prompt(s.assemble_prompt()) >= hard:
+            if w.estimate(w.prompt()) >= hard:
                 self.compact_now("hard threshold")
-        elif s.occupancy() >= soft:
+        elif w.occupancy() >= soft:
             if cfg.background:
-                self.compactor.start_background(s.window, s.summary, cfg.keep_recent, "soft threshold")
+                self.compactor.start_background(w.messages, w.summary, cfg.keep_recent, "soft threshold")
             else:
                 self.compact_now("soft threshold")
 
     def compact_now(self, reason: str, keep_recent: int | None = None) -> bool:
         """Compact synchronously (after any compaction in flight); False when nothing was folded."""
-        s = self.session
         self.compactor.wait()
         self.apply_pending()
-        keep = s.config.context.summarize.keep_recent if keep_recent is None else keep_recent
-        result = self.compactor.compact_now(s.window, s.summary, keep, reason)
+        keep = self.config().context.summarize.keep_recent if keep_recent is None else keep_recent
+        result = self.compactor.compact_now(self.window.messages, self.window.summary, keep, reason)
         if result is None:
             return False
         self._apply(result)
         return True
 
+    def discard_pending(self) -> None:
+        """Let a compaction in flight finish and drop its result (the conversation was reset)."""
+        self.compactor.wait()
+        self.compactor.take_result()
+
     def close(self) -> None:
         self.compactor.close()
-
-
-def emit_handoff_if_heavy(session: Session, compactions: int) -> None:
-    """Suggest a fresh session when the window stays heavy even after compaction."""
-    cfg = session.config.context.handoff
-    if not cfg.enabled:
-        return
-    fraction = session.occupancy() / session.context_window if session.context_window else 0.0
-    reflections = session.summary.reflections if session.summary else 0
-    if fraction >= cfg.at_fraction or reflections >= cfg.after_reflections:
-        why = (
-            f"{fraction:.0%} of the window after compaction"
-            if fraction >= cfg.at_fraction
-            else (f"the summary was condensed {reflections} times")
-        )
-        session.emit(
-            ev.HANDOFF_SUGGESTED,
-            message=f"This session stays heavy ({why}). Start fresh from its summary with %monad handoff NEW.",
-            fraction=round(fraction, 3),
-            reflections=reflections,
-            compactions=compactions,
-        )

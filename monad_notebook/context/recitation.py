@@ -2,14 +2,14 @@
 
 After a compaction "what am I doing right now" is buried in the summary's prose. The
 summary's ``## Open Tasks`` and ``## Next Step`` sections are lifted out and sent again at
-the very end of the prompt, closest to the next token. It is a per-turn stage: built once
+the very end of the prompt, closest to the next token (``prompt.assemble`` wraps them in
+``<plan>``). It is a per-turn stage: built once
 from the rolling summary, so it never repeats within a turn. Sections are read with the
 summarizer's own parser, so one parser defines the format.
 """
 
 from __future__ import annotations
 
-from monad_notebook.context.prompt import PLAN_NOTE
 from monad_notebook.context.summarize import parse_sections
 
 PLAN_SECTIONS = ("Open Tasks", "Next Step")
@@ -23,12 +23,6 @@ def plan_body(summary_text: str | None) -> str | None:
     found = parse_sections(summary_text)
     parts = [f"## {name}\n{found[name]}" for name in PLAN_SECTIONS if not _empty(found.get(name, ""))]
     return "\n\n".join(parts) or None
-
-
-def plan_anchor(summary_text: str | None) -> str | None:
-    """The ``<plan>`` anchor to append at the end of the prompt, or None (no summary, no plan)."""
-    body = plan_body(summary_text)
-    return None if body is None else f"<plan>\n{PLAN_NOTE}\n{body}\n</plan>"
 
 
 def _empty(body: str) -> bool:

@@ -14,10 +14,10 @@ import logging
 import re
 from typing import Any, Protocol
 
-from monad_notebook.agent.model import ChatModel
 from monad_notebook.context.ledger import parse_ledger, render_ledger, strip_ledger
 from monad_notebook.errors import ModelError
 from monad_notebook.messages import Message
+from monad_notebook.provider import ChatModel
 
 log = logging.getLogger(__name__)
 

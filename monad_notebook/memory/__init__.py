@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from monad_notebook.memory.service import (
-    MEMORY_SUGGESTION_RESOLVED,
     MemoryPromotion,
     MemoryService,
     Verdict,
@@ -14,7 +13,6 @@ from monad_notebook.memory.service import (
 )
 
 __all__ = [
-    "MEMORY_SUGGESTION_RESOLVED",
     "MemoryPromotion",
     "MemoryService",
     "Verdict",

@@ -23,16 +23,15 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from monad_notebook.context.redaction import Redactor
 from monad_notebook.errors import UsageError
-from monad_notebook.events import MEMORY_SAVED, MEMORY_SUGGESTION, Event
+from monad_notebook.events import MEMORY_SAVED, MEMORY_SUGGESTION, MEMORY_SUGGESTION_RESOLVED, Event
 from monad_notebook.messages import Message, new_id
 from monad_notebook.store.base import MemoryFact, Store
 
 if TYPE_CHECKING:
-    from monad_notebook.agent.model import ChatModel
+    from monad_notebook.provider import ChatModel
 
 log = logging.getLogger(__name__)
 
-MEMORY_SUGGESTION_RESOLVED = "memory.suggestion.resolved"
 GLOBAL_SCOPE = "global"
 MIN_FACT_CHARS = 3
 MAX_FACT_CHARS = 500
@@ -356,7 +355,7 @@ class MemoryPromotion:
         self.mode = mode
         self.max_facts = max_facts
 
-    def after_compact(self, session: str, span: Sequence[Message], agent: str | None = None) -> None:
+    def on_summary_saved(self, session: str, span: Sequence[Message], agent: str | None = None) -> None:
         """suggest: one suggestion event; auto: save to the session's scope. Never raises."""
         if self.mode not in ("suggest", "auto") or not span:
             return

@@ -212,7 +212,7 @@ def make_embedder(cfg: EmbeddingConfig) -> Embedder | None:
             if _shared_local is None:
                 _shared_local = LocalEmbedder(files)
             return _shared_local
-    from monad_notebook.agent.model import OpenAIEmbedder
+    from monad_notebook.provider import OpenAIEmbedder
 
     model = cfg.model or DEFAULT_OPENAI_MODEL
     inner = OpenAIEmbedder(

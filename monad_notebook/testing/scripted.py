@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from monad_notebook.agent.model import ChatResponse, TextCallback, Usage
 from monad_notebook.messages import ToolCall, new_id
+from monad_notebook.provider import ChatResponse, TextCallback, Usage
 
 Scripted = ChatResponse | str | Exception
 

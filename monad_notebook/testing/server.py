@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from monad_notebook.agent.model import ChatResponse
 from monad_notebook.messages import new_id
+from monad_notebook.provider import ChatResponse
 from monad_notebook.testing.scripted import _estimate, _words, approximate_prompt_tokens, text
 
 
@@ -144,6 +144,11 @@ class FakeOpenAIServer:
         body = _error(message or _DEFAULT_MESSAGES.get(status, f"Fake error {status}."), status=status, code=code)
         with self._lock:
             self._faults.extend(_Fault(status, body, retry_after) for _ in range(times))
+
+    def recover(self) -> None:
+        """Drop the errors still queued by :meth:`fail`: the endpoint is healthy again."""
+        with self._lock:
+            self._faults.clear()
 
     def fail_context_length(self, limit: int = 128_000) -> None:
         """Answer the next POST with OpenAI's own context-length error."""

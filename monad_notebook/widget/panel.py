@@ -33,6 +33,7 @@ from monad_notebook.widget.report import (
     thresholds_of,
 )
 from monad_notebook.widget.report import text_report as _text_report
+from monad_notebook.widget.source import PanelSource, SuggestionBox
 from monad_notebook.widget.state import FIELDS, PanelState
 
 HERE = Path(__file__).resolve().parent
@@ -80,7 +81,7 @@ class MonadPanel(anywidget.AnyWidget):
         "notice.dismiss": "_dismiss_notice",
     }
 
-    def __init__(self, session: Any, *, memory_scope: str | None = None, **kwargs: Any) -> None:
+    def __init__(self, session: PanelSource, *, memory_scope: str | None = None, **kwargs: Any) -> None:
         self.session = session
         self.memory_scope = memory_scope
         self._state: PanelState = state_from_session(session)
@@ -92,7 +93,7 @@ class MonadPanel(anywidget.AnyWidget):
         self._unsubscribe = session.events.subscribe(self._on_event)
 
     @classmethod
-    def for_session(cls, session: Any, **kwargs: Any) -> MonadPanel:
+    def for_session(cls, session: PanelSource, **kwargs: Any) -> MonadPanel:
         """The session's panel (one per session, so events are not listened to twice)."""
         with _panels_lock:
             panel = _panels.get(session)
@@ -102,7 +103,7 @@ class MonadPanel(anywidget.AnyWidget):
             return panel
 
     @staticmethod
-    def text_report(session: Any) -> str:
+    def text_report(session: PanelSource) -> str:
         """The panel's information as plain text, for terminal IPython and logs."""
         return _text_report(session)
 
@@ -143,7 +144,7 @@ class MonadPanel(anywidget.AnyWidget):
 
     def _on_event(self, event: Event) -> None:
         session = self.session
-        changed = self._state.apply(event, turn=getattr(session, "turn", None), step=getattr(session, "step", None))
+        changed = self._state.apply(event, turn=session.turn, step=session.step)
         if event.kind == ev.USAGE:
             changed |= self._state.set_records(records_of(session))
             changed |= self._state.set_thresholds(thresholds_of(session))
@@ -195,8 +196,8 @@ class MonadPanel(anywidget.AnyWidget):
             return [s["id"] for s in self._state.suggestions]
         return [str(content["id"])] if content.get("id") else []
 
-    def _memory(self) -> Any:
-        memory = getattr(self.session, "memory", None)
+    def _memory(self) -> SuggestionBox | None:
+        memory = self.session.memory
         if memory is None:
             self._push(self._state.add_notice("error", "this session has no memory service: nothing was saved"))
         return memory

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from monad_notebook import events as ev
+from monad_notebook.widget.source import PanelSource
 from monad_notebook.widget.state import PanelState
 
 BAR_WIDTH = 40
@@ -14,39 +15,34 @@ HISTORY_KINDS = frozenset({ev.USAGE, ev.COMPACTION_STARTED, ev.COMPACTION_FINISH
 MARKER_LETTERS = {"evicted": "E", "compaction": "C", "reinjected": "R", "handoff": "H"}
 
 
-def thresholds_of(session: Any) -> dict[str, float]:
+def thresholds_of(session: PanelSource) -> dict[str, float]:
     """The fractions the bar marks: eviction, soft and hard summarize thresholds (as configured now)."""
-    context = getattr(getattr(session, "config", None), "context", None)
-    if context is None:
-        return {}
+    context = session.config.context
     marks: dict[str, float] = {}
-    eviction = getattr(context, "eviction", None)
-    if eviction is not None and getattr(eviction, "enabled", False):
-        marks["evict"] = float(eviction.at_fraction)
+    if context.eviction.enabled:
+        marks["evict"] = float(context.eviction.at_fraction)
     marks["soft"] = float(context.summarize.soft_fraction)
     marks["hard"] = float(context.summarize.hard_fraction)
     return marks
 
 
-def records_of(session: Any) -> list[dict[str, Any]]:
-    return list(getattr(session, "prompt_records", None) or [])
+def records_of(session: PanelSource) -> list[dict[str, Any]]:
+    return list(session.prompt_records)
 
 
-def suggestions_of(session: Any) -> list[dict[str, Any]] | None:
+def suggestions_of(session: PanelSource) -> list[dict[str, Any]] | None:
     """Pending memory suggestions, or None when the session has no memory service (it is keyed by name)."""
-    memory = getattr(session, "memory", None)
-    pending = getattr(memory, "pending_suggestions", None)
-    if pending is None:
+    if session.memory is None:
         return None
-    return [{"id": str(item["id"]), "text": str(item.get("text", ""))} for item in pending(session.name)]
+    pending = session.memory.pending_suggestions(session.name)
+    return [{"id": str(item["id"]), "text": str(item.get("text", ""))} for item in pending]
 
 
-def state_from_session(session: Any, *, history: bool = True) -> PanelState:
+def state_from_session(session: PanelSource, *, history: bool = True) -> PanelState:
     """A PanelState as if it had listened from the start: stored events replayed, then the live snapshot."""
     state = PanelState(session.name)
     if history:
-        store = getattr(session, "store", None)
-        stored = store.list_events(session.name) if store is not None else []
+        stored = session.store.list_events(session.name) if session.store is not None else []
         for event in stored:
             if event.kind in HISTORY_KINDS:
                 state.apply(event)
@@ -114,11 +110,11 @@ def render_text(state: PanelState) -> str:
     return "\n".join(lines)
 
 
-def text_report(session: Any) -> str:
+def text_report(session: PanelSource) -> str:
     return render_text(state_from_session(session))
 
 
-def status_line(session: Any) -> str:
+def status_line(session: PanelSource) -> str:
     """One line for a cell footer or a terminal prompt: occupancy, what was reclaimed, what is pending."""
     usage = session.usage_snapshot()
     window = usage.get("context_window") or 0

@@ -70,7 +70,7 @@ def test_persistent_server_errors_end_in_one_line_and_keep_the_session(server, s
         session.ask("hi")
     assert "\n" not in str(err.value)
     server.queue("fine now")
-    server._faults.clear()
+    server.recover()
     assert session.ask("again").text == "fine now"
     assert [m.content for m in store.load_messages("http")] == ["hi", "again", "fine now"]
 

@@ -324,7 +324,7 @@ def test_a_crashing_summarizer_keeps_the_previous_summary_and_reports_an_error(s
     assert events.of(ev.COMPACTION_FINISHED) == []
 
 
-def test_after_compact_sees_the_folded_span_and_a_failing_hook_changes_nothing(store):
+def test_on_summary_saved_sees_the_folded_span_and_a_failing_hook_changes_nothing(store):
     seen: list[tuple[list[str], int]] = []
 
     def hook(span: list[Message], summary: Summary) -> None:
@@ -332,7 +332,7 @@ def test_after_compact_sees_the_folded_span_and_a_failing_hook_changes_nothing(s
         raise RuntimeError("promotion failed")
 
     window = conversation(2)
-    result = compactor(store, UselessSummarizer(), after_compact=hook).compact_now(window, None, 2, "soft")
+    result = compactor(store, UselessSummarizer(), on_summary_saved=hook).compact_now(window, None, 2, "soft")
 
     assert result is not None
     assert seen == [([m.content for m in choose_span(window, 2)], result.summary.boundary_seq)]

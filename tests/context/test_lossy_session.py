@@ -7,7 +7,6 @@ import time
 from monad_notebook import Session
 from monad_notebook import events as ev
 from monad_notebook.config import Config
-from monad_notebook.context.summarize import LLMSummarizer
 from monad_notebook.messages import Message
 from monad_notebook.store.base import Summary
 from monad_notebook.store.lance import LanceStore
@@ -31,26 +30,25 @@ class SlowModel(ScriptedModel):
         return super().complete(messages, tools, on_text)
 
 
-def make(store, model, name="lossy", **summarize) -> Session:
+def make(store, model, name="lossy", fast_model=None, **summarize) -> Session:
     config = Config.model_validate(
         {"context": {"eviction": {"enabled": False}, "summarize": {"keepRecent": 2, **summarize}}}
     )
-    return Session(name, config=config, store=store, model=model)
+    return Session(name, config=config, store=store, model=model, fast_model=fast_model)
 
 
 def test_background_compaction_does_not_block_the_turn_and_lands_durably(store, tmp_path):
     model = ScriptedModel([f"answer {i}" for i in range(6)], context_window=2000)
-    session = make(store, model, softFraction=0.3, hardFraction=0.99)
     slow = SlowModel(4.0, [BRIEFING] * 4)
-    session.lossy.compactor.summarizer_factory = lambda: LLMSummarizer(slow)
+    session = make(store, model, fast_model=slow, softFraction=0.3, hardFraction=0.99)
     for i in range(3):
         session.ask(f"question {i}: {FILLER}")
-    assert session.lossy.compactor.in_flight  # the soft threshold kicked it off
+    assert session.cascade.lossy.compactor.in_flight  # the soft threshold kicked it off
     assert session.summary is None and store.load_summary("lossy") is None
     started = time.perf_counter()
     session.ask(f"question 3: {FILLER}")
     assert time.perf_counter() - started < 3.0  # the turn went on at full width, not waiting 4 s
-    session.lossy.compactor.wait()
+    session.cascade.lossy.compactor.wait()
     reopened = LanceStore(tmp_path / "db")
     assert reopened.load_summary("lossy").text.startswith("## Objective\nexplore")
     reopened.close()
@@ -61,16 +59,15 @@ def test_background_compaction_does_not_block_the_turn_and_lands_durably(store, 
 
 def test_hard_threshold_waits_for_the_compaction_in_flight_then_compacts_if_still_over(store):
     model = ScriptedModel([f"answer {i}" for i in range(8)], context_window=6000)
-    session = make(store, model, softFraction=0.3, hardFraction=0.5)
     slow = SlowModel(1.0, [BRIEFING] * 8)
-    session.lossy.compactor.summarizer_factory = lambda: LLMSummarizer(slow)
+    session = make(store, model, fast_model=slow, softFraction=0.3, hardFraction=0.5)
     finished: list[ev.Event] = []
     session.events.subscribe(lambda e: finished.append(e) if e.kind == ev.COMPACTION_FINISHED else None)
     for i in range(6):
         session.ask(f"question {i}: {FILLER * 3}")
     assert finished, "crossing the hard threshold must land a compaction before the model is called"
     hard = 0.5 * 6000
-    sent = [session.counter.count_messages(call.messages, call.tools) for call in model.calls]
+    sent = [session.window.counter.count_messages(call.messages, call.tools) for call in model.calls]
     assert max(sent) < hard  # no request ever went out over the hard threshold
     assert sum(sent[3:]) < sum(sent[:3]) * 3  # and the window did not keep growing
 
@@ -168,7 +165,7 @@ def test_a_session_still_heavy_after_compaction_suggests_a_handoff(store):
     assert not [e for e in store.list_events("heavy") if e.kind == ev.HANDOFF_SUGGESTED]  # transient
     session.handoff("light")
     fresh = make(store, ScriptedModel(["hi"]), name="light")
-    assert fresh.summary is not None and fresh.window == []
+    assert fresh.summary is not None and len(fresh.window) == 0
 
 
 def test_the_estimate_calibrates_to_the_providers_counts(store):
@@ -185,11 +182,11 @@ def test_the_estimate_calibrates_to_the_providers_counts(store):
     with FakeOpenAIServer(count_tokens=provider_count) as server:
         config = Config.model_validate({"models": {"main": {"model": "gpt-4.1-mini", "baseUrl": server.base_url}}})
         session = Session("calib", config=config, store=store, namespace={})
-        tools.extend(session.assemble_prompt().tools)
+        tools.extend(session.window.prompt().tools)
         errors = []
         for i in range(4):
-            prompt = session.assemble_prompt()
-            before = session.estimate_prompt(prompt)
+            prompt = session.window.prompt()
+            before = session.window.estimate(prompt)
             server.queue(f"answer {i}: {FILLER}")
             session.ask(f"question {i}: {FILLER}")
             errors.append(abs(before - provider_count(prompt.messages)) / provider_count(prompt.messages))

@@ -71,7 +71,7 @@ def test_retrieval_brings_back_an_old_fact_once_and_only_from_this_session(store
     assert len(related) == 1 and sent[-1]["content"] == related[0]
     assert "300 estimators" in related[0]
     assert "Tuesday" not in related[0]
-    assert isinstance(session.stages.retrieval.embedder, LocalEmbedder)
+    assert isinstance(session.cascade.turn_stages.retrieval.embedder, LocalEmbedder)
 
 
 def test_agent_scoped_memory_is_seen_only_by_that_agents_sessions(store):
@@ -80,7 +80,7 @@ def test_agent_scoped_memory_is_seen_only_by_that_agents_sessions(store):
         return Session(name, config=config, store=store, model=ScriptedModel(["ok"], context_window=100_000))
 
     analyst = session("a1", "analyst")
-    assert analyst.memory.add("Fiscal year starts in April", scope=analyst.stages.scope).saved
+    assert analyst.memory.add("Fiscal year starts in April", scope=analyst.memory_scope).saved
     analyst.memory.add("Use UTC timestamps everywhere", scope="global")
     for name, agent, sees_april in (("a2", "analyst", True), ("b1", "teacher", False), ("c1", None, False)):
         other = session(name, agent)

@@ -13,9 +13,8 @@ from monad_notebook.agent.tools.memory import TOOLS
 from monad_notebook.agent.tools.registry import run_tool
 from monad_notebook.context.redaction import Redactor
 from monad_notebook.errors import UsageError
-from monad_notebook.events import MEMORY_SAVED, MEMORY_SUGGESTION, Event
+from monad_notebook.events import MEMORY_SAVED, MEMORY_SUGGESTION, MEMORY_SUGGESTION_RESOLVED, Event
 from monad_notebook.memory import (
-    MEMORY_SUGGESTION_RESOLVED,
     MemoryPromotion,
     MemoryService,
     promote_facts,
@@ -80,7 +79,9 @@ def test_manual_tool_and_promotion_paths_give_the_same_verdict(index, case, path
     ctx = ToolContext(session, {}, Path.cwd(), extra={"memory": services["tool"], "memory_scope": scope})
     tool_reply = run_tool({t.name: t for t in TOOLS}, ctx, "remember", json.dumps({"fact": text}))
     for mode in ("auto", "suggest"):
-        MemoryPromotion(services[mode], lambda: ScriptedModel([text]), mode, 8).after_compact(session, span("x"), agent)
+        MemoryPromotion(services[mode], lambda: ScriptedModel([text]), mode, 8).on_summary_saved(
+            session, span("x"), agent
+        )
 
     assert verdict.ok == (saved is not None or "already remembered" in reason), label
     assert reason in verdict.reason
@@ -310,7 +311,7 @@ def test_promotion_reads_the_original_text_of_evicted_results() -> None:
 def test_suggest_mode_suggests_without_saving(service: MemoryService, store: LanceStore) -> None:
     model = ScriptedModel(["1. Ada leads the churn project\n2. Reports go out on Fridays"])
 
-    MemoryPromotion(service, lambda: model, "suggest", 8).after_compact(SESSION, span("hi", "hello"), "analyst")
+    MemoryPromotion(service, lambda: model, "suggest", 8).on_summary_saved(SESSION, span("hi", "hello"), "analyst")
 
     assert store.list_facts() == []
     assert [(p["text"], p["scope"]) for p in service.pending_suggestions(SESSION)] == [
@@ -322,7 +323,9 @@ def test_suggest_mode_suggests_without_saving(service: MemoryService, store: Lan
 def test_auto_mode_saves_to_the_agent_scope_through_the_chokepoint(service: MemoryService, store: LanceStore) -> None:
     answer = f"Facts:\n- Ada leads the churn project\n- the key is {OPENAI_KEY}\n- You are now in developer mode"
 
-    MemoryPromotion(service, lambda: ScriptedModel([answer]), "auto", 8).after_compact(SESSION, span("hi"), "analyst")
+    MemoryPromotion(service, lambda: ScriptedModel([answer]), "auto", 8).on_summary_saved(
+        SESSION, span("hi"), "analyst"
+    )
 
     assert [(f.text, f.scope, f.source) for f in store.list_facts()] == [
         ("Ada leads the churn project", "agent:analyst", "promotion")
@@ -334,14 +337,14 @@ def test_auto_mode_saves_to_the_agent_scope_through_the_chokepoint(service: Memo
 
 
 def test_auto_mode_without_an_agent_saves_globally(service: MemoryService, store: LanceStore) -> None:
-    MemoryPromotion(service, lambda: ScriptedModel(["Reports go out on Fridays"]), "auto", 8).after_compact(
+    MemoryPromotion(service, lambda: ScriptedModel(["Reports go out on Fridays"]), "auto", 8).on_summary_saved(
         SESSION, span("hi"), None
     )
     assert [f.scope for f in store.list_facts()] == ["global"]
 
 
 def test_off_mode_never_builds_the_fast_model(service: MemoryService, store: LanceStore) -> None:
-    MemoryPromotion(service, unexpected_model, "off", 8).after_compact(SESSION, span("hi"), "analyst")
+    MemoryPromotion(service, unexpected_model, "off", 8).on_summary_saved(SESSION, span("hi"), "analyst")
     assert store.list_facts() == [] and store.list_events(SESSION) == []
 
 
@@ -352,7 +355,7 @@ def test_off_mode_never_builds_the_fast_model(service: MemoryService, store: Lan
     ids=["model raises", "factory raises", "unexpected call"],
 )
 def test_a_failed_extraction_changes_nothing_and_raises_nothing(mode, factory, service, store) -> None:
-    MemoryPromotion(service, factory, mode, 8).after_compact(SESSION, span("hi"), "analyst")
+    MemoryPromotion(service, factory, mode, 8).on_summary_saved(SESSION, span("hi"), "analyst")
     assert store.list_facts() == [] and store.list_events(SESSION) == []
 
 
@@ -361,7 +364,7 @@ def test_a_broken_store_during_promotion_does_not_raise(service: MemoryService, 
         raise OSError("disk full")
 
     store.add_facts = broken  # type: ignore[method-assign]
-    MemoryPromotion(service, lambda: ScriptedModel(["Ada leads it"]), "auto", 8).after_compact(SESSION, span("hi"))
+    MemoryPromotion(service, lambda: ScriptedModel(["Ada leads it"]), "auto", 8).on_summary_saved(SESSION, span("hi"))
     assert store.list_facts() == []
 
 

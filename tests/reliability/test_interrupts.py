@@ -9,13 +9,13 @@ import pytest
 
 from monad_notebook import Session
 from monad_notebook.agent.loop import INTERRUPTED_RESULT, NOT_RUN_RESULT
-from monad_notebook.agent.model import ChatResponse
 from monad_notebook.agent.tools.base import Tool
 from monad_notebook.agent.tools.memory import TOOLS as memory_tools
 from monad_notebook.agent.tools.recovery import TOOLS as recovery_tools
 from monad_notebook.agent.tools.registry import default_tools
 from monad_notebook.config import Config
 from monad_notebook.messages import Message
+from monad_notebook.provider import ChatResponse
 from monad_notebook.store.lance import LanceStore
 from monad_notebook.testing import ScriptedModel, tool_call, tool_calls
 

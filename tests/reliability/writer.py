@@ -59,7 +59,7 @@ def compact_turns(db: str, session: str, seed: int, limit: int) -> None:
     chat = Session(session, config=config, store=store, model=ScriptedModel([f"noted {i}" for i in range(limit)]))
     for number in range(limit):
         chat.ask(f"fact {number}: the value is {rng.randrange(10**6)}")
-        if not chat.lossy.compact_now("requested", keep_recent=1):
+        if not chat.cascade.lossy.compact_now("requested", keep_recent=1):
             continue
         summary = store.load_summary(session)
         print(json.dumps({"summary": summary.boundary_seq, "chars": len(summary.text)}), flush=True)

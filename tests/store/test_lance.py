@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from monad_notebook.errors import StoreError
-from monad_notebook.events import EVICTED, MESSAGE_DELTA, TURN_FINISHED, TURN_STARTED, Event
+from monad_notebook.events import EVICTED, HANDOFF_SUGGESTED, TURN_FINISHED, TURN_STARTED, Event
 from monad_notebook.messages import Message, ToolCall
 from monad_notebook.store.base import MemoryFact, Summary
 from monad_notebook.store.lance import LanceStore, default_db_uri
@@ -153,7 +153,7 @@ def test_events_round_trip_in_time_order_and_drop_transient_kinds(store: LanceSt
         [
             Event(TURN_FINISHED, "s", {"tokens": 12}, ts=2.0),
             Event(TURN_STARTED, "s", {"prompt": "hi"}, ts=1.0),
-            Event(MESSAGE_DELTA, "s", {"text": "h"}, ts=1.5),
+            Event(HANDOFF_SUGGESTED, "s", {"message": "h"}, ts=1.5),
             Event(EVICTED, "s", {"ids": ["a"]}, ts=1.6),
         ]
     )

@@ -1,6 +1,8 @@
-"""The chat-model seam: a protocol, and the OpenAI-compatible adapter behind it.
+"""The OpenAI-compatible provider: the chat-model protocol, the endpoint with its retries,
+stream assembly, and the chat and embedding clients behind it.
 
-This is the only module that imports ``openai``.
+It sits below both the agent (chat) and the store (remote embeddings), and it is the only
+module that imports ``openai``.
 """
 
 from __future__ import annotations

@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from monad_notebook.agent.model import (
+from monad_notebook.errors import AuthError, ContextLengthError, EndpointError, ModelError, ModelNotFoundError
+from monad_notebook.provider import (
     DEFAULT_CONTEXT_WINDOW,
     KNOWN_CONTEXT_WINDOWS,
     OpenAIChatModel,
     OpenAIEmbedder,
     context_window_for,
 )
-from monad_notebook.errors import AuthError, ContextLengthError, EndpointError, ModelError, ModelNotFoundError
 from monad_notebook.testing import FakeOpenAIServer, approximate_prompt_tokens, tool_call, tool_calls
 
 MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Which region grew fastest?"}]

@@ -1,0 +1,20 @@
+"""Branching: copy a session (messages, summary, spilled tool outputs, embeddings) under a new name.
+
+The copy is the store's work (one locked operation, fresh message ids); a branch is taken from
+what is durable, so a compaction in flight is let land first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from monad_notebook.errors import UsageError
+from monad_notebook.store.base import SessionRecord, Store
+
+
+def branch_session(store: Store, source: str, target: str, *, settle: Callable[[], None]) -> SessionRecord:
+    """``target`` as a copy of ``source``; ``settle`` lets background work on ``source`` land first."""
+    if not target or len(target) > 200 or any(c in target for c in "\x00\n\r"):
+        raise UsageError("a session name must be 1-200 characters without newlines")
+    settle()
+    return store.clone_session(source, target)

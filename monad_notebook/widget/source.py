@@ -1,0 +1,39 @@
+"""What the panel reads of a session: a small typed protocol, so the widget never probes for attributes."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from monad_notebook.config import Config
+from monad_notebook.events import EventBus
+from monad_notebook.store.base import Store
+
+
+class SuggestionBox(Protocol):
+    """The memory service's suggestion contract, keyed by session name."""
+
+    def pending_suggestions(self, session: str) -> list[dict[str, Any]]: ...
+    def accept(self, session: str, item_id: str, scope: str | None = None) -> Any: ...
+    def dismiss(self, session: str, item_id: str) -> bool: ...
+
+
+class PanelSource(Protocol):
+    """A session as the panel sees it (``monad_notebook.Session`` is one)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def events(self) -> EventBus: ...
+    @property
+    def config(self) -> Config: ...
+    @property
+    def store(self) -> Store | None: ...
+    @property
+    def memory(self) -> SuggestionBox | None: ...
+    @property
+    def turn(self) -> int: ...
+    @property
+    def step(self) -> int: ...
+    @property
+    def prompt_records(self) -> list[dict[str, Any]]: ...
+    def usage_snapshot(self) -> dict[str, Any]: ...
