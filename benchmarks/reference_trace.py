@@ -57,6 +57,7 @@ from benchmarks.trace import (
     tool_call_message,
     tool_result_message,
 )
+from monad_notebook.agent.instructions import SYSTEM_PROMPT
 from monad_notebook.agent.tools.base import Tool, ToolContext, tool
 from monad_notebook.config import Config
 from monad_notebook.context.compaction import Compactor
@@ -66,7 +67,7 @@ from monad_notebook.context.tokens import TokenCounter
 from monad_notebook.errors import ContextLengthError, ModelError
 from monad_notebook.messages import Message, ToolCall
 from monad_notebook.provider import ChatResponse, Usage
-from monad_notebook.session import SYSTEM_PROMPT, Session
+from monad_notebook.session import Session
 from monad_notebook.store.base import Summary
 from monad_notebook.store.lance import LanceStore
 from monad_notebook.testing import ScriptedModel

@@ -15,7 +15,8 @@ from monad_notebook.config import SCRIPTED_DEMO_MODEL, ConfigWatcher
 from monad_notebook.demo import DEMO_QUESTIONS, dataset_path
 from monad_notebook.errors import MonadError
 from monad_notebook.events import Event
-from monad_notebook.session import Session, open_store
+from monad_notebook.session import Session
+from monad_notebook.store.lance import open_store
 
 
 def _demo_overrides(args: argparse.Namespace) -> tuple[dict, str]:

@@ -22,8 +22,9 @@ from monad_notebook.agent.tools.python import stdin_approver
 from monad_notebook.config import ConfigWatcher
 from monad_notebook.errors import MonadError, UsageError
 from monad_notebook.events import Event
-from monad_notebook.session import Session, open_store
+from monad_notebook.session import Session
 from monad_notebook.store.base import Store
+from monad_notebook.store.lance import open_store
 
 HELP = """\
 %%monad [--session NAME] [--model MODEL] [--new]

@@ -12,13 +12,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from monad_notebook.agent.instructions import SYSTEM_PROMPT
 from monad_notebook.agent.loop import Reply, Turn, TurnInputs
+from monad_notebook.agent.models import build_model
 from monad_notebook.agent.tools.base import Tool, ToolContext, ToolOutput
-from monad_notebook.agent.tools.memory import TOOLS as memory_tools
-from monad_notebook.agent.tools.recovery import TOOLS as recovery_tools
-from monad_notebook.agent.tools.registry import default_tools, run_tool
+from monad_notebook.agent.tools.registry import configured_tools, run_tool
 from monad_notebook.branching import branch_session
-from monad_notebook.config import SCRIPTED_DEMO_MODEL, Config, ConfigWatcher
+from monad_notebook.config import Config, ConfigWatcher
 from monad_notebook.context.cascade import Cascade
 from monad_notebook.context.handoff import seed_handoff
 from monad_notebook.context.tokens import TokenCounter
@@ -27,44 +27,9 @@ from monad_notebook.errors import StoreError, UsageError
 from monad_notebook.events import ERROR, Event, EventBus
 from monad_notebook.memory import MemoryService
 from monad_notebook.messages import Message, ToolCall
-from monad_notebook.provider import ChatModel, OpenAIChatModel, TextCallback, context_window_for
+from monad_notebook.provider import ChatModel, TextCallback, context_window_for
 from monad_notebook.store.base import SessionRecord, Store, Summary
-from monad_notebook.store.lance import LanceStore, default_db_uri
-
-SYSTEM_PROMPT = """\
-You are monad, a data-science assistant working inside the user's Jupyter kernel.
-You can run Python in the user's namespace, inspect their variables and DataFrames,
-read files under the notebook's working directory and look at recent cells.
-Prefer looking at the data over guessing. Keep answers short and in Markdown; quote
-file paths, variable and column names exactly. When a tool result was cleared or
-truncated to save context, use read_tool_output to read it back instead of re-running
-a tool; search_tool_outputs finds an earlier output by an exact text when its id is gone."""
-
-
-def open_store(config: Config) -> Store:
-    uri = config.store.uri or default_db_uri()
-    return LanceStore(
-        uri, storage_options=dict(config.store.storage_options), optimize_every=config.store.optimize_every_writes
-    )
-
-
-def build_model(config: Config, tier: str = "main") -> ChatModel:
-    """The configured model of a tier; ``scripted-demo`` is the labelled scripted demo model."""
-    spec = config.models.main if tier == "main" else config.models.resolved_fast()
-    if spec.model == SCRIPTED_DEMO_MODEL:
-        from monad_notebook.demo import DemoModel
-
-        return DemoModel(context_window=spec.context_window or 32_000)
-    return OpenAIChatModel(
-        spec.model,
-        base_url=spec.base_url,
-        api_key_env=spec.api_key_env,
-        context_window=spec.context_window,
-        timeout=spec.timeout_seconds,
-        max_retries=spec.max_retries,
-        temperature=spec.temperature,
-        max_output_tokens=spec.max_output_tokens,
-    )
+from monad_notebook.store.lance import open_store
 
 
 class Session:
@@ -143,10 +108,11 @@ class Session:
         self.context_window = window or context_window_for(self.model.name, None)
         if self.window.counter.model != self.model.name:
             self.window.use_counter(TokenCounter(self.model.name))  # a reload keeps the learned calibration
-        tools = [*default_tools(python_approval=cfg.tools.python.approval), *memory_tools]
-        if cfg.context.tool_output.persist_raw:
-            tools.extend(recovery_tools)
-        self.tools: dict[str, Tool] = {t.name: t for t in [*tools, *self._extra_tools]}
+        self.tools = configured_tools(
+            python_approval=cfg.tools.python.approval,
+            persist_raw=cfg.context.tool_output.persist_raw,
+            extra=self._extra_tools,
+        )
         schemas = [t.schema() for t in self.tools.values()]
         self.window.set_frame(Frame(cfg.agent.system_prompt or SYSTEM_PROMPT, schemas))
         if hasattr(self, "cascade"):

@@ -15,6 +15,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from monad_notebook.config import Config
 from monad_notebook.errors import StoreError
 from monad_notebook.events import Event
 from monad_notebook.messages import Message, new_id
@@ -355,3 +356,11 @@ class LanceStore(LanceTables):
                 return False
             self._write("memory_facts", lambda h: h.delete(where))
             return True
+
+
+def open_store(config: Config) -> LanceStore:
+    """The configured store: embedded at ~/.monad/db by default, or any LanceDB URI (object storage too)."""
+    uri = config.store.uri or default_db_uri()
+    return LanceStore(
+        uri, storage_options=dict(config.store.storage_options), optimize_every=config.store.optimize_every_writes
+    )

@@ -23,8 +23,7 @@ from monad_notebook import Session
 from monad_notebook import events as ev
 from monad_notebook.config import Config, parse_config
 from monad_notebook.messages import Message
-from monad_notebook.session import open_store
-from monad_notebook.store.lance import LanceStore
+from monad_notebook.store.lance import LanceStore, open_store
 from monad_notebook.testing import ScriptedModel, tool_call
 
 pytestmark = pytest.mark.slow

@@ -12,7 +12,7 @@ import json
 import re
 from typing import Any
 
-from monad_notebook.agent.tools import files, namespace, notebook, python
+from monad_notebook.agent.tools import files, memory, namespace, notebook, python, recovery
 from monad_notebook.agent.tools.base import Tool, ToolContext
 from monad_notebook.errors import ToolError
 
@@ -29,6 +29,17 @@ def default_tools(*, python_approval: str) -> list[Tool]:
     if python_approval == "off":
         tools = [t for t in tools if t.name != "python"]
     return tools
+
+
+def configured_tools(*, python_approval: str, persist_raw: bool, extra: list[Tool] | None = None) -> dict[str, Tool]:
+    """The session's tool set by name: kernel tools, memory, recovery (when raw outputs are kept), ``extra``.
+
+    A tool in ``extra`` replaces a built-in one of the same name.
+    """
+    tools = [*default_tools(python_approval=python_approval), *memory.TOOLS]
+    if persist_raw:
+        tools.extend(recovery.TOOLS)
+    return {t.name: t for t in [*tools, *(extra or [])]}
 
 
 def safe_text(value: Any) -> str:
