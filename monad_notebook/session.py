@@ -26,7 +26,7 @@ from monad_notebook.context.lossy import LossyStage, emit_handoff_if_heavy
 from monad_notebook.context.prompt import Prompt, assemble, count_parts
 from monad_notebook.context.tokens import TokenCounter, effective_input_tokens
 from monad_notebook.context.turn_stages import TurnStages
-from monad_notebook.errors import StoreError, UsageError
+from monad_notebook.errors import ConfigError, StoreError, UsageError
 from monad_notebook.events import Event, EventBus
 from monad_notebook.memory import MemoryService
 from monad_notebook.messages import Message, Role, ToolCall
@@ -90,13 +90,15 @@ class Session:
             raise UsageError("a session name must be 1-200 characters without newlines")
         self.name = name
         self.watcher = config if isinstance(config, ConfigWatcher) else ConfigWatcher.fixed(config or Config())
-        self.config = self.watcher.current()
-        self.store = store if store is not None else open_store(self.config)
         self._fixed_model = model
-        self.model = model or build_model(self.config)
+        self._root = root
+        try:
+            self._configure(self.watcher.current())  # before anything is stored: no session on half a config
+        except ConfigError as error:
+            raise ConfigError(self.watcher.blame(error)) from None
+        self.store = store if store is not None else open_store(self.config)
         self.shell = shell
         self.namespace = namespace if namespace is not None else (shell.user_ns if shell is not None else {})
-        self._root = root
         self.approve = approve
         self.events = EventBus()
         self._pending_events: list[Event] = []
@@ -110,7 +112,6 @@ class Session:
         self.turn_blocks: dict[str, str] = {}
         self.prompt_records: list[dict[str, Any]] = []
         self._events_lock = threading.Lock()
-        self._configure()
         self.lossy = LossyStage(self, after_compact=self._after_compact)
         self.stages = TurnStages(self)
 
@@ -126,34 +127,46 @@ class Session:
 
     # --- configuration -------------------------------------------------------------
 
-    def _configure(self) -> None:
-        cfg = self.config
-        if self._fixed_model is None and self.model.name != cfg.models.main.model:
-            self.model = build_model(cfg)
-        self.context_window = cfg.models.main.context_window or getattr(self.model, "context_window", None)
-        self.context_window = self.context_window or context_window_for(self.model.name, None)
-        if getattr(self, "counter", None) is None or self.counter.model != self.model.name:
-            self.counter = TokenCounter(self.model.name)  # a reload keeps the learned calibration
-            self._token_cache: dict[tuple[str, bool], int] = {}
-            self._last_prompt: tuple[tuple[Any, ...], Prompt] | None = None  # counts of the old tokenizer
-        self.lossless = LosslessStage(cfg.context, self.counter)
+    def _configure(self, cfg: Config) -> None:
+        """Put ``cfg`` in force: all that derives from it is built first, so one that fails changes nothing."""
+        old: Config | None = getattr(self, "config", None)
+        model = self._fixed_model or (self.model if old and old.models.main == cfg.models.main else build_model(cfg))
+        self._check_root(cfg)
+        counter: TokenCounter | None = getattr(self, "counter", None)
+        if counter is None or counter.model != model.name:
+            counter = TokenCounter(model.name)  # a reload keeps the learned calibration
+        lossless = LosslessStage(cfg.context, counter)
         tools = [*default_tools(python_approval=cfg.tools.python.approval), *memory_tools]
         if cfg.context.tool_output.persist_raw:
             tools.extend(recovery_tools)
+        if counter is not getattr(self, "counter", None):
+            self._token_cache: dict[tuple[str, bool], int] = {}
+            self._last_prompt: tuple[tuple[Any, ...], Prompt] | None = None  # counts of the old tokenizer
+        self.config, self.model, self.counter, self.lossless = cfg, model, counter, lossless
         self.tools: dict[str, Tool] = {t.name: t for t in tools}
+        window = cfg.models.main.context_window or getattr(model, "context_window", None)
+        self.context_window = window or context_window_for(model.name, None)
         if hasattr(self, "stages"):
             self.lossy.reconfigure()
             self.stages.reconfigure()
 
+    def _check_root(self, cfg: Config) -> None:
+        root = cfg.tools.files.root
+        if self._root is None and root is not None and not os.path.isdir(os.path.expanduser(root)):
+            shown = Path(root).expanduser().absolute()
+            raise ConfigError(f"tools.files.root names {shown}, which is not a directory: create it or change the key")
+
     def reload_config(self) -> None:
-        """Pick up agents.json changes from disk (hot reload); a broken file keeps the last good one."""
+        """Pick up agents.json changes (hot reload): all of the new configuration, or none of it and one warning."""
         config = self.watcher.current()
         warning = self.watcher.pop_warning()
+        if config is not self.config:
+            try:
+                self._configure(config)
+            except ConfigError as error:
+                warning = self.watcher.reject(config, error)
         if warning:
             self.emit(ev.ERROR, message=warning)
-        if config is not self.config:
-            self.config = config
-            self._configure()
 
     @property
     def root(self) -> Path:
