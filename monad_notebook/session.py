@@ -21,6 +21,7 @@ from monad_notebook.agent.tools.memory import TOOLS as memory_tools
 from monad_notebook.agent.tools.recovery import TOOLS as recovery_tools
 from monad_notebook.agent.tools.registry import default_tools, run_tool
 from monad_notebook.config import Config, ConfigWatcher
+from monad_notebook.config_errors import working_dir
 from monad_notebook.context.lossless import LosslessStage
 from monad_notebook.context.lossy import LossyStage, emit_handoff_if_heavy
 from monad_notebook.context.prompt import Prompt, assemble, count_parts
@@ -153,7 +154,8 @@ class Session:
     def _check_root(self, cfg: Config) -> None:
         root = cfg.tools.files.root
         if self._root is None and root is not None and not os.path.isdir(os.path.expanduser(root)):
-            shown = Path(root).expanduser().absolute()
+            here = working_dir()
+            shown = here / Path(root).expanduser() if here is not None else root
             raise ConfigError(f"tools.files.root names {shown}, which is not a directory: create it or change the key")
 
     def reload_config(self) -> None:

@@ -225,3 +225,20 @@ def test_a_deleted_working_directory_falls_back_like_a_deleted_file(isolated_env
     folder.rmdir()
     assert session.ask("second").text == "two"
     assert session.config.agent.max_steps == 24
+
+
+def test_a_broken_hook_saved_between_cells_shows_one_warning_line_and_the_answers(magic, isolated_env: Path, capsys):
+    path = isolated_env / "agents.json"
+    demo = {"models": {"main": {"model": "scripted-demo"}}}
+    path.write_text(json.dumps(demo))
+    magic.run_cell_magic("monad", "", "hello")
+    path.write_text(json.dumps({**demo, "context": {"redaction": {"hook": "no_such_module:redact"}}}))
+    touch_later(path)
+    capsys.readouterr()
+    magic.run_cell_magic("monad", "", "hello again")
+    magic.run_cell_magic("monad", "", "and again")
+    captured = capsys.readouterr()
+    (warning,) = [line for line in captured.out.splitlines() if "⚠️" in line]
+    assert warning.startswith("⚠️ agents.json: context.redaction.hook 'no_such_module:redact' cannot be imported")
+    assert warning.endswith("the last good configuration is still in force")
+    assert captured.out.count("scripted demo") == 2 and captured.err == ""
