@@ -8,21 +8,23 @@ is worse than an error; each error is one line naming the file and the dotted ke
 from __future__ import annotations
 
 import copy
-import json
 import os
 import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
-from monad_notebook.config_errors import canonical, describe_error, display_path, plain_number
+from monad_notebook.config_errors import canonical, describe_error, display_path, plain_number, working_dir
+from monad_notebook.config_json import check_shape, read_json
 from monad_notebook.errors import ConfigError
 
 CONFIG_NAME = "agents.json"
+STILL_IN_FORCE = " — the last good configuration is still in force"
 SCRIPTED_DEMO_MODEL = "scripted-demo"
 
 
@@ -35,30 +37,52 @@ def _fraction(value: float) -> float:
 
 
 def _compiles(value: str) -> str:
-    """Patterns run on RE2 (linear time), so they are checked with RE2: no lookarounds or backreferences."""
+    """Patterns run on RE2 (linear time), so they are checked with RE2: no lookarounds or backreferences.
+
+    A pattern that can match nothing at all (``""``, ``x*``, ``\\b``) would redact nothing while
+    looking like a rule, so it is refused.
+    """
     import re2
 
     try:
-        re2.compile(value)
+        compiled = re2.compile(value)
     except re2.error as error:
         why = error.args[0] if error.args else "unknown error"
         why = why.decode(errors="replace") if isinstance(why, bytes) else str(why)
         raise PydanticCustomError("regex", "is not a valid RE2 regular expression: {why}", {"why": why}) from None
+    if any(match.end() == match.start() for probe in _EMPTY_PROBES for match in compiled.finditer(probe)):
+        raise PydanticCustomError("regex", "matches the empty string, so it would redact nothing: make it match text")
+    return value
+
+
+_EMPTY_PROBES = ("", "a", "a b", "1-x")
+
+
+def _http_url(value: str) -> str:
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise PydanticCustomError("url", "must be an http:// or https:// URL")
     return value
 
 
 Fraction = Annotated[float, AfterValidator(_fraction)]
 PositiveInt = Annotated[int, Field(gt=0)]
 NonNegativeInt = Annotated[int, Field(ge=0)]
-Seconds = Annotated[float, Field(gt=0)]
+Seconds = Annotated[float, Field(gt=0, le=86_400)]
 Name = Annotated[str, Field(min_length=1)]
+Url = Annotated[str, AfterValidator(_http_url)]
 
 
 class _Section(BaseModel):
     """JSON keys are camelCase, attributes snake_case; JSON types are not coerced."""
 
     model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="forbid", strict=True, validate_assignment=True
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        strict=True,
+        validate_assignment=True,
+        allow_inf_nan=False,
     )
 
 
@@ -66,13 +90,23 @@ class ModelConfig(_Section):
     """One model tier on an OpenAI-compatible endpoint (``baseUrl`` null means OpenAI)."""
 
     model: Name = "gpt-4.1-mini"
-    base_url: str | None = None
+    base_url: Url | None = None
     api_key_env: Name = "OPENAI_API_KEY"
     context_window: PositiveInt | None = None
     max_output_tokens: PositiveInt | None = None
     temperature: Annotated[float, Field(ge=0, le=2)] | None = None
     timeout_seconds: Seconds = 60.0
     max_retries: NonNegativeInt = 4
+
+    @field_validator("max_output_tokens")
+    @classmethod
+    def _output_fits_the_window(cls, value: int | None, info: ValidationInfo) -> int | None:
+        window = info.data.get("context_window")
+        if value is not None and window is not None and value >= window:
+            raise PydanticCustomError(
+                "order", "must be below contextWindow, {window} (got {got})", {"window": window, "got": value}
+            )
+        return value
 
 
 class FastModelConfig(ModelConfig):
@@ -84,7 +118,7 @@ class FastModelConfig(ModelConfig):
 class EmbeddingConfig(_Section):
     provider: Literal["local", "openai", "none"] = "local"
     model: Name | None = None
-    base_url: str | None = None
+    base_url: Url | None = None
     api_key_env: Name = "OPENAI_API_KEY"
     dimensions: PositiveInt | None = None
 
@@ -110,7 +144,7 @@ class ModelsConfig(_Section):
         if values["model"] != self.main.model:
             for name in ("context_window", "max_output_tokens"):
                 values[name] = getattr(self.fast, name)
-        return ModelConfig(**values)
+        return ModelConfig.model_construct(**values)  # each value is validated; main and fast may mix
 
 
 class StoreConfig(_Section):
@@ -255,13 +289,13 @@ def find_config_path() -> Path | None:
     """``$MONAD_CONFIG``, else ``./agents.json``, else ``$MONAD_HOME/agents.json``, else None."""
     named = os.environ.get("MONAD_CONFIG")
     if named:
-        path = Path(named).expanduser().absolute()
-        if not path.is_file():
+        path = Path(named).expanduser()
+        if not os.path.isfile(path):
             raise ConfigError(f"MONAD_CONFIG names {named}, which does not exist: create it or unset MONAD_CONFIG")
-        return path
-    for candidate in (Path.cwd() / CONFIG_NAME, monad_home() / CONFIG_NAME):
-        if candidate.is_file():
-            return candidate
+        return path.absolute()
+    for folder in (working_dir(), monad_home()):
+        if folder is not None and os.path.isfile(folder / CONFIG_NAME):
+            return folder / CONFIG_NAME
     return None
 
 
@@ -278,7 +312,8 @@ def parse_config(data: Any, source: str = CONFIG_NAME) -> Config:
     """
     if not isinstance(data, Mapping):
         raise ConfigError(f"{source} must hold a JSON object ({{...}}) at the top level")
-    data = canonical(data, Config)
+    check_shape(data, source)
+    data = canonical(data, Config, source)
     try:
         return Config.model_validate(data)
     except ValidationError as error:
@@ -303,7 +338,8 @@ class ConfigWatcher:
 
     Asked once per turn, so a stat or two is all it costs. A broken save keeps the last
     good configuration (with a warning) because failing a turn over a half-edited file
-    helps no one; only the first load must succeed.
+    helps no one; only the first load must succeed. A file that validates but cannot be
+    put to use (a redaction hook that does not import) is handed back with ``reject``.
     """
 
     def __init__(self, path: Path | None = None, overrides: Mapping[str, Any] | None = None) -> None:
@@ -322,6 +358,7 @@ class ConfigWatcher:
         self._overrides = copy.deepcopy(dict(overrides or {}))
         self._lock = threading.Lock()
         self._warning: str | None = None
+        self._previous: tuple[Config, Path | None, dict[str, Any]] | None = None
         source = self._locate()
         self._seen: tuple[Any, Any] = (source, _stamp(source))
         self._config = self._build(source, self._overrides)
@@ -347,7 +384,7 @@ class ConfigWatcher:
                     self._fail(seen, error)
                 else:
                     self._seen = seen
-                    self._adopt(config, source)
+                    self._adopt(config, source, self._overrides)
             return self._config
 
     def set_overrides(self, overrides: Mapping[str, Any]) -> Config:
@@ -357,9 +394,27 @@ class ConfigWatcher:
             source = self._locate()
             seen = (source, _stamp(source))
             config = self._build(source, overrides)
-            self._overrides, self._seen = overrides, seen
-            self._adopt(config, source)
+            self._seen = seen
+            self._adopt(config, source, overrides)
             return config
+
+    def reject(self, config: Config, error: ConfigError) -> str:
+        """Go back to the configuration before ``config``, which could not be put to use.
+
+        The file is not read again until it changes, so the returned warning line is shown once.
+        """
+        with self._lock:
+            message = self.blame(error) + STILL_IN_FORCE
+            if self._config is config and self._previous is not None:
+                self._config, self.source, self._overrides = self._previous
+                self._previous = None
+            return message
+
+    def blame(self, error: ConfigError) -> str:
+        """The error's line, led by the name of the file it comes from unless it names it already."""
+        name = display_path(self.source) if self.source is not None else "configuration"
+        text = str(error)
+        return text if text.startswith(name) else f"{name}: {text}"
 
     def pop_warning(self) -> str | None:
         """The warning about the last broken reload, once."""
@@ -376,15 +431,16 @@ class ConfigWatcher:
         if self._fixed is None:
             return _load(source, overrides)
         parse_config(overrides, "overrides")
-        return parse_config(deep_merge(self._fixed, canonical(overrides, Config)), "overrides")
+        return parse_config(deep_merge(self._fixed, canonical(overrides, Config, "overrides")), "overrides")
 
     def _fail(self, seen: tuple[Any, Any], error: ConfigError) -> None:
         if seen != self._seen:
             self._seen = seen
-            self._warning = f"{error} — keeping the previous configuration"
+            self._warning = f"{error}{STILL_IN_FORCE}"
 
-    def _adopt(self, config: Config, source: Path | None) -> None:
-        self._config, self.source, self._warning = config, source, None
+    def _adopt(self, config: Config, source: Path | None, overrides: dict[str, Any]) -> None:
+        self._previous = (self._config, self.source, self._overrides)
+        self._config, self.source, self._overrides, self._warning = config, source, overrides, None
 
 
 def _stamp(path: Path | None) -> tuple[int, int, int] | None:
@@ -399,26 +455,10 @@ def _stamp(path: Path | None) -> tuple[int, int, int] | None:
 
 def _load(source: Path | None, overrides: Mapping[str, Any] | None) -> Config:
     name = display_path(source) if source is not None else "configuration"
-    data: Any = _read_json(source, name) if source is not None else {}
+    data: Any = read_json(source, name) if source is not None else {}
     if overrides:
         parse_config(overrides, "overrides")
         if isinstance(data, Mapping):
-            data = deep_merge(canonical(data, Config), canonical(overrides, Config))
+            check_shape(data, name)
+            data = deep_merge(canonical(data, Config, name), canonical(overrides, Config, "overrides"))
     return parse_config(data, name)
-
-
-def _read_json(path: Path, name: str) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise ConfigError(f"{name} does not exist: create it, or remove the setting that names it") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{name} is not UTF-8 text: save it as UTF-8") from None
-    except OSError as error:
-        raise ConfigError(f"cannot read {name}: {error.strerror}") from None
-    if not text.strip():
-        raise ConfigError(f"{name} is empty: write {{}} for the defaults, or delete it")
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as error:
-        raise ConfigError(f"{name} is not valid JSON: line {error.lineno} column {error.colno}: {error.msg}") from None

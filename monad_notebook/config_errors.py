@@ -16,6 +16,8 @@ from typing import Any, get_args
 
 from pydantic import BaseModel
 
+from monad_notebook.errors import ConfigError
+
 _PHRASES = {
     "int_type": "must be a whole number",
     "float_type": "must be a number",
@@ -26,6 +28,8 @@ _PHRASES = {
     "model_type": "must be an object",
     "string_too_short": "must not be empty",
     "string_pattern_mismatch": 'must look like "module:function"',
+    "finite_number": "must be a finite number",
+    "url": "must be an http:// or https:// URL",
 }
 _BOUNDS = {"greater_than": "greater than", "greater_than_equal": "at least", "less_than_equal": "at most"}
 
@@ -33,7 +37,7 @@ _BOUNDS = {"greater_than": "greater than", "greater_than_equal": "at least", "le
 def describe_error(error: Mapping[str, Any], data: Any, root: type[BaseModel]) -> str:
     """One pydantic error as ``<dotted.key> <what is wrong>``."""
     loc, kind, ctx = tuple(error["loc"]), error["type"], error.get("ctx") or {}
-    path = _key_path(loc)
+    path = key_path(loc)
     if kind == "extra_forbidden":
         return f"unknown key {path}{_suggestion(loc, root)}"
     if kind == "missing":
@@ -54,10 +58,16 @@ def describe_error(error: Mapping[str, Any], data: Any, root: type[BaseModel]) -
     return f"{path} {what} (got {_shown(error.get('input'))})"
 
 
-def _key_path(loc: tuple[Any, ...]) -> str:
+def key_path(loc: tuple[Any, ...]) -> str:
+    """``context.redaction.patterns[0].regex``; a key that would break the line is escaped and shortened."""
     path = ""
     for part in loc:
-        path += f"[{part}]" if isinstance(part, int) else f".{part}" if path else str(part)
+        if isinstance(part, int):
+            path += f"[{part}]"
+            continue
+        text = str(part) if str(part).isprintable() else json.dumps(str(part), ensure_ascii=False)[1:-1]
+        text = text if len(text) <= 40 else text[:37] + "..."
+        path += f".{text}" if path else text
     return path
 
 
@@ -133,15 +143,23 @@ def _model_at(loc: tuple[Any, ...], root: type[BaseModel]) -> type[BaseModel] | 
     return model
 
 
-def canonical(data: Any, model: type[BaseModel]) -> Any:
-    """Rename snake_case keys to their camelCase aliases so merges and error paths agree."""
+def canonical(data: Any, model: type[BaseModel], source: str, loc: tuple[Any, ...] = ()) -> Any:
+    """Rename snake_case keys to their camelCase aliases so merges and error paths agree.
+
+    Both spellings of one key in one object would otherwise be merged last-wins, silently.
+    """
     if not isinstance(data, Mapping):
         return data
     out: dict[str, Any] = {}
     for key, value in data.items():
         alias, nested = _keys(model).get(key, (key, None))
-        if nested is not None:
-            value = [canonical(item, nested) for item in value] if isinstance(value, list) else canonical(value, nested)
+        if alias in out:
+            twice = f"key {key_path((*loc, alias))} is given twice (as {alias} and {key})"
+            raise ConfigError(f"{source}: {twice}: keep one")
+        if isinstance(value, list) and nested is not None:
+            value = [canonical(item, nested, source, (*loc, alias, index)) for index, item in enumerate(value)]
+        elif nested is not None:
+            value = canonical(value, nested, source, (*loc, alias))
         out[alias] = value
     return out
 
@@ -153,9 +171,17 @@ def plain_number(value: Any) -> Any:
 
 def display_path(path: Path) -> str:
     """A path as the user would type it: relative to the working directory or ``~``, else absolute."""
-    for base, prefix in ((Path.cwd(), ""), (Path.home(), "~/")):
-        try:
-            return prefix + str(path.absolute().relative_to(base))
-        except ValueError:
-            continue
-    return str(path)
+    cwd = working_dir()
+    full = path if path.is_absolute() or cwd is None else cwd / path
+    for base, prefix in ((cwd, ""), (Path.home(), "~/")):
+        if base is not None and full.is_relative_to(base):
+            return prefix + str(full.relative_to(base))
+    return str(full)
+
+
+def working_dir() -> Path | None:
+    """The working directory, or None once it has been deleted (an agents.json in it went with it)."""
+    try:
+        return Path.cwd()
+    except OSError:
+        return None

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,17 +20,41 @@ from monad_notebook.agent.tools.base import Tool, ToolContext, ToolOutput
 from monad_notebook.agent.tools.registry import configured_tools, run_tool
 from monad_notebook.branching import branch_session
 from monad_notebook.config import Config, ConfigWatcher
+from monad_notebook.config_errors import working_dir
 from monad_notebook.context.cascade import Cascade
 from monad_notebook.context.handoff import seed_handoff
+from monad_notebook.context.lossless import LosslessStage
 from monad_notebook.context.tokens import TokenCounter
 from monad_notebook.context.window import Frame, Window
-from monad_notebook.errors import StoreError, UsageError
+from monad_notebook.errors import ConfigError, StoreError, UsageError
 from monad_notebook.events import ERROR, Event, EventBus
 from monad_notebook.memory import MemoryService
 from monad_notebook.messages import Message, ToolCall
 from monad_notebook.provider import ChatModel, TextCallback, context_window_for
 from monad_notebook.store.base import SessionRecord, Store, Summary
 from monad_notebook.store.lance import open_store
+
+
+@dataclass(frozen=True)
+class Setup:
+    """Everything a configuration puts in force, built before any of it is."""
+
+    config: Config
+    model: ChatModel
+    counter: TokenCounter
+    lossless: LosslessStage
+    tools: dict[str, Tool]
+    frame: Frame
+    context_window: int
+
+
+def check_root(cfg: Config, explicit: str | Path | None) -> None:
+    """``tools.files.root`` must name a directory (an explicit ``root=`` argument wins over it)."""
+    root = cfg.tools.files.root
+    if explicit is None and root is not None and not os.path.isdir(os.path.expanduser(root)):
+        here = working_dir()
+        shown = here / Path(root).expanduser() if here is not None else root
+        raise ConfigError(f"tools.files.root names {shown}, which is not a directory: create it or change the key")
 
 
 class Session:
@@ -58,22 +83,24 @@ class Session:
             raise UsageError("a session name must be 1-200 characters without newlines")
         self.name = name
         self.watcher = config if isinstance(config, ConfigWatcher) else ConfigWatcher.fixed(config or Config())
-        self.config = self.watcher.current()
-        self.store = store if store is not None else open_store(self.config)
         self._fixed_model, self._fixed_fast = model, fast_model
-        self.model = model or build_model(self.config)
+        self._root = root
+        self._extra_tools = list(extra_tools or [])
+        try:
+            setup = self._prepare(self.watcher.current(), None)  # before anything is stored: no half a config
+        except ConfigError as error:
+            raise ConfigError(self.watcher.blame(error)) from None
+        self.config, self.model = setup.config, setup.model
+        self.store = store if store is not None else open_store(self.config)
         self.shell = shell
         self.namespace = namespace if namespace is not None else (shell.user_ns if shell is not None else {})
-        self._root = root
         self.approve = approve
-        self._extra_tools = list(extra_tools or [])
         self.events = EventBus()
         self._pending_events: list[Event] = []
         self._events_lock = threading.Lock()
         self.record = self.store.get_session(name) or self._create_record()
-        self.window = Window(name, TokenCounter(self.model.name))
+        self.window = Window(name, setup.counter)
         self.window.load(self.store)
-        self._configure()
         self.cascade = Cascade(
             window=self.window,
             store=self.store,
@@ -82,7 +109,9 @@ class Session:
             bus=self.events,
             models=self._model_for,
             context_window=lambda: self.context_window,
+            lossless=setup.lossless,
         )
+        self._apply(setup)
 
     def _create_record(self) -> SessionRecord:
         """Create this session's record; another kernel may have created it a moment ago."""
@@ -100,33 +129,51 @@ class Session:
 
     # --- configuration -------------------------------------------------------------
 
-    def _configure(self) -> None:
-        cfg = self.config
-        if self._fixed_model is None and self.model.name != cfg.models.main.model:
-            self.model = build_model(cfg)
-        window = cfg.models.main.context_window or getattr(self.model, "context_window", None)
-        self.context_window = window or context_window_for(self.model.name, None)
-        if self.window.counter.model != self.model.name:
-            self.window.use_counter(TokenCounter(self.model.name))  # a reload keeps the learned calibration
-        self.tools = configured_tools(
+    def _prepare(self, cfg: Config, old: Config | None) -> Setup:
+        """Build all that derives from ``cfg``; nothing is in force yet, so a failure changes nothing."""
+        keep_model = old is not None and old.models.main == cfg.models.main
+        model = self._fixed_model or (self.model if keep_model else build_model(cfg))
+        check_root(cfg, self._root)
+        counter = self.window.counter if hasattr(self, "window") else None
+        if counter is None or counter.model != model.name:
+            counter = TokenCounter(model.name)  # a reload keeps the learned calibration
+        tools = configured_tools(
             python_approval=cfg.tools.python.approval,
             persist_raw=cfg.context.tool_output.persist_raw,
             extra=self._extra_tools,
         )
-        schemas = [t.schema() for t in self.tools.values()]
-        self.window.set_frame(Frame(cfg.agent.system_prompt or SYSTEM_PROMPT, schemas))
-        if hasattr(self, "cascade"):
-            self.cascade.reconfigure()
+        frame = Frame(cfg.agent.system_prompt or SYSTEM_PROMPT, [t.schema() for t in tools.values()])
+        window = cfg.models.main.context_window or getattr(model, "context_window", None)
+        return Setup(
+            config=cfg,
+            model=model,
+            counter=counter,
+            lossless=LosslessStage(cfg.context, counter),
+            tools=tools,
+            frame=frame,
+            context_window=window or context_window_for(model.name, None),
+        )
+
+    def _apply(self, setup: Setup) -> None:
+        """Put a prepared configuration in force, all at once."""
+        self.config, self.model, self.tools = setup.config, setup.model, setup.tools
+        self.context_window = setup.context_window
+        if setup.counter is not self.window.counter:
+            self.window.use_counter(setup.counter)
+        self.window.set_frame(setup.frame)
+        self.cascade.reconfigure(setup.lossless)
 
     def reload_config(self) -> None:
-        """Pick up agents.json changes from disk (hot reload); a broken file keeps the last good one."""
+        """Pick up agents.json changes (hot reload): all of the new configuration, or none of it and one warning."""
         config = self.watcher.current()
         warning = self.watcher.pop_warning()
+        if config is not self.config:
+            try:
+                self._apply(self._prepare(config, self.config))
+            except ConfigError as error:
+                warning = self.watcher.reject(config, error)
         if warning:
             self.emit(ERROR, message=warning)
-        if config is not self.config:
-            self.config = config
-            self._configure()
 
     @property
     def root(self) -> Path:

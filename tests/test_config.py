@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -164,6 +165,21 @@ def test_monad_config_naming_a_missing_file_says_so(monkeypatch):
             'missing ): (AKIA (pattern "aws")',
         ),
         ({"context": {"redaction": {"patterns": [{"regex": "a"}]}}}, "context.redaction.patterns[0].name is required"),
+        (
+            {"context": {"redaction": {"patterns": [{"name": "any", "regex": "a?"}]}}},
+            "context.redaction.patterns[0].regex matches the empty string, so it would redact nothing",
+        ),
+        ({"context": {"eviction": {"atFraction": math.nan}}}, "context.eviction.atFraction must be a finite number"),
+        ({"models": {"fast": {"temperature": math.inf}}}, "models.fast.temperature must be a finite number"),
+        ({"agent": {"maxSteps": -(10**5000)}}, "agent.maxSteps is too large a number"),
+        ({"models": {"embedding": {"baseUrl": "ftp://host/v1"}}}, "models.embedding.baseUrl must be an http://"),
+        (
+            {"models": {"fast": {"contextWindow": 4096, "maxOutputTokens": 8192}}},
+            "models.fast.maxOutputTokens must be below contextWindow, 4096 (got 8192)",
+        ),
+        ({"tools": {"python": {"timeoutSeconds": 10**6}}}, "tools.python.timeoutSeconds must be at most 86400"),
+        ({"store": {"storageOptions": {"region": "eu\x00"}}}, "store.storageOptions.region contains a NUL"),
+        ({"agent": {"maxSteps": 3, "max_steps": 4}}, "key agent.maxSteps is given twice (as maxSteps and max_steps)"),
     ],
 )
 def test_a_bad_value_is_one_line_naming_the_key(data, message):
@@ -200,6 +216,20 @@ def test_several_errors_name_the_first_and_count_the_rest():
 def test_a_misspelt_key_is_reported_before_the_missing_one_it_explains():
     error = config_error({"context": {"redaction": {"patterns": [{"nmae": "x", "regex": "a"}]}}})
     assert error.startswith("agents.json: unknown key context.redaction.patterns[0].nmae (did you mean name?)")
+
+
+def test_a_key_given_twice_is_named_with_its_whole_path(isolated_env):
+    write(isolated_env / "agents.json", '{"context": {"redaction": {"patterns": [{"name": "a", "name": "b"}]}}}')
+    with pytest.raises(ConfigError) as caught:
+        load_config()
+    assert str(caught.value) == "agents.json: key context.redaction.patterns[0].name appears twice: keep one"
+
+
+def test_the_fast_tier_may_take_a_window_from_main_that_its_own_output_cap_exceeds():
+    models = parse_config(
+        {"models": {"main": {"model": "m", "contextWindow": 8000}, "fast": {"model": "m", "maxOutputTokens": 9000}}}
+    ).models
+    assert (models.resolved_fast().context_window, models.resolved_fast().max_output_tokens) == (8000, 9000)
 
 
 def test_the_top_level_must_be_an_object(isolated_env):
@@ -343,7 +373,7 @@ def test_a_broken_save_keeps_the_last_good_config_and_warns_once(isolated_env):
     assert watcher.current().agent.max_steps == 3
     assert watcher.pop_warning() == (
         "agents.json: context.summarize.hardFraction must be between 0 and 1 (got 2)"
-        " — keeping the previous configuration"
+        " — the last good configuration is still in force"
     )
     assert watcher.current().agent.max_steps == 3
     assert watcher.pop_warning() is None
@@ -406,6 +436,21 @@ def test_a_fixed_watcher_reads_no_file_but_takes_overrides(isolated_env):
     assert changed.agent.max_steps == 2
     assert changed.models.resolved_fast().base_url == "http://127.0.0.1:9/v1"
     assert watcher.current() is changed
+
+
+def test_a_rejected_config_hands_back_the_last_good_one_until_the_file_changes(isolated_env):
+    path = write(isolated_env / "agents.json", {"agent": {"maxSteps": 3}})
+    watcher = ConfigWatcher()
+    good = watcher.current()
+    write(path, {"agent": {"maxSteps": 7}})
+    touch_later(path)
+    unusable = watcher.current()
+    warning = watcher.reject(unusable, ConfigError("agent.maxSteps is unusable"))
+    assert warning == "agents.json: agent.maxSteps is unusable — the last good configuration is still in force"
+    assert watcher.current() is good and watcher.pop_warning() is None
+    write(path, {"agent": {"maxSteps": 9}})
+    touch_later(path, 20)
+    assert watcher.current().agent.max_steps == 9
 
 
 def test_a_broken_file_at_start_must_be_fixed_first(isolated_env):

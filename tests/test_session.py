@@ -7,7 +7,7 @@ import pytest
 from monad_notebook import Session
 from monad_notebook.agent.loop import INTERRUPTED_RESULT, NOT_RUN_RESULT
 from monad_notebook.config import Config
-from monad_notebook.errors import EndpointError, UsageError
+from monad_notebook.errors import ConfigError, EndpointError, UsageError
 from monad_notebook.store.lance import LanceStore
 from monad_notebook.testing import ScriptedModel, tool_call, tool_calls
 
@@ -151,6 +151,18 @@ def test_empty_message_and_bad_names_are_usage_errors(config, store):
         Session("a\nb", config=config, store=store, model=ScriptedModel([]))
     with pytest.raises(UsageError):
         Session("ok", config=config, store=store, model=ScriptedModel([])).ask("   ")
+
+
+def test_a_files_root_that_does_not_exist_starts_no_session(store, tmp_path):
+    missing = tmp_path / "data"
+    config = Config.model_validate({"tools": {"files": {"root": str(missing)}}})
+    with pytest.raises(ConfigError, match=f"^configuration: tools.files.root names {missing}, which is not a dir"):
+        Session("rootless", config=config, store=store, model=ScriptedModel([]))
+    assert store.list_sessions() == []
+    (tmp_path / "notes.csv").write_text("a,b\n")
+    model = ScriptedModel([tool_call("list_files", {}), "listed"])
+    Session("given", config=config, store=store, model=model, root=tmp_path).ask("list")  # an explicit root wins
+    assert "notes.csv" in model.calls[-1].messages[-1]["content"]
 
 
 def test_status_reports_model_window_and_counts(config, store):

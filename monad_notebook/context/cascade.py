@@ -39,13 +39,14 @@ class Cascade:
         bus: EventBus,
         models: ModelFactory,
         context_window: Callable[[], int],
+        lossless: LosslessStage,
     ) -> None:
         self.window = window
         self.store = store
         self.config = config
         self.emit = emit
         self.context_window = context_window
-        self.lossless = LosslessStage(config().context, window.counter)
+        self.lossless = lossless
         self.turn_stages = TurnStages(
             store=store,
             config=config,
@@ -64,9 +65,9 @@ class Cascade:
             on_landed=self._on_landed,
         )
 
-    def reconfigure(self) -> None:
-        """A new config snapshot (or a new tokenizer): rebuild what depends on it."""
-        self.lossless = LosslessStage(self.config().context, self.window.counter)
+    def reconfigure(self, lossless: LosslessStage) -> None:
+        """A new config snapshot is in force (``lossless`` was built from it): follow it."""
+        self.lossless = lossless
         self.turn_stages.reconfigure(self.lossless.redactor)
         self.lossy.reconfigure()
 
