@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from monad_notebook import events as ev
+from monad_notebook.agent.call_ids import unique_tool_calls
 from monad_notebook.agent.model import ChatResponse, TextCallback
 from monad_notebook.errors import ContextLengthError
 from monad_notebook.messages import Message, ToolCall
@@ -73,8 +74,9 @@ class Turn:
         self.reply.steps += 1
         s.run_step_stages()
         response, prompt_tokens = self._call_model()
-        assistant = s.new_message("assistant", response.content, tool_calls=response.tool_calls)
-        results = self._run_tools(assistant, response.tool_calls)
+        calls = unique_tool_calls(s, response.tool_calls)
+        assistant = s.new_message("assistant", response.content, tool_calls=calls)
+        results = self._run_tools(assistant, calls)
         s.commit_step([assistant, *results])
         self.reply.prompt_tokens += prompt_tokens
         if response.usage is not None:
