@@ -6,6 +6,7 @@ durable boundary), so a turn never reads the whole transcript.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -196,8 +197,8 @@ class Session:
             self.store.save_raw_outputs(self.name, spilled)
         self.store.append_messages(messages)
         self.window.extend(messages)
-        self.flush_events()
         self.stages.index(messages)
+        self.flush_events()
 
     # --- stages --------------------------------------------------------------------
 
@@ -373,10 +374,17 @@ class Session:
             self.flush_events()
 
     def flush_events(self) -> None:
+        """Write the pending events; if the write fails they stay pending for the next flush."""
         with self._events_lock:
             pending, self._pending_events = self._pending_events, []
-        if pending:
+        if not pending:
+            return
+        try:
             self.store.append_events(pending)
+        except Exception:
+            with self._events_lock:
+                self._pending_events[:0] = pending
+            raise
 
     # --- public API ----------------------------------------------------------------
 
@@ -385,9 +393,13 @@ class Session:
         if not text.strip():
             raise UsageError("the message is empty: write what you want the agent to do")
         try:
-            return Turn(self, text, on_text).run()
-        finally:
-            self.flush_events()
+            reply = Turn(self, text, on_text).run()
+        except BaseException:
+            with contextlib.suppress(Exception):  # the turn's own error is the one to report
+                self.flush_events()
+            raise
+        self.flush_events()
+        return reply
 
     def status(self) -> dict[str, Any]:
         return {
