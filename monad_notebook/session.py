@@ -6,6 +6,7 @@ runs the stages, ``agent.loop.Turn`` runs a turn); this module wires them and is
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Callable
@@ -215,8 +216,8 @@ class Session:
             self.store.save_raw_outputs(self.name, spilled)
         self.store.append_messages(messages)
         self.window.extend(messages)
-        self.flush_events()
         self.cascade.committed(messages)
+        self.flush_events()
 
     def execute_tool(self, call: ToolCall) -> ToolOutput:
         ctx = ToolContext(
@@ -248,10 +249,17 @@ class Session:
             self.flush_events()
 
     def flush_events(self) -> None:
+        """Write the pending events; if the write fails they stay pending for the next flush."""
         with self._events_lock:
             pending, self._pending_events = self._pending_events, []
-        if pending:
+        if not pending:
+            return
+        try:
             self.store.append_events(pending)
+        except Exception:
+            with self._events_lock:
+                self._pending_events[:0] = pending
+            raise
 
     # --- public API ----------------------------------------------------------------
 
@@ -267,13 +275,18 @@ class Session:
                 model=self.model,
                 run_tool=self.execute_tool,
                 commit=self.commit_step,
+                saved_outputs=lambda ids: self.store.has_raw_outputs(self.name, ids),
                 emit=self.emit,
                 usage=self.usage_snapshot,
                 max_steps=self.config.agent.max_steps,
             )
-            return Turn(inputs, text, on_text).run()
-        finally:
-            self.flush_events()
+            reply = Turn(inputs, text, on_text).run()
+        except BaseException:
+            with contextlib.suppress(Exception):  # the turn's own error is the one to report
+                self.flush_events()
+            raise
+        self.flush_events()
+        return reply
 
     def occupancy(self) -> int:
         """effectiveInputTokens: the provider's last real count, else the calibrated estimate."""

@@ -22,7 +22,7 @@ LAYERS: list[set[str]] = [
     {"agent", "context", "memory", "widget", "branching", "demo", "testing"},
     {"store"},
     {"provider"},
-    {"config", "config_errors", "events", "errors", "messages"},
+    {"config", "config_errors", "config_json", "events", "errors", "messages"},
 ]
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from monad_notebook import events as ev
+from monad_notebook.agent.call_ids import unique_tool_calls
 from monad_notebook.agent.tools.base import ToolOutput
 from monad_notebook.context.cascade import Cascade
 from monad_notebook.context.window import Window
@@ -47,6 +48,7 @@ class TurnInputs:
     model: ChatModel
     run_tool: Callable[[ToolCall], ToolOutput]  # executes one call (never raises for a tool problem)
     commit: Callable[[list[Message]], None]  # persists a step's messages in one write, then the window has them
+    saved_outputs: Callable[[list[str]], set[str]]  # which of these tool-call ids have a saved output
     emit: Emit
     usage: Callable[[], dict[str, Any]]  # the occupancy snapshot for ``context.usage``
     max_steps: int
@@ -88,8 +90,9 @@ class Turn:
         self.reply.steps += 1
         io.cascade.run_step()
         response, prompt_tokens = self._call_model()
-        assistant = w.new_message("assistant", response.content, tool_calls=response.tool_calls)
-        results = self._run_tools(assistant, response.tool_calls)
+        calls = unique_tool_calls(w, io.saved_outputs, response.tool_calls)
+        assistant = w.new_message("assistant", response.content, tool_calls=calls)
+        results = self._run_tools(assistant, calls)
         io.commit([assistant, *results])
         self.reply.prompt_tokens += prompt_tokens
         if response.usage is not None:

@@ -45,7 +45,24 @@ def default_db_uri() -> str:
     return str(Path(os.environ.get("MONAD_HOME") or "~/.monad").expanduser() / "db")
 
 
-_NO_SPACE = ("no space left", "os error 28", "os error 27", "file too large", "quota exceeded", "os error 122")
+_ELSEWHERE = "point MONAD_HOME (or store.uri in agents.json) at a writable directory"
+_KNOWN_CAUSES = (
+    (
+        ("no space left", "os error 28", "os error 27", "file too large", "quota exceeded", "os error 122"),
+        "out of disk space: free some space (or raise the file size limit) and run the cell again",
+    ),
+    (
+        ("read-only file system", "os error 30", "errno 30"),
+        f"read-only file system: remount it writable or {_ELSEWHERE}, then run the cell again",
+    ),
+    (
+        ("permission denied", "os error 13", "errno 13", "operation not permitted"),
+        f"permission denied: give this user write access to the database directory or {_ELSEWHERE}, "
+        "then run the cell again",
+    ),
+)
+
+_ADVICE = frozenset(advice for _, advice in _KNOWN_CAUSES)
 
 
 def _reason(exc: BaseException) -> str:
@@ -53,8 +70,10 @@ def _reason(exc: BaseException) -> str:
     lines = str(exc).strip().splitlines()
     text = lines[0] if lines else type(exc).__name__
     text = re.sub(r",? ?/\S*\.cargo/\S*", "", text)
-    if any(mark in text.lower() for mark in _NO_SPACE):
-        return "out of disk space: free some space (or raise the file size limit) and run the cell again"
+    lowered = text.lower()
+    for marks, advice in _KNOWN_CAUSES:
+        if any(mark in lowered for mark in marks):
+            return advice
     return text if len(text) <= 160 else text[:159] + "…"
 
 
@@ -89,8 +108,10 @@ class LanceTables:
         try:
             self._db = lancedb.connect(self.uri, read_consistency_interval=interval, storage_options=storage_options)
         except Exception as exc:
+            reason = _reason(exc)
             fix = "check its storage options" if "://" in self.uri else "point MONAD_HOME at a writable directory"
-            raise StoreError(f"cannot open the database at {self.uri} ({_reason(exc)}); {fix}") from None
+            fix = "" if reason in _ADVICE else f"; {fix}"
+            raise StoreError(f"cannot open the database at {self.uri} ({reason}){fix}") from None
 
     def _table(self, name: str, *, create: bool) -> Any | None:
         """The cached handle; created on first write, so reads of a fresh database create nothing."""

@@ -3,19 +3,28 @@
 from __future__ import annotations
 
 import contextlib
+import errno
+import json
 import os
 import resource
+import shutil
 import signal
+import subprocess
+import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+import monad_notebook
 from monad_notebook import Session
+from monad_notebook import events as ev
 from monad_notebook.config import Config
 from monad_notebook.errors import StoreError
 from monad_notebook.store.lance import LanceStore
-from monad_notebook.testing import ScriptedModel
+from monad_notebook.store.tables import _reason
+from monad_notebook.testing import ScriptedModel, tool_call
 
 CONFIG = Config.model_validate({"tools": {"python": {"approval": "auto"}}})
 
@@ -152,3 +161,117 @@ def test_a_session_on_a_damaged_table_can_start_over_in_a_fresh_database(tmp_pat
     session = Session("kept", config=CONFIG, model=ScriptedModel(["fresh start"]))
     assert session.ask("hello").text == "fresh start"
     assert os.path.isdir(tmp_path / "fresh" / "db")
+
+
+def test_a_write_failing_mid_turn_reports_the_first_error_and_keeps_the_turns_events(tmp_path: Path):
+    db = tmp_path / "db"
+    store = LanceStore(db, optimize_every=0)
+    broken = contextlib.ExitStack()
+
+    def break_db() -> None:
+        broken.enter_context(unwritable_table(db, "messages"))
+        broken.enter_context(unwritable_table(db, "events"))
+
+    model = ScriptedModel(["first answer", tool_call("python", {"code": "break_db()"}), "after the repair"])
+    session = Session("kept", config=CONFIG, store=store, model=model, namespace={"break_db": break_db})
+    session.ask("first question")
+    with pytest.raises(StoreError) as caught:
+        session.ask("break it")
+    assert "the messages table" in str(caught.value) and "events" not in str(caught.value)
+    broken.close()
+    assert session.ask("repaired").text == "after the repair"
+    started = [e.data["text"] for e in LanceStore(db).list_events("kept", kind=ev.TURN_STARTED)]
+    assert started == ["first question", "break it", "repaired"]
+    assert len(LanceStore(db).list_events("kept", kind=ev.TOOL_FINISHED)) == 1
+    stored = [(m.role, m.content) for m in LanceStore(db).load_messages("kept")]
+    assert stored == [
+        ("user", "first question"),
+        ("assistant", "first answer"),
+        ("user", "break it"),
+        ("user", "repaired"),
+        ("assistant", "after the repair"),
+    ]
+
+
+ASK_WITHOUT_WRITE_ACCESS = """
+import json, os, sys
+from monad_notebook import Session
+from monad_notebook.config import Config
+from monad_notebook.errors import StoreError
+from monad_notebook.store.lance import LanceStore
+from monad_notebook.testing import ScriptedModel
+
+if os.geteuid() == 0:  # root ignores file modes: run as nobody
+    os.setgid(65534)
+    os.setuid(65534)
+store = LanceStore(sys.argv[1], optimize_every=0)
+kept = [m.content for m in store.load_messages("kept")]
+try:
+    Session("kept", config=Config(), store=store, model=ScriptedModel([])).ask("without write access")
+    error = None
+except StoreError as exc:
+    error = str(exc)
+print(json.dumps({"kept": kept, "error": error}))
+"""
+
+
+@contextlib.contextmanager
+def read_only_tree(root: Path) -> Iterator[None]:
+    """Every directory and file under ``root`` without write permission, restored afterwards."""
+    paths = [root, *root.rglob("*")]
+    for path in paths:
+        path.chmod(0o555 if path.is_dir() else 0o444)
+    try:
+        yield
+    finally:
+        for path in paths:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+
+
+@pytest.fixture
+def shared_dir() -> Iterator[Path]:
+    """A directory another user can reach (pytest's own temp root is private to its user)."""
+    path = Path(tempfile.mkdtemp(prefix="monad-perm-"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.mark.skipif(not hasattr(os, "setuid"), reason="needs POSIX users and file modes")
+def test_a_database_without_write_permission_is_a_one_line_error_that_says_what_to_do(shared_dir: Path):
+    db = shared_dir / "db"
+    store = LanceStore(db, optimize_every=0)
+    started_session(store, "written once writable")
+    source_root = str(Path(monad_notebook.__file__).parent.parent)
+    env = {**os.environ, "PYTHONPATH": source_root, "HOME": str(shared_dir)}
+    with read_only_tree(db):
+        child = subprocess.run(
+            [sys.executable, "-c", ASK_WITHOUT_WRITE_ACCESS, str(db)], env=env, capture_output=True, text=True
+        )
+    assert child.returncode == 0, child.stderr[-2000:]
+    outcome = json.loads(child.stdout.strip().splitlines()[-1])
+    assert outcome["kept"] == ["first question", "first answer"]
+    error = outcome["error"]
+    assert error is not None and "\n" not in error and str(db) in error
+    assert "permission denied" in error and "write access" in error and "MONAD_HOME" in error
+    assert "os error" not in error and "LanceError" not in error
+    resumed = Session("kept", config=CONFIG, store=LanceStore(db), model=ScriptedModel(["written once writable"]))
+    assert resumed.ask("writable again").text == "written once writable"
+
+
+@pytest.mark.parametrize(
+    ("code", "said"),
+    [
+        (errno.EACCES, "permission denied"),
+        (errno.EPERM, "permission denied"),
+        (errno.EROFS, "read-only file system"),
+        (errno.ENOSPC, "out of disk space"),
+        (errno.EDQUOT, "out of disk space"),
+    ],
+)
+def test_an_os_error_under_the_database_becomes_advice_not_an_errno(code: int, said: str):
+    raised = OSError(code, os.strerror(code), "/data/monad/db/messages.lance")
+    lance_shaped = RuntimeError(f"lance error: LanceError(IO): {os.strerror(code)} (os error {code}) at path /x")
+    for error in (raised, lance_shaped):
+        advice = _reason(error)
+        assert advice.startswith(said) and "run the cell again" in advice and "errno" not in advice.lower()
