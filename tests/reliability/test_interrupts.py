@@ -93,12 +93,12 @@ def test_interrupt_between_steps_keeps_the_finished_round_paired(config, store):
 def test_interrupt_in_the_step_stages_before_the_model_call_leaves_nothing_half_done(config, store):
     model = ScriptedModel([tool_call("list_variables", {}), "ok"])
     session = Session("s", config=config, store=store, model=model)
-    original = session.run_step_stages
+    original = session.cascade.run_step
     steps = iter([original, _raise_interrupt])
-    session.run_step_stages = lambda: next(steps)()
+    session.cascade.run_step = lambda: next(steps)()
     with pytest.raises(KeyboardInterrupt):
         session.ask("look")
-    session.run_step_stages = original
+    session.cascade.run_step = original
     assert session.ask("again").text == "ok"
     assert_paired(model.calls[-1].messages)
     assert_stored_paired(store.load_messages("s"))
