@@ -16,15 +16,64 @@ from __future__ import annotations
 import re
 
 _INERT_TAGS = frozenset(
-    "a abbr b blockquote br code dd del details div dl dt em h1 h2 h3 h4 h5 h6 hr i ins kbd li mark ol p pre q "
-    "s samp small span strong sub summary sup table tbody td tfoot th thead tr u ul var".split()
+    [
+        "a",
+        "abbr",
+        "b",
+        "blockquote",
+        "br",
+        "code",
+        "dd",
+        "del",
+        "details",
+        "div",
+        "dl",
+        "dt",
+        "em",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "hr",
+        "i",
+        "ins",
+        "kbd",
+        "li",
+        "mark",
+        "ol",
+        "p",
+        "pre",
+        "q",
+        "s",
+        "samp",
+        "small",
+        "span",
+        "strong",
+        "sub",
+        "summary",
+        "sup",
+        "table",
+        "tbody",
+        "td",
+        "tfoot",
+        "th",
+        "thead",
+        "tr",
+        "u",
+        "ul",
+        "var",
+    ]
 )
 _INERT_ATTRS = {"a": {"href", "title"}, "ol": {"start"}, "details": {"open"}, "td": {"align", "colspan", "rowspan"}}
 _INERT_ATTRS["th"] = _INERT_ATTRS["td"]
 _ATTR = r"""\s+([A-Za-z_:][A-Za-z0-9_.:-]*)(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s"'=<>`]+))?"""
 _TAG = re.compile(rf"<([A-Za-z][A-Za-z0-9-]*)((?:{_ATTR})*)\s*/?>")
 _ATTR_NAMES = re.compile(_ATTR)
-_AUTOLINK = re.compile(r"<(?:[A-Za-z][A-Za-z0-9+.-]{1,31}:[^\s<>\x00-\x1f]*|[\w.!#$%&'*+/=?^`{|}~-]+@[\w-]+(?:\.[\w-]+)*)>")
+_AUTOLINK = re.compile(
+    r"<(?:[A-Za-z][A-Za-z0-9+.-]{1,31}:[^\s<>\x00-\x1f]*|[\w.!#$%&'*+/=?^`{|}~-]+@[\w-]+(?:\.[\w-]+)*)>"
+)
 _DEFINITION = re.compile(r"^[ \t>*+-]*(?:\d+[.)][ \t]*)?\[((?:[^\[\]\\]|\\.)+)\]:[ \t]*\n?[ \t]*(<[^<>\n]*>|\S+)", re.M)
 _DATA_IMAGE = re.compile(r"data:image/(?:png|jpeg|gif|webp);base64,[A-Za-z0-9+/=]*")
 _SCAN_LIMIT = 10_000
