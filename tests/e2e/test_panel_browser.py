@@ -337,10 +337,10 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def write_notebook(path: Path) -> None:
+def write_notebook(path: Path, sources: list[str] = NOTEBOOK_CELLS) -> None:
     cells = [
         {"cell_type": "code", "metadata": {}, "source": source, "outputs": [], "execution_count": None}
-        for source in NOTEBOOK_CELLS
+        for source in sources
     ]
     notebook = {
         "cells": cells,
@@ -352,14 +352,14 @@ def write_notebook(path: Path) -> None:
 
 
 APPS = {
-    # app name -> (extra flags, notebook url path)
-    "lab": (["--LabApp.expose_app_in_browser=True"], "/lab/tree/panel.ipynb"),
-    "notebook": (["--JupyterNotebookApp.expose_app_in_browser=True"], "/notebooks/panel.ipynb"),
+    # app name -> (extra flags, where notebooks open)
+    "lab": (["--LabApp.expose_app_in_browser=True"], "/lab/tree/"),
+    "notebook": (["--JupyterNotebookApp.expose_app_in_browser=True"], "/notebooks/"),
 }
 
 
 @contextlib.contextmanager
-def jupyter_server(app: str, workdir: Path, scratch: Path) -> Iterator[str]:
+def jupyter_server(app: str, workdir: Path, scratch: Path, notebook: str = "panel.ipynb") -> Iterator[str]:
     """A Jupyter server of our own on 127.0.0.1, isolated from the user's config; yields the notebook URL."""
     env = dict(os.environ)
     for name in (
@@ -390,7 +390,7 @@ def jupyter_server(app: str, workdir: Path, scratch: Path) -> Iterator[str]:
                     if time.monotonic() > deadline or server.poll() is not None:
                         pytest.fail(f"jupyter {app} did not start: " + (scratch / f"{app}.log").read_text()[-2000:])
                     time.sleep(0.2)
-            yield f"{base}{path}?token={token}"
+            yield f"{base}{path}{notebook}?token={token}"
         finally:
             server.terminate()
             try:
