@@ -84,7 +84,7 @@ def summary(code: str) -> str:
         parts.append(f"{hidden} hidden character{'' if hidden == 1 else 's'} shown as {shown}")
     longest = max((len(line) for line in lines), default=0)
     if longest > WRAP:
-        parts.append(f"longest line {longest:,} characters, wrapped")
+        parts.append(f"longest line {longest:,} characters")
     return ", ".join(parts)
 
 
