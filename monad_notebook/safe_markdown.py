@@ -76,7 +76,6 @@ _AUTOLINK = re.compile(
 )
 _DEFINITION = re.compile(r"^[ \t>*+-]*(?:\d+[.)][ \t]*)?\[((?:[^\[\]\\]|\\.)+)\]:[ \t]*\n?[ \t]*(<[^<>\n]*>|\S+)", re.M)
 _DATA_IMAGE = re.compile(r"data:image/(?:png|jpeg|gif|webp);base64,[A-Za-z0-9+/=]*")
-_SCAN_LIMIT = 10_000
 _PUNCTUATION = re.compile(r"""([!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~])""")
 
 
@@ -84,10 +83,11 @@ def sanitize_markdown(text: str) -> str:
     """``text`` with every auto-loading image or HTML element replaced by visible, inert text."""
     text = _escape_tags(text)
     definitions = {_label(m.group(1)): m.group(2).strip("<>") for m in _DEFINITION.finditer(text)}
+    pairs = {**_pairs(text, "[", "]"), **_pairs(text, "(", ")")}
     out, i = [], 0
     while (start := text.find("![", i)) >= 0:
         out.append(_no_image_start(text[i:start]))
-        replacement, i = _image(text, start, definitions)
+        replacement, i = _image(text, start, definitions, pairs)
         out.append(replacement)
     out.append(_no_image_start(text[i:]))
     return "".join(out)
@@ -122,42 +122,39 @@ def _label(raw: str) -> str:
     return " ".join(raw.split()).casefold()
 
 
-def _closing(text: str, start: int, open_: str, close: str) -> int:
-    """Index of the bracket closing the one at ``start`` (backslash escapes honoured), or -1."""
-    depth = 0
-    end = min(len(text), start + _SCAN_LIMIT)
-    i = start
-    while i < end:
+def _pairs(text: str, open_: str, close: str) -> dict[int, int]:
+    """Each bracket's matching closer, in one pass (backslash escapes honoured): linear on any input."""
+    pairs, stack = {}, []
+    i = 0
+    while i < len(text):
         char = text[i]
         if char == "\\":
             i += 2
             continue
         if char == open_:
-            depth += 1
-        elif char == close:
-            depth -= 1
-            if depth == 0:
-                return i
+            stack.append(i)
+        elif char == close and stack:
+            pairs[stack.pop()] = i
         i += 1
-    return -1
+    return pairs
 
 
-def _image(text: str, start: int, definitions: dict[str, str]) -> tuple[str, int]:
+def _image(text: str, start: int, definitions: dict[str, str], pairs: dict[int, int]) -> tuple[str, int]:
     """The replacement for the image starting at ``start`` and where scanning resumes."""
-    alt_end = _closing(text, start + 1, "[", "]")
+    alt_end = pairs.get(start + 1, -1)
     if alt_end < 0:
         return "!\\[", start + 2
     alt = text[start + 2 : alt_end]
     after = alt_end + 1
     if text.startswith("(", after):
-        close = _closing(text, after, "(", ")")
+        close = pairs.get(after, -1)
         if close >= 0:
             inner = text[after + 1 : close].strip()
             if _DATA_IMAGE.fullmatch(inner) and not re.search(r"[\[\]<>!]", alt):
                 return text[start : close + 1], close + 1
             return _placeholder(inner.split()[0].strip("<>") if inner else ""), close + 1
     if text.startswith("[", after):
-        close = _closing(text, after, "[", "]")
+        close = pairs.get(after, -1)
         if close >= 0:
             label = text[after + 1 : close] or alt
             return _placeholder(definitions.get(_label(label), ""), alt), close + 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import time
 
 import mistune
 import pytest
@@ -63,3 +64,11 @@ def test_an_unfinished_image_while_streaming_loads_nothing():
     for end in range(1, len(URL) + 6):
         partial = f"![x]({URL})"[:end]
         assert loading_elements(render(sanitize_markdown(partial))) == []
+
+
+@pytest.mark.parametrize("text", ["![" * 50_000, "![x]" * 30_000, "<b a" * 30_000, "![x](" + "(" * 100_000])
+def test_pathological_markdown_is_sanitized_quickly(text: str):
+    started = time.perf_counter()
+    sanitized = sanitize_markdown(text)
+    assert time.perf_counter() - started < 5
+    assert loading_elements(render(sanitized[:20_000])) == []
