@@ -18,10 +18,12 @@ from IPython.display import Markdown, display
 
 from monad_notebook import events as ev
 from monad_notebook.agent.loop import Reply
+from monad_notebook.agent.tools.code_view import visible
 from monad_notebook.agent.tools.python import stdin_approver
 from monad_notebook.config import ConfigWatcher
 from monad_notebook.errors import MonadError, UsageError
 from monad_notebook.events import Event
+from monad_notebook.safe_markdown import sanitize_markdown
 from monad_notebook.session import Session
 from monad_notebook.store.base import Store
 from monad_notebook.store.lance import open_store
@@ -70,7 +72,10 @@ def _split(line: str) -> list[str]:
 
 
 class CellView:
-    """The cell's live view of a turn: streamed Markdown in a rich frontend, plain text in a terminal."""
+    """The cell's live view of a turn: streamed Markdown in a rich frontend, plain text in a terminal.
+
+    Every Markdown update goes through ``sanitize_markdown``: the model's text never loads an image.
+    """
 
     def __init__(self, rich: bool) -> None:
         self.rich = rich
@@ -124,11 +129,12 @@ class CellView:
         tools = "\n".join(f"- {line}" for line in self.tool_lines)
         body = f"{tools}\n\n{self.text}" if tools else self.text
         assert self.handle is not None
-        self.handle.update(Markdown(body or "…"))
+        self.handle.update(Markdown(sanitize_markdown(body) or "…"))
 
 
 def _preview(text: str, limit: int) -> str:
-    flat = " ".join(str(text).split())
+    """One line of at most ``limit`` characters, control and invisible characters shown as markers."""
+    flat = " ".join(visible(str(text)).split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 

@@ -19,7 +19,7 @@ PACKAGE = Path(monad_notebook.__file__).parent
 LAYERS: list[set[str]] = [
     {"monad_notebook", "magics", "cli"},
     {"session"},
-    {"agent", "context", "memory", "widget", "branching", "demo", "testing"},
+    {"agent", "context", "memory", "widget", "branching", "demo", "testing", "safe_markdown"},
     {"store"},
     {"provider"},
     {"config", "config_errors", "config_json", "events", "errors", "messages"},

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 
 import pytest
@@ -172,3 +173,30 @@ def test_model_flag_switches_to_the_scripted_demo_model_without_a_key(ip, server
     out = capsys.readouterr().out
     assert "scripted demo model, no LLM" in out and "scripted-demo" in out
     assert server.chat_requests == []
+
+
+def test_a_rich_cell_renders_model_markdown_and_tool_previews_without_loading_anything(ip, server, monkeypatch):
+    from IPython.core.displaypub import CapturingDisplayPublisher
+
+    from monad_notebook.magics import MonadMagics
+    from monad_notebook.messages import ToolCall
+    from monad_notebook.provider import ChatResponse
+    from tests.hostile import MARKDOWN_LOADS, loading_elements
+    from tests.test_safe_markdown import render
+
+    frontend = CapturingDisplayPublisher()
+    monkeypatch.setattr(ip, "display_pub", frontend)
+    monkeypatch.setattr(ip.display_formatter, "active_types", ["text/plain", "text/markdown"])
+    monkeypatch.setattr(MonadMagics, "rich", property(lambda self: True))
+    hostile = [form.text.replace("HOST", "127.0.0.1:9") for form in MARKDOWN_LOADS]
+    code = 'shown = "![x](http://127.0.0.1:9/leak.png?d=tool)"  # \u202e'
+    raw = ChatResponse(
+        content="", tool_calls=[ToolCall("c1", "python", json.dumps({"code": code}, ensure_ascii=False))]
+    )
+    server.queue(raw, "Done.\n\n" + "\n\n".join(hostile))
+    ip.run_cell_magic("monad", "", "Plot it")
+    drawn = [output["data"]["text/markdown"] for output in frontend.outputs]
+    assert len(drawn) >= 3 and all(loading_elements(render(markdown)) == [] for markdown in drawn)
+    final = html.unescape(render(drawn[-1]))
+    assert "127.0.0.1:9/leak.png?d=secret" in final and "# <U+202E>" in final
+    assert ip.user_ns.pop("shown") == "![x](http://127.0.0.1:9/leak.png?d=tool)"

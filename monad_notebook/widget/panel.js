@@ -32,6 +32,8 @@ const KIND_LABELS = {
 };
 const MARKER_LETTERS = { evicted: "E", compaction: "C", reinjected: "R" };
 const INFO_TOAST_MS = 5000;
+const FOLD_AT = 400; // characters; a longer line shows its first FOLD_HEAD until unfolded
+const FOLD_HEAD = 300;
 
 const fmt = new Intl.NumberFormat("en-US");
 
@@ -274,11 +276,36 @@ function drawTimeline(model, root) {
 }
 
 /**
+ * One line of code to approve. The kernel already replaced hidden characters with markers; a
+ * long line is folded so the lines after it stay in view, and unfolds on a click.
+ * @param {string} text
+ * @param {number} number
+ * @returns {HTMLElement}
+ */
+function codeLine(text, number) {
+  const row = h("div", { class: "monad-code-line", "data-role": "approval-line", "data-n": String(number) });
+  if (text.length <= FOLD_AT) {
+    row.append(text);
+    return row;
+  }
+  const body = h("span", {}, [text.slice(0, FOLD_HEAD)]);
+  const more = h("button", { class: "monad-unfold", "data-role": "unfold" }, [
+    `… ${fmt.format(text.length - FOLD_HEAD)} more characters on line ${number}: show`,
+  ]);
+  more.addEventListener("click", () => {
+    body.textContent = text;
+    more.remove();
+  });
+  row.append(body, more);
+  return row;
+}
+
+/**
  * @param {Model} model
  * @param {HTMLElement} root
  */
 function drawApproval(model, root) {
-  /** @type {{id?: string, code?: string}} */
+  /** @type {{id?: string, lines?: string[], summary?: string}} */
   const approval = model.get("approval") || {};
   if (!approval.id) {
     root.replaceChildren();
@@ -293,9 +320,13 @@ function drawApproval(model, root) {
   const skip = h("button", { class: "monad-btn", "data-role": "skip" }, ["Skip"]);
   run.addEventListener("click", () => answer(true));
   skip.addEventListener("click", () => answer(false));
+  const lines = approval.lines || [];
   root.replaceChildren(
-    h("div", { class: "monad-section-title" }, ["The agent wants to run this code"]),
-    h("pre", { class: "monad-code", "data-role": "approval-code" }, [approval.code || ""]),
+    h("div", { class: "monad-section-title" }, [
+      "The agent wants to run this code ",
+      h("span", { class: "monad-dim", "data-role": "approval-summary" }, [`(${approval.summary || `${lines.length} lines`})`]),
+    ]),
+    h("div", { class: "monad-code", "data-role": "approval-code" }, lines.map((line, i) => codeLine(line, i + 1))),
     h("div", { class: "monad-actions" }, [run, skip]),
   );
 }

@@ -16,6 +16,7 @@ import anywidget
 import traitlets as t
 
 from monad_notebook import events as ev
+from monad_notebook.agent.tools.code_view import approval_view
 from monad_notebook.events import Event
 from monad_notebook.widget.approval import (
     PanelApprover,
@@ -162,13 +163,16 @@ class MonadPanel(anywidget.AnyWidget):
                 setattr(self, name, value)
 
     def request_approval(self, code: str, *, timeout: float) -> bool | None:
-        """Show ``code`` with Run / Skip and block until a click, or None after ``timeout`` seconds."""
+        """Show ``code`` with Run / Skip and block until a click, or None after ``timeout`` seconds.
+
+        The frontend draws ``lines`` (hidden characters as markers), never the raw ``code``.
+        """
         pending = PendingAnswer()
         previous, self._pending = self._pending, pending
         if previous is not None:
             previous.resolve(False)
         with self._state.lock:
-            self.approval = {"id": pending.id, "code": code, "timeout": timeout}
+            self.approval = {"id": pending.id, "code": code, **approval_view(code), "timeout": timeout}
         try:
             return pending.wait(timeout)
         finally:

@@ -61,3 +61,27 @@ def serve(root: Path) -> Iterator[str]:
         yield f"http://127.0.0.1:{httpd.server_address[1]}"
     finally:
         httpd.shutdown()
+
+
+class _CountingHandler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.server.hits.append(self.path)  # type: ignore[attr-defined]
+        self.send_response(200)
+        self.send_header("Content-Type", "image/png")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Each request is recorded in ``hits``; nothing to print."""
+
+
+@contextlib.contextmanager
+def counting_server() -> Iterator[tuple[str, list[str]]]:
+    """A 127.0.0.1 server that answers anything and records each request path: (base URL, hits)."""
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _CountingHandler)
+    httpd.hits = []  # type: ignore[attr-defined]
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}", httpd.hits  # type: ignore[attr-defined]
+    finally:
+        httpd.shutdown()

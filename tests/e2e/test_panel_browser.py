@@ -20,9 +20,11 @@ from pathlib import Path
 import pytest
 
 from monad_notebook import events as ev
+from monad_notebook.agent.tools.code_view import approval_view
 from monad_notebook.events import Event
 from monad_notebook.widget.state import PanelState
-from tests.e2e.browser import launch, missing, serve
+from tests.e2e.browser import counting_server, launch, missing, serve
+from tests.hostile import HIDDEN_CODE, MARKDOWN_LOADS, PAYLOAD, invisible_characters
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 
@@ -192,14 +194,79 @@ def test_save_and_dismiss_send_the_item_and_save_all_sends_all(page):
     assert page.locator("[data-role=suggestion]").count() == 0
 
 
+def ask(page, approval_id: str, code: str) -> None:
+    """Show ``code`` for approval exactly as the kernel would send it."""
+    page.evaluate("a => window.model.update('approval', a)", {"id": approval_id, "code": code, **approval_view(code)})
+
+
 def test_approval_shows_the_code_and_run_or_skip_answer_it(page):
     assert page.locator("[data-role=run]").count() == 0
-    page.evaluate("window.model.update('approval', {id: 'a1', code: 'df.describe()'})")
+    ask(page, "a1", "df.describe()")
     assert page.locator("[data-role=approval-code]").inner_text() == "df.describe()"
     page.click("[data-role=run]")
-    page.evaluate("window.model.update('approval', {id: 'a2', code: 'import os'})")
+    ask(page, "a2", "import os")
     page.click("[data-role=skip]")
     assert sent(page) == [{"type": "approval", "id": "a1", "run": True}, {"type": "approval", "id": "a2", "run": False}]
+
+
+def test_approval_draws_every_line_and_hidden_character_of_hostile_code_visibly(page):
+    for number, form in enumerate(HIDDEN_CODE):
+        ask(page, f"h{number}", form.code)
+        rows = page.eval_on_selector_all("[data-role=approval-line]", "els => els.map(e => e.innerText)")
+        shown = page.locator("[data-role=approval-code]").inner_text()
+        assert invisible_characters(shown) == [], form.name
+        assert len(rows) == len(form.code.splitlines()), form.name
+        if form.row:
+            assert any(row.startswith(form.row) for row in rows), (form.name, rows)
+        if form.marker:
+            assert form.marker in shown, form.name
+        summary = page.locator("[data-role=approval-summary]").inner_text()
+        assert f"({len(rows)} line" in summary, form.name
+
+
+def test_a_very_long_first_line_is_folded_so_the_next_line_stays_in_view(page):
+    ask(page, "long", f"x = '{'a' * 5000}'\n{PAYLOAD}")
+    box = page.locator("[data-role=approval-code]").bounding_box()
+    second = page.locator("[data-role=approval-line]").nth(1)
+    assert second.inner_text() == PAYLOAD
+    line = second.bounding_box()
+    assert box["y"] <= line["y"] and line["y"] + line["height"] <= box["y"] + box["height"]
+    assert line["x"] + line["width"] <= box["x"] + box["width"] + 1
+    assert "4,706 more characters on line 1" in page.locator("[data-role=unfold]").inner_text()
+    page.click("[data-role=unfold]")
+    assert len(page.locator("[data-role=approval-line]").first.inner_text()) == 5006
+
+
+def test_model_written_panel_text_loads_nothing(browser, server):
+    """Memory suggestions, notices and the inspector show model text as text: no image or frame loads."""
+    with counting_server() as (base, hits):
+        hostile = [form.text.replace("HOST", base) for form in MARKDOWN_LOADS]
+        state = panel_state()
+        state["suggestions"] = [{"id": f"s{i}", "text": text} for i, text in enumerate(hostile)]
+        state["notices"] = [{"id": f"n{i}", "kind": "error", "text": text} for i, text in enumerate(hostile)]
+        part = {
+            "kind": "message",
+            "role": "assistant",
+            "tokens": 5,
+            "chars": 5,
+            "injected": False,
+            "placeholder": False,
+        }
+        state["inspected"] = {
+            "turn": 1,
+            "step": 1,
+            "total_tokens": 5,
+            "parts": [{**part, "preview": t} for t in hostile],
+        }
+        page = browser.new_page()
+        page.goto(server)
+        page.wait_for_function("window.ready === true")
+        page.evaluate("state => window.mount(state)", state)
+        page.wait_for_timeout(500)
+        assert page.locator(".monad-panel img, .monad-panel iframe, .monad-panel video").count() == 0
+        assert f"{base}/leak.png?d=secret" in page.locator("[data-role=memory]").inner_text()
+        page.close()
+        assert hits == []
 
 
 def test_handoff_nudge_is_a_toast_and_eviction_is_not(page):
@@ -270,10 +337,10 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def write_notebook(path: Path) -> None:
+def write_notebook(path: Path, sources: list[str] = NOTEBOOK_CELLS) -> None:
     cells = [
         {"cell_type": "code", "metadata": {}, "source": source, "outputs": [], "execution_count": None}
-        for source in NOTEBOOK_CELLS
+        for source in sources
     ]
     notebook = {
         "cells": cells,
@@ -285,14 +352,14 @@ def write_notebook(path: Path) -> None:
 
 
 APPS = {
-    # app name -> (extra flags, notebook url path)
-    "lab": (["--LabApp.expose_app_in_browser=True"], "/lab/tree/panel.ipynb"),
-    "notebook": (["--JupyterNotebookApp.expose_app_in_browser=True"], "/notebooks/panel.ipynb"),
+    # app name -> (extra flags, where notebooks open)
+    "lab": (["--LabApp.expose_app_in_browser=True"], "/lab/tree/"),
+    "notebook": (["--JupyterNotebookApp.expose_app_in_browser=True"], "/notebooks/"),
 }
 
 
 @contextlib.contextmanager
-def jupyter_server(app: str, workdir: Path, scratch: Path) -> Iterator[str]:
+def jupyter_server(app: str, workdir: Path, scratch: Path, notebook: str = "panel.ipynb") -> Iterator[str]:
     """A Jupyter server of our own on 127.0.0.1, isolated from the user's config; yields the notebook URL."""
     env = dict(os.environ)
     for name in (
@@ -323,7 +390,7 @@ def jupyter_server(app: str, workdir: Path, scratch: Path) -> Iterator[str]:
                     if time.monotonic() > deadline or server.poll() is not None:
                         pytest.fail(f"jupyter {app} did not start: " + (scratch / f"{app}.log").read_text()[-2000:])
                     time.sleep(0.2)
-            yield f"{base}{path}?token={token}"
+            yield f"{base}{path}{notebook}?token={token}"
         finally:
             server.terminate()
             try:

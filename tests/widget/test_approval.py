@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
 
 from monad_notebook.widget.approval import PendingAnswer, route_to_subshell, supports_busy_routing
-from monad_notebook.widget.panel import _busy_safe
+from monad_notebook.widget.panel import MonadPanel, _busy_safe
+from tests.hostile import HIDDEN_CODE, Hidden, invisible_characters
 
 
 class FakeComm:
@@ -75,3 +77,31 @@ def test_run_click_reaches_a_real_kernel_while_the_asking_cell_is_still_running(
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
+
+
+def shown_for_approval(panel: MonadPanel, code: str) -> dict:
+    """What the frontend receives while ``code`` waits for approval; answered Skip afterwards."""
+    answers = []
+    asking = threading.Thread(target=lambda: answers.append(panel.approver(timeout=5)(code)))
+    asking.start()
+    deadline = time.monotonic() + 5
+    while not panel.approval and time.monotonic() < deadline:
+        time.sleep(0.01)
+    shown = next(u["approval"] for u in panel.comm.updates() if u.get("approval"))
+    panel.comm.from_frontend({"type": "approval", "id": shown["id"], "run": False})
+    asking.join(5)
+    assert answers == [False]
+    return shown
+
+
+@pytest.mark.parametrize("form", HIDDEN_CODE, ids=lambda form: form.name)
+def test_the_panel_receives_every_hidden_line_and_character_as_visible_text(comms, session, form: Hidden):
+    shown = shown_for_approval(MonadPanel(session), form.code)
+    assert shown["code"] == form.code
+    assert invisible_characters("".join(shown["lines"]) + shown["summary"]) == []
+    if form.row:
+        assert any(line.startswith(form.row) for line in shown["lines"]), shown["lines"]
+    if form.marker:
+        assert any(form.marker in line for line in shown["lines"]), shown["lines"]
+    assert len(shown["lines"]) == len(form.code.splitlines())
+    assert shown["summary"].startswith(f"{len(form.code.splitlines())} line")

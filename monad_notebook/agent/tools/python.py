@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from monad_notebook.agent.tools.base import Tool, ToolContext, tool
+from monad_notebook.agent.tools.code_view import summary, terminal_view
 
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
 _CELL_FILENAME = re.compile(r"<ipython-input-[\w-]+>|\S*ipykernel_\d+[/\\]\d+\.py|<monad-cell>")
@@ -335,6 +336,9 @@ def python(ctx: ToolContext, code: str) -> str:
 def stdin_approver(shell: Any = None) -> Callable[[str], bool | None]:
     """An approver that shows the code and asks "Run this code? [y/N]" on the frontend's stdin.
 
+    The code is shown through ``code_view``: numbered lines, hidden characters as markers, long
+    lines wrapped, and the line count repeated in the question itself.
+
     Returns None from the approver when nobody can answer: a kernel whose client does not
     allow stdin (nbclient, papermill) or a script whose stdin is not a terminal.
     """
@@ -345,9 +349,10 @@ def stdin_approver(shell: Any = None) -> Callable[[str], bool | None]:
             return None
         from IPython.core.error import StdinNotImplementedError
 
-        print(f"The agent wants to run this code:\n\n{code.rstrip()}\n", flush=True)
+        facts = summary(code)
+        print(f"The agent wants to run this code ({facts}):\n\n{terminal_view(code)}\n", flush=True)
         try:
-            answer = input("Run this code? [y/N] ")
+            answer = input(f"Run this code ({facts})? [y/N] ")
         except (StdinNotImplementedError, EOFError):
             return None
         return answer.strip().lower() in {"y", "yes"}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 import sys
 from typing import Any
 
@@ -12,6 +13,7 @@ from IPython.core.error import StdinNotImplementedError
 
 from monad_notebook.agent.tools.base import ToolContext
 from monad_notebook.agent.tools.python import DECLINED, python, stdin_approver
+from tests.hostile import HIDDEN_CODE, PAYLOAD, Hidden, invisible_characters, terminal_screen
 
 
 @pytest.fixture
@@ -212,7 +214,7 @@ def test_stdin_approver_shows_the_code_and_reads_the_answer(monkeypatch, capsys,
     monkeypatch.setattr("builtins.input", _answer(reply))
     assert stdin_approver(KernelShell())("delete_everything()") is expected
     out = capsys.readouterr().out
-    assert "delete_everything()" in out and "Run this code? [y/N]" in out
+    assert "delete_everything()" in out and "Run this code (1 line)? [y/N]" in out
 
 
 def test_stdin_approver_returns_none_when_the_kernel_has_no_stdin(monkeypatch):
@@ -236,3 +238,61 @@ def test_stdin_approver_asks_on_a_terminal(monkeypatch):
     assert stdin_approver(None)("x = 1") is True
     monkeypatch.setattr("builtins.input", _answer(EOFError()))
     assert stdin_approver(None)("x = 1") is None
+
+
+# --- what the approval prompt shows -------------------------------------------------------
+
+_GUTTER = re.compile(r"^\s*(?:\d+|~) \| ")
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def screen_of(out: str) -> list[str]:
+    """The terminal's rows after the prompt was printed, line numbers and wrap marks removed."""
+    return [_GUTTER.sub("", row) for row in terminal_screen(out)]
+
+
+@pytest.mark.parametrize("form", HIDDEN_CODE, ids=lambda form: form.name)
+def test_stdin_approval_reveals_every_hidden_line_and_character(monkeypatch, capsys, form: Hidden):
+    monkeypatch.setattr("builtins.input", _answer("n"))
+    assert stdin_approver(KernelShell())(form.code) is False
+    out = capsys.readouterr().out
+    assert invisible_characters(out) == []
+    screen = screen_of(out)
+    if form.row:
+        assert any(row.startswith(form.row) for row in screen), screen
+    if form.marker:
+        assert any(form.marker in row for row in screen), screen
+    lines = len(form.code.splitlines())
+    assert f"Run this code ({lines} line" in screen[-1]
+
+
+def test_a_very_long_first_line_is_wrapped_and_the_prompt_still_counts_the_lines(monkeypatch, capsys):
+    monkeypatch.setattr("builtins.input", _answer("n"))
+    stdin_approver(KernelShell())(f"x = '{'a' * 5000}'\n{PAYLOAD}")
+    rows = terminal_screen(capsys.readouterr().out)
+    assert max(len(row) for row in rows) <= 120
+    assert rows[-1].startswith("Run this code (2 lines, longest line 5,006 characters")
+    assert f"   2 | {PAYLOAD}" in rows
+
+
+def test_the_code_the_user_approves_is_exactly_the_code_that_runs(ctx, ip, monkeypatch, capsys):
+    code = f"hidden_line = 'ran'\r{'shown_line = 1  # nothing else happens here':<60}"
+    monkeypatch.setattr(sys, "stdin", Terminal())
+    monkeypatch.setattr("builtins.input", _answer("y"))
+    approved, ran = [], []
+    approve = stdin_approver(ip)
+    ctx.python_approval, ctx.approve = "ask", lambda shown: approved.append(shown) or approve(shown)
+    record = lambda info: ran.append(info.raw_cell)  # noqa: E731
+    ip.events.register("pre_run_cell", record)
+    try:
+        python.run(ctx, {"code": code})
+    finally:
+        ip.events.unregister("pre_run_cell", record)
+    assert approved == ran == [code]
+    assert ip.user_ns.pop("hidden_line") == "ran" and ip.user_ns.pop("shown_line") == 1
+    screen = screen_of(capsys.readouterr().out)
+    assert "hidden_line = 'ran'<CR>" in screen and "shown_line = 1  # nothing else happens here" in screen
