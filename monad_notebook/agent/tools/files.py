@@ -11,22 +11,18 @@ linear, so no pattern can stall the kernel.
 from __future__ import annotations
 
 import os
-import re
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
-from typing import Any, BinaryIO
-
-import re2
+from typing import BinaryIO
 
 from monad_notebook.agent.tools.base import Tool, ToolContext, tool
 from monad_notebook.agent.tools.file_access import (
     MAX_LINE_BYTES,
     SNIFF_BYTES,
-    NotRegularFile,
     Shown,
     kept_text,
     looks_binary,
@@ -37,16 +33,14 @@ from monad_notebook.agent.tools.file_access import (
     under_root,
 )
 from monad_notebook.agent.tools.file_glob import Budget, glob, pattern_parts
+from monad_notebook.agent.tools.file_search import Search, compile_pattern, search_file
 from monad_notebook.errors import ToolError
 
 __all__ = ["MAX_LINE_BYTES", "SNIFF_BYTES", "TOOLS", "grep", "list_files", "looks_binary", "read_file", "resolve_path"]
 
 _SHOWN_LINE_CHARS = 2000
 _READ_KEPT_BYTES = 16_384  # each line is redacted this far, well past what is shown of it
-_GREP_LINE_CHARS = 300
 _CONTEXT_LINES = 256  # lines around a window redacted with it, so a key block crossing its edge is seen whole
-_GREP_BLOCK_LINES = 2000
-_GREP_BLOCK_CHARS = 2_000_000
 _MAX_LIST = 500
 _MAX_SCAN = 200_000
 _LIST_SECONDS = 10.0
@@ -55,9 +49,6 @@ _MAX_GREP_FILES = 20_000
 _GREP_SECONDS = 20.0
 _COUNT_LINES_UP_TO = 512 * 1024 * 1024
 _SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", "node_modules", ".ipynb_checkpoints", ".venv", ".mypy_cache"}
-_RE2_OPTIONS = re2.Options()
-_RE2_OPTIONS.log_errors = False
-_RE2_OPTIONS.never_capture = True  # grep only asks whether a line matches: the DFA alone answers that
 
 
 def _display(ctx: ToolContext, path: Path) -> str:
@@ -208,37 +199,6 @@ def _walk(base: Path, root: Path, deadline: float) -> Iterator[Path]:
                 yield candidate
 
 
-def _compile(pattern: str) -> Any:
-    """RE2, which matches in linear time; text that is no regex at all is searched literally."""
-    try:
-        encoded = pattern.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ToolError("pattern is not valid text (it holds a lone surrogate); search for plain text") from None
-    try:
-        return re2.compile(encoded, _RE2_OPTIONS)
-    except re2.error as error:
-        reason = error.args[0].decode("utf-8", "replace") if error.args and isinstance(error.args[0], bytes) else error
-    try:
-        re.compile(pattern)
-    except (re.error, RecursionError, OverflowError):
-        return re2.compile(re2.escape(encoded), _RE2_OPTIONS)
-    raise ToolError(
-        f"pattern {pattern!r} is not supported ({reason}): grep matches in linear time, without "
-        "backreferences or lookahead/lookbehind; search for plain text or a simpler regex"
-    )
-
-
-@dataclass
-class _Search:
-    regex: Any
-    redact: Callable[[str], str]
-    cap: int
-    deadline: float
-    hits: list[str] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
-    stopped: str = ""
-
-
 @tool
 def grep(ctx: ToolContext, pattern: str, path: str = ".", max_results: int = 50) -> str:
     """Search the user's project files for a regular expression (or literal text), line by line.
@@ -256,20 +216,20 @@ def grep(ctx: ToolContext, pattern: str, path: str = ".", max_results: int = 50)
     if not base.exists():
         raise ToolError(f"{path!r} does not exist; list_files shows what is there")
     root = Path(ctx.root).resolve()
-    search = _Search(_compile(pattern), ctx.redact, max_results + 1, time.monotonic() + _GREP_SECONDS)
+    search = Search(compile_pattern(pattern), ctx.redact, max_results + 1, time.monotonic() + _GREP_SECONDS)
     count = 0
     for count, file in enumerate(_walk(base, root, search.deadline), start=1):
         if count > _MAX_GREP_FILES or time.monotonic() > search.deadline:
             search.stopped = f"[... stopped after {count - 1} files; narrow the path or pattern ...]"
             break
-        if _grep_file(search, file, _display(ctx, file)):
+        if search_file(search, file, _display(ctx, file)):
             break
     if not search.stopped and time.monotonic() > search.deadline:
         search.stopped = f"[... stopped after {count} files: out of time; narrow the path or pattern ...]"
     return _grep_report(search, pattern, _display(ctx, base), max_results)
 
 
-def _grep_report(search: _Search, pattern: str, where: str, max_results: int) -> str:
+def _grep_report(search: Search, pattern: str, where: str, max_results: int) -> str:
     hits = search.hits
     if len(hits) > max_results:
         hits[max_results:] = ["[... more matches not shown; narrow the pattern or path ...]"]
@@ -280,57 +240,6 @@ def _grep_report(search: _Search, pattern: str, where: str, max_results: int) ->
         names = ", ".join(search.skipped[:5]) + (", ..." if len(search.skipped) > 5 else "")
         lines.append(f"[skipped {len(search.skipped)} FIFO/socket/device file(s), not regular files: {names}]")
     return "\n".join(lines)
-
-
-def _grep_file(search: _Search, file: Path, name: str) -> bool:
-    """Append the matches of one file; True once enough hits are collected or time is up."""
-    try:
-        with open_regular(file.resolve(), name) as handle:
-            if looks_binary(handle.read(SNIFF_BYTES)):
-                return False
-            handle.seek(0)
-            for entries in _redacted_blocks(handle, search.redact):
-                for entry in entries:
-                    if search.regex.search(entry.text.encode("utf-8", "surrogatepass")):
-                        search.hits.append(f"{name}:{entry.label}: {entry.text.strip()[:_GREP_LINE_CHARS]}")
-                        if len(search.hits) >= search.cap:
-                            return True
-                if time.monotonic() > search.deadline:
-                    search.stopped = f"[... stopped in {name}: out of time; narrow the path or pattern ...]"
-                    return True
-    except NotRegularFile:
-        search.skipped.append(name)
-    except (OSError, ToolError):
-        return False
-    return False
-
-
-def _redacted_blocks(handle: BinaryIO, redact: Callable[[str], str]) -> Iterator[list[Shown]]:
-    """A file's lines redacted a block at a time, each block with the lines before it as context."""
-    context: list[str] = []
-    block: list[str] = []
-    index = chars = 0
-    for raw, length in read_lines(handle):
-        block.append(kept_text(raw, length, MAX_LINE_BYTES))
-        chars += len(block[-1])
-        if len(block) >= _GREP_BLOCK_LINES or chars >= _GREP_BLOCK_CHARS:
-            yield [e for e in redact_lines(redact, context + block, index - len(context)) if e.last >= index]
-            context = _tail(context + block)
-            index, block, chars = index + len(block), [], 0
-    if block:
-        yield [e for e in redact_lines(redact, context + block, index - len(context)) if e.last >= index]
-
-
-def _tail(lines: list[str]) -> list[str]:
-    """The last context lines, at most a block's worth of characters."""
-    kept: list[str] = []
-    chars = 0
-    for line in reversed(lines[-_CONTEXT_LINES:]):
-        chars += len(line)
-        if chars > _GREP_BLOCK_CHARS // 4:
-            break
-        kept.append(line)
-    return kept[::-1]
 
 
 TOOLS: list[Tool] = [list_files, read_file, grep]

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from monad_notebook.agent.tools import files
+from monad_notebook.agent.tools import file_search
 from monad_notebook.agent.tools.base import ToolContext
 from monad_notebook.agent.tools.file_access import redact_lines
 from monad_notebook.agent.tools.files import grep, list_files, read_file
@@ -187,11 +187,11 @@ def test_grep_never_matches_inside_a_key_body_and_numbers_later_lines_right(reda
     (project / "deploy.txt").write_text(f"host = web1\n{KEY}\nport = 22\n")
     assert grep.run(redacting, {"pattern": "MIIE", "path": "deploy.txt"}).startswith("no matches")
     assert grep.run(redacting, {"pattern": "port"}) == "deploy.txt:16: port = 22"
-    assert grep.run(redacting, {"pattern": "REDACTED"}) == "deploy.txt:2-15: [REDACTED:private-key]"
+    assert grep.run(redacting, {"pattern": "host|RSA"}) == "deploy.txt:1: host = web1"
 
 
 def test_a_key_crossing_a_grep_block_boundary_is_still_redacted(redacting, project, monkeypatch):
-    monkeypatch.setattr(files, "_GREP_BLOCK_LINES", 5)
+    monkeypatch.setattr(file_search, "_BLOCK_LINES", 5)
     (project / "deploy.txt").write_text("".join(f"line {i}\n" for i in range(3)) + KEY + "\nafter\n")
     out = grep.run(redacting, {"pattern": "[A-Za-z0-9]{20}|after", "path": "deploy.txt"})
     assert not any(line in out for line in BODY)
@@ -211,3 +211,8 @@ def test_redacted_lines_keep_their_numbers_around_blocks_that_collapse():
         return text.replace("SECRET-1", "one\ntwo")
 
     assert [e.label for e in redact_lines(grow, lines[:3], 0)] == ["1", "2", "2", "3"]
+
+
+@pytest.mark.parametrize("pattern", [r"\Anorth", "^north", r"10\z", "10$", r"(?s)n.r.h", r"(?i)NORTH,\d+"])
+def test_grep_anchors_and_flags_apply_to_each_line(ctx, pattern):
+    assert grep.run(ctx, {"pattern": pattern, "path": "data"}) == "data/sales.csv:2: north,10"
