@@ -145,7 +145,8 @@ def _read_window(handle: BinaryIO, offset: int, limit: int) -> _Window:
 
 
 def _numbered(entry: Shown, lengths: list[int], start: int) -> str:
-    text, length = entry.text, lengths[entry.first - start]
+    text, at = entry.text, entry.first - start
+    length = lengths[at] if 0 <= at < len(lengths) else len(text)
     cut = entry.first == entry.last and length > _READ_KEPT_BYTES
     if len(text) > _SHOWN_LINE_CHARS or cut:
         text = f"{text[:_SHOWN_LINE_CHARS]} [... line truncated, {length} bytes in all]"
