@@ -7,9 +7,19 @@ import time
 
 import pytest
 
+from monad_notebook.agent.tools import file_search
 from monad_notebook.agent.tools.base import ToolContext
+from monad_notebook.agent.tools.file_access import redact_lines
 from monad_notebook.agent.tools.files import grep, list_files, read_file
+from monad_notebook.context.redaction import Redactor
 from monad_notebook.errors import ToolError
+
+TOKEN = "ghp_" + "R7kQ2mZ9xL4pT8wN3bV6yH1cF5jD0sAeGu2K"
+BODY = [
+    ("MIIEowIBAAKCAQEA" + f"{i:02d}" + "x9Lq3Zr7Tb2Wm5Nc8Vf1Hk4Jd6Gs0Pa9Qe3Ry7Uo2Ii5Yt8Kl1Zx4Cv7Bn0Mw")[:64]
+    for i in range(12)
+]
+KEY = "-----BEGIN RSA PRIVATE KEY-----\n" + "\n".join(BODY) + "\n-----END RSA PRIVATE KEY-----"
 
 
 @pytest.fixture
@@ -28,6 +38,16 @@ def project(tmp_path):
 @pytest.fixture
 def ctx(project):
     return ToolContext(session="t", namespace={}, root=project)
+
+
+@pytest.fixture
+def redacting(project):
+    """A context as a session builds it: with the redactor the tools call before formatting."""
+    return ToolContext(session="t", namespace={}, root=project, redactor=Redactor(env={}))
+
+
+def pieces(secret: str) -> list[str]:
+    return [secret[i : i + 8] for i in range(4, len(secret) - 7, 4)]
 
 
 def test_list_files_shows_entries_with_sizes(ctx):
@@ -131,3 +151,68 @@ def test_grep_skips_hidden_tool_folders(ctx, project):
 
 def test_grep_says_when_nothing_matches(ctx):
     assert grep.run(ctx, {"pattern": "no such text anywhere"}) == "no matches for 'no such text anywhere' in ."
+
+
+def test_a_token_straddling_the_read_file_clip_is_redacted_not_cut(redacting, project):
+    (project / "wide.txt").write_text("a" * 1970 + " token " + TOKEN + " end\n")
+    out = read_file.run(redacting, {"path": "wide.txt"})
+    assert not any(piece in out for piece in pieces(TOKEN)) and redacting.redacted
+    assert out.endswith("\t" + "a" * 1970 + " token [REDACTED:github] end")  # 1,998 characters: not clipped
+
+
+def test_a_token_straddling_the_grep_clip_is_redacted_not_cut(redacting, project):
+    (project / "wide.txt").write_text("b" * 280 + " token " + TOKEN + " end\n")
+    out = grep.run(redacting, {"pattern": "token"})
+    assert out == "wide.txt:1: " + ("b" * 280 + " token [REDACTED:github] end")[:300]
+    assert grep.run(redacting, {"pattern": TOKEN[4:12]}).startswith("no matches")
+
+
+def test_read_file_shows_a_key_block_as_one_placeholder_labelled_with_its_lines(redacting, project):
+    (project / "deploy.txt").write_text(f"host = web1\n{KEY}\nport = 22\n")
+    out = read_file.run(redacting, {"path": "deploy.txt"})
+    assert out.splitlines() == [
+        "deploy.txt: lines 1-16 of 16 lines",
+        "     1\thost = web1",
+        "  2-15\t[REDACTED:private-key]",
+        "    16\tport = 22",
+    ]
+    inside = read_file.run(redacting, {"path": "deploy.txt", "offset": 5, "limit": 3})
+    assert inside.splitlines()[1:] == [
+        "  2-15\t[REDACTED:private-key]",
+        "[... more lines: read_file(path='deploy.txt', offset=8) continues ...]",
+    ]
+
+
+def test_grep_never_matches_inside_a_key_body_and_numbers_later_lines_right(redacting, project):
+    (project / "deploy.txt").write_text(f"host = web1\n{KEY}\nport = 22\n")
+    assert grep.run(redacting, {"pattern": "MIIE", "path": "deploy.txt"}).startswith("no matches")
+    assert grep.run(redacting, {"pattern": "port"}) == "deploy.txt:16: port = 22"
+    assert grep.run(redacting, {"pattern": "host|RSA"}) == "deploy.txt:1: host = web1"
+
+
+def test_a_key_crossing_a_grep_block_boundary_is_still_redacted(redacting, project, monkeypatch):
+    monkeypatch.setattr(file_search, "_BLOCK_LINES", 5)
+    (project / "deploy.txt").write_text("".join(f"line {i}\n" for i in range(3)) + KEY + "\nafter\n")
+    out = grep.run(redacting, {"pattern": "[A-Za-z0-9]{20}|after", "path": "deploy.txt"})
+    assert not any(line in out for line in BODY)
+    assert out.splitlines()[-1] == "deploy.txt:18: after"
+
+
+def test_redacted_lines_keep_their_numbers_around_blocks_that_collapse():
+    lines = ["a", "SECRET-1", "SECRET-2", "b", "b", "SECRET-3", "SECRET-4", "SECRET-5", "c"]
+
+    def collapse(text: str) -> str:
+        return text.replace("SECRET-1\nSECRET-2", "[X]").replace("SECRET-3\nSECRET-4\nSECRET-5", "[Y]")
+
+    shown = [(entry.label, entry.text) for entry in redact_lines(collapse, lines, 10)]
+    assert shown == [("11", "a"), ("12-13", "[X]"), ("14", "b"), ("15", "b"), ("16-18", "[Y]"), ("19", "c")]
+
+    def grow(text: str) -> str:
+        return text.replace("SECRET-1", "one\ntwo")
+
+    assert [e.label for e in redact_lines(grow, lines[:3], 0)] == ["1", "2", "2", "3"]
+
+
+@pytest.mark.parametrize("pattern", [r"\Anorth", "^north", r"10\z", "10$", r"(?s)n.r.h", r"(?i)NORTH,\d+"])
+def test_grep_anchors_and_flags_apply_to_each_line(ctx, pattern):
+    assert grep.run(ctx, {"pattern": pattern, "path": "data"}) == "data/sales.csv:2: north,10"
