@@ -108,7 +108,7 @@ _CHECKS: dict[str, list[str]] = {
     ],
     "speaks as the system or the assistant": [
         rf"{_ROLE_START}(?:the\s+)?{_ROLE}\s*(?:{_ROLE_EXTRA}\s*){{1,2}}[:>\]—–]",
-        rf"(?:{_ROLE_START}|\w+\s*:.*\s){_ROLE}\s*[:>\]].*\b{_DIRECTIVE}\b",
+        rf"(?:{_ROLE_START}|\w+\s*:[^:]{{0,80}}\s){_ROLE}\s*[:>\]][^:]{{0,200}}?\b{_DIRECTIVE}\b",
         r"\bnote to (?:the )?(?:assistant|ai|model|llm|agent|bot|claude|gpt|chatgpt)\b",
         r"\b(?:hey|dear) (?:assistant|ai|claude|chatgpt|gpt|model|llm)\b",
         r"^(?:assistant|ai|model|claude|chatgpt|gpt|bot|llm)\s*,",

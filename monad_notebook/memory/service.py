@@ -182,7 +182,8 @@ class MemoryService:
         store, where ``%monad memory`` lists it, but is not sent.
         """
         facts = sorted(self.list(scopes), key=lambda f: (f.created_at, f.id), reverse=True)
-        return render_notes(facts, budget_tokens, count_tokens, self._still_acceptable)
+        cleaned = [replace(fact, text=clean_fact(fact.text)) for fact in facts]
+        return render_notes(cleaned, budget_tokens, count_tokens, self._still_acceptable)
 
     def _still_acceptable(self, fact: MemoryFact) -> bool:
         verdict = sanitize_fact(fact.text, redactor=self.redactor)

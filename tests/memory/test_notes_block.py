@@ -57,3 +57,12 @@ def test_no_fact_can_close_the_block_or_add_a_line_of_its_own(text: str) -> None
     assert lines[:2] == [NOTES_OPEN, NOTES_HEADER] and lines[-1] == NOTES_CLOSE and len(lines) == 4
     assert block.count(NOTES_CLOSE) == 1 and block.count(NOTES_OPEN) == 1
     assert lines[2].startswith('- "') and lines[2].endswith('"')
+
+
+def test_invisible_characters_of_an_old_stored_fact_are_not_sent(store) -> None:
+    store.add_facts([MemoryFact("f1", "global", "Fiscal\u200b year starts in\u202e April", 1.0)])
+    model = ScriptedModel(["ok"], context_window=100_000)
+
+    Session("notes", config=Config(), store=store, model=model).ask("hi")
+
+    assert '- "Fiscal year starts in April"' in model.calls[0].messages[0]["content"]

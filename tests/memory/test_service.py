@@ -200,7 +200,7 @@ def test_prompt_block_stays_within_budget_and_keeps_the_newest(budget: int, coun
     if block:
         lines = block.splitlines()
         assert lines[:2] == [NOTES_OPEN, NOTES_HEADER] and lines[-1] == NOTES_CLOSE
-        numbers = [int(line.split()[3]) for line in lines[2:-1]]
+        numbers = [int(line.split()[3].strip('"')) for line in lines[2:-1]]
         assert numbers == list(range(39, 39 - len(numbers), -1))
     if budget >= 400:
         assert len(block.splitlines()) > 10
