@@ -100,7 +100,7 @@ def test_the_cascade_tour_shows_each_stage_happen_with_its_evidence(isolated_env
 
     memory = out.text("pending = session.memory.pending_suggestions")
     assert "memory.suggestion" in memory and "accepted: Reports for the Lisbon warehouse go to Ana Costa" in memory
-    assert "- Reports for the Lisbon warehouse go to Ana Costa" in out.text("Who gets the Lisbon reports?")
+    assert '- "Reports for the Lisbon warehouse go to Ana Costa"' in out.text("Who gets the Lisbon reports?")
 
     assert WIDGET_VIEW in out.mimes("MonadPanel.for_session(session)")
     assert "plan" in out.text("print(render_prompt_record(")

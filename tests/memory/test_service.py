@@ -22,7 +22,8 @@ from monad_notebook.memory import (
     sanitize_fact,
     visible_scopes,
 )
-from monad_notebook.memory.service import MEMORY_HEADER, parse_facts
+from monad_notebook.memory.notes_block import NOTES_CLOSE, NOTES_HEADER, NOTES_OPEN
+from monad_notebook.memory.service import parse_facts
 from monad_notebook.messages import Message
 from monad_notebook.store.base import MemoryFact
 from monad_notebook.store.lance import LanceStore
@@ -97,7 +98,7 @@ def test_manual_tool_and_promotion_paths_give_the_same_verdict(index, case, path
     elif verdict.ok:
         assert tool_reply == f"nothing added: {verdict.reason}"
     else:
-        assert tool_reply == f"not saved: {verdict.reason}"
+        assert tool_reply == f"error: remember: not saved: {verdict.reason}"
     for s in path_stores.values():
         stored = "\n".join(
             [f.text for f in s.list_facts([scope])] + [json.dumps(e.data) for e in s.list_events(session)]
@@ -199,8 +200,8 @@ def test_prompt_block_stays_within_budget_and_keeps_the_newest(budget: int, coun
     assert counter(block) <= budget
     if block:
         lines = block.splitlines()
-        assert lines[0] == MEMORY_HEADER
-        numbers = [int(line.split()[3]) for line in lines[1:]]
+        assert lines[:2] == [NOTES_OPEN, NOTES_HEADER] and lines[-1] == NOTES_CLOSE
+        numbers = [int(line.split()[3].strip('"')) for line in lines[2:-1]]
         assert numbers == list(range(39, 39 - len(numbers), -1))
     if budget >= 400:
         assert len(block.splitlines()) > 10
@@ -211,7 +212,9 @@ def test_prompt_block_is_empty_without_facts_or_budget(service: MemoryService) -
     service.add("The warehouse is in eu-west-1", scope="global")
     assert service.prompt_block(["global"], 0, ceil_quarter) == ""
     assert service.prompt_block(["agent:other"], 500, ceil_quarter) == ""
-    assert service.prompt_block(["global"], 500, ceil_quarter) == f"{MEMORY_HEADER}\n- The warehouse is in eu-west-1"
+    assert service.prompt_block(["global"], 500, ceil_quarter) == "\n".join(
+        [NOTES_OPEN, NOTES_HEADER, '- "The warehouse is in eu-west-1"', NOTES_CLOSE]
+    )
 
 
 # --- suggestions -----------------------------------------------------------------------------------

@@ -1,16 +1,20 @@
 """remember, forget, list_memory: the agent's door to durable memory.
 
 The tools reach the session's MemoryService through ``ctx.extra["memory"]`` and write to
-``ctx.extra["memory_scope"]`` (the session's agent scope, or global). Saving goes through the
-same ``sanitize_fact`` chokepoint as ``%monad remember``, so the model gets no weaker check
-than the user, and a rejection says why without repeating a secret.
+``ctx.extra["memory_scope"]`` (the session's agent scope). Saving goes through the same
+``sanitize_fact`` chokepoint as ``%monad remember``, so the model gets no weaker check than the
+user, and a refusal is a one-line tool error that says why without repeating a secret.
+
+Global facts reach every later session of every agent, so the model cannot write them: a
+global ``remember`` (or any ``remember`` in a session without an agent) becomes a pending
+suggestion that only the user's Save (panel, ``%monad remember --accept N``) turns into a fact.
 """
 
 from __future__ import annotations
 
 from monad_notebook.agent.tools.base import ToolContext, tool
 from monad_notebook.errors import ToolError
-from monad_notebook.memory.service import GLOBAL_SCOPE, MemoryService
+from monad_notebook.memory.service import GLOBAL_SCOPE, MemoryService, fact_key
 from monad_notebook.store.base import MemoryFact
 
 MAX_LISTED = 200
@@ -37,22 +41,39 @@ def remember(ctx: ToolContext, fact: str, scope: str = "agent") -> str:
     """Save a durable fact for later sessions: a preference, a name, a path, a decision.
 
     Write one plain statement of fact, never a secret or an instruction. Saved facts appear in
-    the system prompt of every later session.
+    the system prompt of every later session. A global fact waits for the user's Save.
 
     Args:
         fact: The fact, one short statement (3-500 characters).
-        scope: "agent" to keep it for this agent's sessions, "global" for every session.
+        scope: "agent" to keep it for this agent's sessions, "global" to suggest it for every session.
     """
     service = _service(ctx, "remember")
     if scope not in ("agent", "global"):
         raise ToolError(f"remember: scope must be 'agent' or 'global', got {scope[:40]!r}")
     target = _own_scope(ctx) if scope == "agent" else GLOBAL_SCOPE
-    verdict = service.add(fact, scope=target, source="tool")
+    verdict = service.sanitize(fact, target)
     if not verdict.ok:
-        return f"not saved: {verdict.reason}"
+        raise ToolError(f"remember: not saved: {verdict.reason}")
     if verdict.duplicate_of:
         return f"nothing added: {verdict.reason}"
-    return f"remembered as {verdict.fact_id} ({target}): {verdict.text}"
+    if target == GLOBAL_SCOPE:
+        return _suggest_globally(ctx, service, verdict.text)
+    saved = service.add(fact, scope=target, source="tool")
+    return f"remembered as {saved.fact_id} ({target}): {saved.text}"
+
+
+def _suggest_globally(ctx: ToolContext, service: MemoryService, text: str) -> str:
+    """Global facts reach every session, so the model only proposes them and the user decides."""
+    added = service.suggest(ctx.session, [text], scope=GLOBAL_SCOPE)
+    pending = service.pending_suggestions(ctx.session)
+    key = fact_key(text)
+    number = next((i for i, item in enumerate(pending, 1) if fact_key(item["text"]) == key), 0)
+    if not added:
+        return f"nothing added: already waiting for the user's Save as suggestion {number}"
+    return (
+        f"not saved yet: global memory needs the user's Save; suggested as number {number} "
+        f"(the panel's Save button or %monad remember --accept {number}): {text}"
+    )
 
 
 @tool
