@@ -10,6 +10,7 @@ The public names are imported lazily, so ``import monad_notebook.config`` stays 
 
 from __future__ import annotations
 
+import threading
 from importlib import import_module
 from typing import Any
 
@@ -32,6 +33,19 @@ def __getattr__(name: str) -> Any:
 
 
 def load_ipython_extension(ipython: Any) -> None:
+    """Register the magics at once; import the session's heavy parts (LanceDB, openai) in the background.
+
+    ``%load_ext`` returns before LanceDB and openai are loaded; a warm-up thread imports them
+    while the user writes the first cell, which then finds them ready (or waits for the rest).
+    """
     from monad_notebook.magics import MonadMagics
 
     ipython.register_magics(MonadMagics(ipython))
+    threading.Thread(target=_warm_up, name="monad-warm-up", daemon=True).start()
+
+
+def _warm_up() -> None:
+    try:
+        import_module("monad_notebook.session")
+    except Exception:  # the first cell imports it again and reports the problem there, in one line
+        return

@@ -11,22 +11,23 @@ import shlex
 import sys
 import time
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.display import Markdown, display
 
 from monad_notebook import events as ev
-from monad_notebook.agent.loop import Reply
 from monad_notebook.agent.tools.code_view import visible
 from monad_notebook.agent.tools.python import stdin_approver
 from monad_notebook.config import ConfigWatcher
 from monad_notebook.errors import MonadError, UsageError
 from monad_notebook.events import Event
 from monad_notebook.safe_markdown import sanitize_markdown
-from monad_notebook.session import Session
-from monad_notebook.store.base import Store
-from monad_notebook.store.lance import open_store
+
+if TYPE_CHECKING:  # the session pulls in LanceDB and openai: loaded on the first cell, or warmed up in the background
+    from monad_notebook.agent.loop import Reply
+    from monad_notebook.session import Session
+    from monad_notebook.store.base import Store
 
 HELP = """\
 %%monad [--session NAME] [--model MODEL] [--new]
@@ -187,12 +188,16 @@ class MonadMagics(Magics):
     @property
     def store(self) -> Store:
         if self._store is None:
+            from monad_notebook.store.lance import open_store
+
             self._store = open_store(self.watcher.current())
         return self._store
 
     def session(self, name: str | None = None) -> Session:
         name = name or self.current
         if name not in self._sessions:
+            from monad_notebook.session import Session
+
             session = Session(name, config=self.watcher, store=self.store, shell=self.shell)
             session.approve = self._approver(session)
             self._sessions[name] = session

@@ -34,7 +34,7 @@ class LosslessStage:
         out = self.cfg.tool_output
         redaction = self.redactor.redact(text)
         message.redacted = redacted or redaction.redacted
-        recoverable = out.persist_raw and not redaction.redacted
+        recoverable = out.persist_raw and not message.redacted
         if recoverable and len(redaction.text) > out.max_chars:
             self._spill[message.tool_call_id] = cap_raw(redaction.text, out.raw_cap_bytes)
         message.content = truncate_tool_output(

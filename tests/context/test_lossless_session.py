@@ -168,3 +168,24 @@ def test_search_tool_outputs_finds_an_identifier_in_a_forgotten_output(server, s
     session.ask("which column had nulls?")
     found = tool_contents(server.chat_requests[-1])[-1]
     assert "id=call_old line 502: column churn_flag_90d has 3% nulls" in found
+
+
+def test_a_result_the_tool_redacted_itself_gets_no_recovery_handle(server, store, tmp_path):
+    log = tmp_path / "deploy.log"
+    lines = [f"step {i}: ok" for i in range(150)]
+    lines[75] = f"OPENAI_API_KEY={FAKE_KEY}"
+    log.write_text("\n".join(lines) + "\n")
+    config = Config.model_validate(
+        {
+            "models": {"main": {"model": "gpt-4.1-mini", "baseUrl": server.base_url, "contextWindow": 20_000}},
+            "context": {"summarize": {"enabled": False}, "toolOutput": {"maxChars": 1500}},
+        }
+    )
+    session = Session("self-redacted", config=config, store=store, root=tmp_path)
+    server.queue(tool_call("read_file", {"path": "deploy.log"}, id="call_log"), "read it")
+    session.ask("read the deploy log")
+    sent = tool_contents(server.chat_requests[1])[0]
+    (stored,) = [m for m in store.load_messages("self-redacted") if m.role == "tool"]
+    assert stored.redacted and FAKE_KEY not in sent and FAKE_KEY not in stored.content
+    assert len(sent) < 2000 and "read_tool_output" not in sent  # cut, and no handle to page a secret back
+    assert store.get_raw_output("self-redacted", "call_log") is None
