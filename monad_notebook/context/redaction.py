@@ -5,10 +5,12 @@ of a large output is still found. Matching uses RE2 on the UTF-8 bytes (linear t
 or a megabyte of whitespace cannot stall a turn), with a keyword prefilter so most rules never
 scan most text. Each secret becomes a typed placeholder ``[REDACTED:kind]``: a bare ``***`` makes
 models "fix" files, and the kind tells the model what was there. Overlapping finds merge into one
-placeholder and existing placeholders are never matched again, so redacting twice changes nothing.
+placeholder and existing placeholders are never matched again, so redacting twice changes nothing;
+only a placeholder whose kind a rule writes counts as one, so ``[REDACTED:<a real token>]`` is not
+a hiding place.
 
-The detectors themselves live in ``secret_rules`` and ``key_rules``; this module runs them, plus the user's patterns,
-the values of secret-looking environment variables and the user's hook.
+The detectors themselves live in ``secret_rules`` and ``key_rules``; this module runs them, plus
+the user's patterns, the values of secret-looking environment variables and the user's hook.
 """
 
 from __future__ import annotations
@@ -242,14 +244,36 @@ def _find(rules: list[Rule], kinds: frozenset[bytes], data: bytes, a: int, b: in
     lowered = window.lower()
     kept = _placeholders(window, kinds) if b"[redacted:" in lowered else []
     kept_starts = [start for start, _ in kept]
+    present = _present(lowered, frozenset(k for rule in rules for k in rule.keywords))
     found = []
     for priority, rule in enumerate(rules):
-        if rule.keywords and not any(k in lowered for k in rule.keywords):
+        if rule.keywords and present.isdisjoint(rule.keywords):
             continue
         for kind, start, end in scan(rule, window):
             if end > start and not _overlaps(kept, kept_starts, start, end):
                 found.append((a + start, a + end, priority, kind))
     return found
+
+
+@lru_cache(maxsize=512)
+def _alternation(keywords: frozenset[bytes]) -> Any:
+    return re2.compile(b"|".join(re2.escape(k) for k in sorted(keywords, key=len, reverse=True)))
+
+
+def _present(lowered: bytes, keywords: frozenset[bytes]) -> frozenset[bytes]:
+    """The keywords that occur in ``lowered``, in one RE2 pass rather than one search per keyword.
+
+    Each search resumes where the last keyword was found, without it, so overlapping keywords
+    (``sk`` in ``sk-ant-``) are all seen.
+    """
+    remaining, found, pos = keywords, set(), 0
+    while remaining:
+        match = _alternation(remaining).search(lowered, pos)
+        if match is None:
+            break
+        found.add(match.group())
+        remaining, pos = remaining - {match.group()}, match.start()
+    return frozenset(found)
 
 
 def _placeholders(window: bytes, kinds: frozenset[bytes]) -> list[tuple[int, int]]:

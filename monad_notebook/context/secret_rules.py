@@ -11,6 +11,16 @@ secrets: under 8 characters; ``None``/``null``/``changeme``-style words; ``<...>
 ``$VAR``, ``{var}`` templates; paths; numbers and plain words (except for passwords); and, when
 unquoted, code: calls, indexing and identifiers (``password = getpass()``, ``token =
 os.environ["TOKEN"]``). The price: an unquoted all-letter password (``password: sunshineday``) is kept.
+Tokens, keys and secrets (not passwords) must also look issued: a prefixed counter
+(``sess_00000001``) or text with little variety (``aaaa1111``) is an id.
+
+Passwords also come as command arguments (``--password X``, ``--db-password=X``, ``mysql -pX``,
+``sshpass -p X``, ``curl -u user:X``, ``-passin pass:X``) and in sentences (``the password is X``,
+``passwd = X``). A flag's value is kept when it is a switch (``--no-password``, ``--ask-pass``,
+``--password-file``), the next flag, a metavar (``PASSWORD``) or a template; ``-p 8080`` is not
+glued to its flag, so it is no password. In a sentence the value must look chosen (a digit, a
+symbol or jumbled case, six characters or more) and not be code: "password is required" is kept.
+Private keys live in ``key_rules``.
 """
 
 from __future__ import annotations
@@ -328,22 +338,10 @@ RULES = [
     ),
     rule(
         "password",
-        rf"\b(?:mysql[a-z]*|mariadb[a-z-]*)\b[^\n;|&]*?[ \t\"']-p{_VALUE}",
-        "mysql mariadb",
-        0,
-        _check_option_value,
-    ),
-    rule(
-        "password",
-        rf"\b(?:sshpass|docker[ \t]+login\b[^\n;|&]*?)[ \t]+-p[ \t]*{_VALUE}",
-        "sshpass docker",
-        0,
-        _check_option_value,
-    ),
-    rule(
-        "password",
-        rf"\bcurl\b[^\n;|&]*?[ \t](?:-u[ \t]*|--user(?:[ \t]+|=))[\"']?[^\s:\"']*:{_VALUE}",
-        "curl",
+        rf"(?:\b(?:mysql[a-z]*|mariadb[a-z-]*)\b[^\n;|&]*?[ \t\"']-p"
+        rf"|\b(?:sshpass|docker[ \t]+login\b[^\n;|&]*?)[ \t]+-p[ \t]*"
+        rf"|\bcurl\b[^\n;|&]*?[ \t](?:-u[ \t]*|--user(?:[ \t]+|=))[\"']?[^\s:\"']*:){_VALUE}",
+        "mysql mariadb sshpass docker curl",
         0,
         _check_option_value,
     ),
