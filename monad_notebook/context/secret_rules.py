@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter
 from functools import lru_cache
 
 from monad_notebook.context.detector import Checker, Find, Spans, rule
@@ -81,8 +80,8 @@ def _low_entropy(value: str) -> bool:
     """A counter with a prefix (``sess_00000001``, ``user-42``) or text with little variety: an id, not a key."""
     if _COUNTER.fullmatch(value):
         return True
-    counts = Counter(value)
-    return -sum(n / len(value) * math.log2(n / len(value)) for n in counts.values()) < _MIN_ENTROPY_BITS
+    size = len(value)  # Shannon entropy is log2(size) - sum(c * log2(c)) / size over the character counts c
+    return sum(c * math.log2(c) for c in map(value.count, set(value))) / size > math.log2(size) - _MIN_ENTROPY_BITS
 
 
 def _random_looking(value: str) -> bool:
