@@ -20,6 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from monad_notebook.context.redaction import Redactor
+from tests.context.hostile_corpus import HOSTILE_NOISE, HOSTILE_SECRETS
 from tests.context.secret_corpus import NOISE, SECRETS, mixed_tool_output
 
 MB = 1_000_000
@@ -98,7 +99,23 @@ def precision_table() -> list[str]:
     )
     caught = sum(REDACTOR.redact(s.text).text == s.expected for s in SECRETS)
     lines.append(f"| fake-secret corpus: exact redactions | {len(SECRETS)} samples | {caught}/{len(SECRETS)} caught |")
-    return lines
+    return lines + hostile_rows()
+
+
+def hostile_rows() -> list[str]:
+    """Look-alikes that must survive, then each kind of hostile secret: exact redactions and leaks."""
+    look_alikes = "".join(HOSTILE_NOISE.values())
+    fp = sum(sum(REDACTOR.redact(text).counts.values()) for text in HOSTILE_NOISE.values())
+    rows = [
+        f"| hostile look-alikes: certificates, public keys, wrapped base64, `-p 8080`, "
+        f"'password is required', sequential ids | {len(look_alikes.encode())} | {fp} |"
+    ]
+    for kind, secrets in HOSTILE_SECRETS.items():
+        redacted = [REDACTOR.redact(s.text).text for s in secrets]
+        caught = sum(text == s.expected for text, s in zip(redacted, secrets, strict=True))
+        leaked = sum(s.value in text for text, s in zip(redacted, secrets, strict=True))
+        rows.append(f"| hostile: {kind} | {len(secrets)} samples | {caught}/{len(secrets)} caught, {leaked} leaked |")
+    return rows
 
 
 def stdlib_scan() -> tuple[int, int]:

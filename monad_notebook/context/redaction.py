@@ -5,10 +5,12 @@ of a large output is still found. Matching uses RE2 on the UTF-8 bytes (linear t
 or a megabyte of whitespace cannot stall a turn), with a keyword prefilter so most rules never
 scan most text. Each secret becomes a typed placeholder ``[REDACTED:kind]``: a bare ``***`` makes
 models "fix" files, and the kind tells the model what was there. Overlapping finds merge into one
-placeholder and existing placeholders are never matched again, so redacting twice changes nothing.
+placeholder and existing placeholders are never matched again, so redacting twice changes nothing;
+only a placeholder whose kind a rule writes counts as one, so ``[REDACTED:<a real token>]`` is not
+a hiding place.
 
-The detectors themselves live in ``secret_rules``; this module runs them, plus the user's patterns,
-the values of secret-looking environment variables and the user's hook.
+The detectors themselves live in ``secret_rules`` and ``key_rules``; this module runs them, plus
+the user's patterns, the values of secret-looking environment variables and the user's hook.
 """
 
 from __future__ import annotations
@@ -24,21 +26,13 @@ from typing import Any
 
 import re2
 
-from monad_notebook.context.secret_rules import (
-    MIN_SECRET_CHARS,
-    NUMERIC,
-    RULES,
-    Find,
-    Rule,
-    Spans,
-    compile_pattern,
-    path_like,
-    scan,
-)
+from monad_notebook.context.detector import Find, Rule, Spans, compile_pattern, scan
+from monad_notebook.context.secret_rules import KINDS, MIN_SECRET_CHARS, NUMERIC, RULES, path_like
 from monad_notebook.errors import ConfigError
 
 _MAX_PASSES = 4
-_PLACEHOLDER = re.compile(rb"\[REDACTED:[^\]\s]{1,200}\]")
+_BUILTIN_KINDS = frozenset(kind.encode() for kind in KINDS) | {b"hook-error"}
+_PLACEHOLDER = re.compile(rb"\[REDACTED:([^\[\]\s]{1,200})\]")
 
 
 @dataclass(frozen=True)
@@ -149,6 +143,7 @@ class Redactor:
         self.hook = hook
         self._env = env
         self._rules = [_user_rule(name, regex) for name, regex in patterns] + RULES
+        self._kinds = frozenset(rule.kind.encode() for rule in self._rules) | _BUILTIN_KINDS
 
     @classmethod
     def from_config(cls, redaction_cfg: Any) -> Redactor:
@@ -185,9 +180,32 @@ class Redactor:
         """The kinds of secret in ``text``, sorted: a verdict for callers that must not store secrets at all."""
         return sorted(self.redact(text).counts)
 
-    def _active_rules(self) -> list[Rule]:
+    def cut_point(self, text: str, at: int, *, forward: bool = False) -> int:
+        """``at``, moved out of any secret that spans it: to the secret's start, or with ``forward`` its end.
+
+        For callers that must cut text before it is redacted (a bounded capture of a flood): each
+        side of the cut then holds a secret whole or not at all, so the later redaction finds it.
+        One pass of the built-in, user and environment rules (the hook cannot say where it looks).
+        """
+        if not self.enabled or not 0 < at < len(text):
+            return at
+        data = text.encode("utf-8", "surrogatepass")
+        target = len(text[:at].encode("utf-8", "surrogatepass"))
+        rules, kinds = self._active_rules()
+        for start, end, _ in _merge(_find(rules, kinds, data, 0, len(data))):
+            if start < target < end:
+                cut = end if forward else start
+                while 0 < cut < len(data) and data[cut] & 0xC0 == 0x80:
+                    cut += 1 if forward else -1
+                return len(data[:cut].decode("utf-8", "surrogatepass"))
+        return at
+
+    def _active_rules(self) -> tuple[list[Rule], frozenset[bytes]]:
+        """The rules to run, and the placeholder labels they write (an existing one of these is left alone)."""
         secrets = _env_secrets(os.environ if self._env is None else self._env) if self.env_secrets else ()
-        return [_env_rule(secrets), *self._rules] if secrets else self._rules
+        if not secrets:
+            return self._rules, self._kinds
+        return [_env_rule(secrets), *self._rules], self._kinds | {f"env:{name}".encode() for name, _ in secrets}
 
     def _replace(self, text: str) -> tuple[str, dict[str, int]]:
         """Redact until nothing new is found: a placeholder can create a word boundary a rule needs.
@@ -196,9 +214,9 @@ class Redactor:
         span lines through one), so they cost little.
         """
         data = text.encode("utf-8", "surrogatepass")
-        rules, counts, windows = self._active_rules(), {}, [(0, len(data))]
+        (rules, kinds), counts, windows = self._active_rules(), {}, [(0, len(data))]
         for _ in range(_MAX_PASSES):
-            spans = _merge([hit for a, b in windows for hit in _find(rules, data, a, b)])
+            spans = _merge([hit for a, b in windows for hit in _find(rules, kinds, data, a, b)])
             if not spans:
                 break
             pieces, placed, shift = [], [], 0
@@ -216,20 +234,50 @@ class Redactor:
         return (data.decode("utf-8", "surrogatepass") if counts else text), counts
 
 
-def _find(rules: list[Rule], data: bytes, a: int, b: int) -> list[tuple[int, int, int, str]]:
-    """Every accepted find in ``data[a:b]`` as (start, end, priority, kind), skipping existing placeholders."""
+def _find(rules: list[Rule], kinds: frozenset[bytes], data: bytes, a: int, b: int) -> list[tuple[int, int, int, str]]:
+    """Every accepted find in ``data[a:b]`` as (start, end, priority, kind), skipping existing placeholders.
+
+    Only a placeholder with a label the rules write is skipped: ``[REDACTED:<a real token>]`` is
+    text shaped like one, and the token inside it is still found.
+    """
     window = data if (a, b) == (0, len(data)) else data[a:b]
     lowered = window.lower()
-    kept = [m.span() for m in _PLACEHOLDER.finditer(window)] if b"[redacted:" in lowered else []
+    kept = _placeholders(window, kinds) if b"[redacted:" in lowered else []
     kept_starts = [start for start, _ in kept]
+    present = _present(lowered, frozenset(k for rule in rules for k in rule.keywords))
     found = []
     for priority, rule in enumerate(rules):
-        if rule.keywords and not any(k in lowered for k in rule.keywords):
+        if rule.keywords and present.isdisjoint(rule.keywords):
             continue
         for kind, start, end in scan(rule, window):
             if end > start and not _overlaps(kept, kept_starts, start, end):
                 found.append((a + start, a + end, priority, kind))
     return found
+
+
+@lru_cache(maxsize=512)
+def _alternation(keywords: frozenset[bytes]) -> Any:
+    return re2.compile(b"|".join(re2.escape(k) for k in sorted(keywords, key=len, reverse=True)))
+
+
+def _present(lowered: bytes, keywords: frozenset[bytes]) -> frozenset[bytes]:
+    """The keywords that occur in ``lowered``, in one RE2 pass rather than one search per keyword.
+
+    Each search resumes where the last keyword was found, without it, so overlapping keywords
+    (``sk`` in ``sk-ant-``) are all seen.
+    """
+    remaining, found, pos = keywords, set(), 0
+    while remaining:
+        match = _alternation(remaining).search(lowered, pos)
+        if match is None:
+            break
+        found.add(match.group())
+        remaining, pos = remaining - {match.group()}, match.start()
+    return frozenset(found)
+
+
+def _placeholders(window: bytes, kinds: frozenset[bytes]) -> list[tuple[int, int]]:
+    return [m.span() for m in _PLACEHOLDER.finditer(window) if m.group(1) in kinds]
 
 
 def _lines_around(data: bytes, placed: list[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -11,66 +11,29 @@ secrets: under 8 characters; ``None``/``null``/``changeme``-style words; ``<...>
 ``$VAR``, ``{var}`` templates; paths; numbers and plain words (except for passwords); and, when
 unquoted, code: calls, indexing and identifiers (``password = getpass()``, ``token =
 os.environ["TOKEN"]``). The price: an unquoted all-letter password (``password: sunshineday``) is kept.
+Tokens, keys and secrets (not passwords) must also look issued: a prefixed counter
+(``sess_00000001``) or text with little variety (``aaaa1111``) is an id.
+
+Passwords also come as command arguments (``--password X``, ``--db-password=X``, ``mysql -pX``,
+``sshpass -p X``, ``curl -u user:X``, ``-passin pass:X``) and in sentences (``the password is X``,
+``passwd = X``). A flag's value is kept when it is a switch (``--no-password``, ``--ask-pass``,
+``--password-file``), the next flag, a metavar (``PASSWORD``) or a template; ``-p 8080`` is not
+glued to its flag, so it is no password. In a sentence the value must look chosen (a digit, a
+symbol or jumbled case, six characters or more) and not be code: "password is required" is kept.
+Private keys live in ``key_rules``.
 """
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
-import re2
+from monad_notebook.context.detector import Checker, Find, Spans, rule
+from monad_notebook.context.key_rules import KEY_RULES
 
 MIN_SECRET_CHARS = 8
 _MAX_NAME_BYTES = 128
-_RESCAN_BYTES = 256
-_MIN_PEM_BODY = 40
-_UNANCHORED = re2._Anchor.UNANCHORED
-
-Spans = list[tuple[int, int]]
-Find = tuple[str, int, int]
-Checker = Callable[[bytes, Spans], "list[Find]"]
-
-
-@dataclass(frozen=True)
-class Rule:
-    """One detector: ``kind`` names the placeholder, ``keywords`` gate the scan, ``check`` vets each match."""
-
-    kind: str
-    regex: Any
-    keywords: tuple[bytes, ...] = ()
-    group: int = 0
-    check: Checker | None = None
-    rescan: bool = False  # after a rejected match, search again from the end of group 1 (the name)
-
-
-def compile_pattern(pattern: str | bytes) -> Any:
-    """RE2 over bytes, so offsets index the UTF-8 text the redactor rewrites."""
-    return re2.compile(pattern if isinstance(pattern, bytes) else pattern.encode())
-
-
-def scan(rule: Rule, data: bytes) -> Iterator[Find]:
-    """Accepted finds of one rule, left to right.
-
-    Uses the raw binding: a match object per hit costs more than the scan. A rejected match of a
-    ``rescan`` rule is searched again from the end of its name, so a value that swallowed a real
-    assignment (``auth:x-api-key=...``) does not hide it; only short values are rescanned, which
-    keeps the whole scan linear.
-    """
-    raw, pos, end = rule.regex._regexp, 0, len(data)
-    while pos <= end:
-        groups = raw.Match(_UNANCHORED, data, pos, end)
-        start, stop = groups[0]
-        if start < 0:
-            return
-        hits = rule.check(data, groups) if rule.check else [(rule.kind, *groups[rule.group])]
-        yield from hits
-        if not hits and rule.rescan and stop - groups[1][1] <= _RESCAN_BYTES:
-            pos = groups[1][1]
-            continue
-        pos = stop if stop > start else stop + 1
 
 
 # --- what a secret value looks like -------------------------------------------------------------
@@ -93,6 +56,8 @@ _SYMBOL, _SPACE = re.compile(r"[^A-Za-z0-9_.:/-]"), re.compile(r"\s")
 _CONSTANT = re.compile(r"[A-Z][A-Z0-9]*(?:[-_][A-Z0-9]+)+")  # RSA_2048, CRAM-MD5: names, not keys
 _WORD_PARTS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+")
 _CODE_CHAR = re.compile(r"[()\[\]{}=;,<>]")
+_COUNTER = re.compile(r"[A-Za-z]{1,16}(?:[_.:-]?[0-9]+)+")
+_MIN_ENTROPY_BITS = 2.0  # per character; issued tokens carry 3.5 and more
 
 
 def _placeholder_like(value: str) -> bool:
@@ -111,9 +76,17 @@ def path_like(value: str) -> bool:
     return _PATH.fullmatch(value) is not None and (value.count("/") >= 2 or "." in value or ":\\" in value)
 
 
+def _low_entropy(value: str) -> bool:
+    """A counter with a prefix (``sess_00000001``, ``user-42``) or text with little variety: an id, not a key."""
+    if _COUNTER.fullmatch(value):
+        return True
+    size = len(value)  # Shannon entropy is log2(size) - sum(c * log2(c)) / size over the character counts c
+    return sum(c * math.log2(c) for c in map(value.count, set(value))) / size > math.log2(size) - _MIN_ENTROPY_BITS
+
+
 def _random_looking(value: str) -> bool:
-    """Issued tokens and keys carry digits, symbols or jumbled case; identifiers and numbers do not."""
-    if NUMERIC.fullmatch(value) or (len(value) <= 24 and _CONSTANT.fullmatch(value)):
+    """Issued tokens and keys carry digits, symbols or jumbled case; identifiers, ids and numbers do not."""
+    if NUMERIC.fullmatch(value) or (len(value) <= 24 and _CONSTANT.fullmatch(value)) or _low_entropy(value):
         return False
     if _DIGIT.search(value) or _SYMBOL.search(value):
         return True
@@ -231,13 +204,6 @@ def _check_authorization(data: bytes, spans: Spans) -> list[Find]:
     return [("bearer", start, end)] if ok else []
 
 
-def _check_pem(data: bytes, spans: Spans) -> list[Find]:
-    """A key block needs a body: a header alone is a mention in docs, not a key."""
-    start, end = spans[0]
-    header_end = data.find(b"-----", start + 10) + 5
-    return [("private-key", start, end)] if end - header_end >= _MIN_PEM_BODY else []
-
-
 def _has_digit(kind: str, group: int = 0) -> Checker:
     """For prefix rules that also catch words (``sk-learn-...``): issued keys carry digits."""
 
@@ -248,65 +214,144 @@ def _has_digit(kind: str, group: int = 0) -> Checker:
     return check
 
 
+# --- passwords on a command line and in sentences --------------------------------------------------
+
+_FLAG_WORDS = "password|passwd|passphrase|pass|pwd|passin|passout|storepass|keypass|srcstorepass|deststorepass"
+_FLAG_NOT_VALUE = _set("no ask prompt reset forgot require required show hide check use empty skip allow stdin file")
+_METAVAR = re.compile(r"[A-Z][A-Z_-]*")
+_OPENSSL_SOURCES = ("env:", "file:", "fd:", "stdin")
+_PROSE_MIN_CHARS = 6
+_TRAILING_PUNCTUATION = b".,;:)"
+_CODE_VALUE = re.compile(r".*[()\[\]{}<>$].*|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|[a-z_][a-z0-9]*(?:_[a-z0-9]+)+")
+_VALUE = r"""(?:"([^"\r\n]+)"|'([^'\r\n]+)'|([^\s"'`]+))"""
+_LOOSE_CASE = re.compile(r"[A-Za-z][a-z]*|[A-Z]+")
+
+
+def _quoted_or_bare(spans: Spans, first: int) -> tuple[int, int, bool] | None:
+    """The (start, end, quoted) of whichever of the three value groups from ``first`` matched."""
+    for group in (first, first + 1, first + 2):
+        if spans[group][0] >= 0:
+            return (*spans[group], group != first + 2)
+    return None
+
+
+def _check_flag(data: bytes, spans: Spans) -> list[Find]:
+    """``--password X``, ``--db-password=X``, ``-passin pass:X``: skip switches, templates, paths and metavars."""
+    flag = data[spans[1][0] : spans[1][1]].decode("utf-8", "replace").lower()
+    start, end, quoted = _quoted_or_bare(spans, 2) or (0, 0, False)
+    value = data[start:end].decode("utf-8", "replace")
+    if set(re.split(r"[-_]", flag)) & _FLAG_NOT_VALUE or value.startswith(_OPENSSL_SOURCES):
+        return []
+    if value.startswith("pass:"):
+        start, value = start + 5, value[5:]
+    spaced = data[spans[1][1] : spans[1][1] + 1] != b"="
+    if not quoted and (
+        value.startswith("-") or _METAVAR.fullmatch(value) or (spaced and value.isalpha() and value.islower())
+    ):
+        return []
+    return [("password", start, end)] if len(value) >= 3 and not _placeholder_like(value) else []
+
+
+def _check_option_value(data: bytes, spans: Spans) -> list[Find]:
+    """``mysql -pX``, ``sshpass -p X``, ``curl -u user:X``: the command already says it is a password."""
+    start, end, _ = _quoted_or_bare(spans, 1) or (0, 0, False)
+    value = data[start:end].decode("utf-8", "replace")
+    return [("password", start, end)] if len(value) >= 3 and not _placeholder_like(value) else []
+
+
+def _check_prose(data: bytes, spans: Spans) -> list[Find]:
+    """``the password is X`` / ``password: X``: a value that looks chosen, not a word or code (``is required``)."""
+    start, end, quoted = _quoted_or_bare(spans, 1) or (0, 0, False)
+    if not quoted:
+        while end > start and data[end - 1] in _TRAILING_PUNCTUATION:
+            end -= 1
+    value = data[start:end].decode("utf-8", "replace")
+    if (
+        len(value) < _PROSE_MIN_CHARS
+        or _placeholder_like(value)
+        or data[end + quoted : end + quoted + 2].strip()[:1] in (b"+", b"%")
+    ):
+        return []
+    if not quoted and (_CODE_VALUE.fullmatch(value) or not _chosen(value)):
+        return []
+    return [("password", start, end)]
+
+
+def _chosen(value: str) -> bool:
+    """Digits, symbols or jumbled case: a password someone picked, not a word of the sentence."""
+    return bool(_DIGIT.search(value) or not value.isalnum() or _LOOSE_CASE.fullmatch(value) is None)
+
+
 # --- the detectors, in priority order (an overlap takes the kind of the earliest rule) -----------------
 
-_PEM_BODY = r"(?:\r?\n[ \t]*|\\[rn]|[A-Za-z0-9+/=]|[A-Za-z-]+: [^\r\n\\\"]*)*"
-_PEM_END = r"(?:-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----)?"
 _NAME_SEP = r"[\"']?[ \t]*[:=][ \t]*[\"']?"
 
 
-def _r(
-    kind: str, pattern: str, keywords: str, group: int = 0, check: Checker | None = None, rescan: bool = False
-) -> Rule:
-    return Rule(kind, compile_pattern(pattern), tuple(k.encode() for k in keywords.split()), group, check, rescan)
-
-
 RULES = [
-    _r(
-        "private-key",
-        rf"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----{_PEM_BODY}{_PEM_END}",
-        "-----begin",
-        0,
-        _check_pem,
-    ),
-    _r("aws-access-key", r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b", "akia asia abia acca"),
-    _r(
+    *KEY_RULES,
+    rule("aws-access-key", r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b", "akia asia abia acca"),
+    rule(
         "aws-secret-key",
         rf"(?i)secret_?access_?key{_NAME_SEP}([A-Za-z0-9/+]{{40}})(?:[^A-Za-z0-9/+]|$)",
         "access",
         1,
     ),
-    _r("gcp-api-key", r"\bAIza[0-9A-Za-z_-]{35}", "aiza"),
-    _r("azure-key", r"(?i)(?:AccountKey|SharedAccessKey)=([A-Za-z0-9+/]{20,}={0,2})", "accountkey accesskey", 1),
-    _r("azure-sas", r"[?&]sig=([A-Za-z0-9%+/]{20,}(?:%3D|=)*)", "sig=", 1),
-    _r("anthropic", r"\bsk-ant-[A-Za-z0-9_-]{32,}", "sk-ant-"),
-    _r("openai", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}", "sk-", 0, _has_digit("openai")),
-    _r("github", r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{50,})", "gh"),
-    _r("gitlab", r"\bgl(?:pat|dt|ptt|rt)-[A-Za-z0-9_-]{20,}", "glpat- gldt- glptt- glrt-"),
-    _r("slack-webhook", r"https://hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9+/_-]+)", "slack", 1),
-    _r("slack", r"\bxox[abposre]-[0-9A-Za-z-]{10,}", "xox"),
-    _r("stripe", r"\b(?:(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{20,}|whsec_[A-Za-z0-9+/=]{20,})", "_live_ _test_ whsec_"),
-    _r("huggingface", r"\bhf_[A-Za-z0-9]{30,}\b", "hf_"),
-    _r("npm", r"\bnpm_[A-Za-z0-9]{36}\b", "npm_"),
-    _r("pypi", r"\bpypi-AgE[A-Za-z0-9_-]{50,}", "pypi-age"),
-    _r("twilio", r"\bSK[0-9a-fA-F]{32}\b", "sk"),
-    _r("twilio", rf"(?i)twilio[a-z0-9_]*(?:auth_?token|secret){_NAME_SEP}([0-9a-f]{{32}})\b", "twilio", 1),
-    _r("sendgrid", r"\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}\b", "sg."),
-    _r("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*", "eyj"),
-    _r(
+    rule("gcp-api-key", r"\bAIza[0-9A-Za-z_-]{35}", "aiza"),
+    rule("azure-key", r"(?i)(?:AccountKey|SharedAccessKey)=([A-Za-z0-9+/]{20,}={0,2})", "accountkey accesskey", 1),
+    rule("azure-sas", r"[?&]sig=([A-Za-z0-9%+/]{20,}(?:%3D|=)*)", "sig=", 1),
+    rule("anthropic", r"\bsk-ant-[A-Za-z0-9_-]{32,}", "sk-ant-"),
+    rule("openai", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}", "sk-", 0, _has_digit("openai")),
+    rule("github", r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{50,})", "gh"),
+    rule("gitlab", r"\bgl(?:pat|dt|ptt|rt)-[A-Za-z0-9_-]{20,}", "glpat- gldt- glptt- glrt-"),
+    rule("slack-webhook", r"https://hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9+/_-]+)", "slack", 1),
+    rule("slack", r"\bxox[abposre]-[0-9A-Za-z-]{10,}", "xox"),
+    rule("stripe", r"\b(?:(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{20,}|whsec_[A-Za-z0-9+/=]{20,})", "_live_ _test_ whsec_"),
+    rule("huggingface", r"\bhf_[A-Za-z0-9]{30,}\b", "hf_"),
+    rule("npm", r"\bnpm_[A-Za-z0-9]{36}\b", "npm_"),
+    rule("pypi", r"\bpypi-AgE[A-Za-z0-9_-]{50,}", "pypi-age"),
+    rule("twilio", r"\bSK[0-9a-fA-F]{32}\b", "sk"),
+    rule("twilio", rf"(?i)twilio[a-z0-9_]*(?:auth_?token|secret){_NAME_SEP}([0-9a-f]{{32}})\b", "twilio", 1),
+    rule("sendgrid", r"\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}\b", "sg."),
+    rule("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*", "eyj"),
+    rule(
         "url-password",
         r"(?i)\b[a-z][a-z0-9+.-]*://[^\s:/@\"'<>]*:([^\s/@\"'<>]+)@",
         "://",
         1,
         _value_check("url-password", 3),
     ),
-    _r(
+    rule(
         "bearer",
         rf"(?i)\bauthorization{_NAME_SEP}(?:(bearer|basic|token|digest)[ \t]+)?([A-Za-z0-9._~+/-]+=*)",
         "authorization",
         2,
         _check_authorization,
     ),
-    _r("bearer", r"(?i)\bbearer[ \t]+([A-Za-z0-9._~+/-]{16,}=*)", "bearer", 1, _has_digit("bearer", 1)),
-    _r("secret", _ASSIGNMENT, "pass pwd secret token key auth cred", 0, _check_assignment, True),
+    rule("bearer", r"(?i)\bbearer[ \t]+([A-Za-z0-9._~+/-]{16,}=*)", "bearer", 1, _has_digit("bearer", 1)),
+    rule(
+        "password",
+        rf"(?i)(?:^|[\s\"'=(\[,])--?((?:[a-z0-9]+[-_])*(?:{_FLAG_WORDS}))(?:[ \t]+|=){_VALUE}",
+        "pass pwd",
+        0,
+        _check_flag,
+    ),
+    rule(
+        "password",
+        rf"(?:\b(?:mysql[a-z]*|mariadb[a-z-]*)\b[^\n;|&]*?[ \t\"']-p"
+        rf"|\b(?:sshpass|docker[ \t]+login\b[^\n;|&]*?)[ \t]+-p[ \t]*"
+        rf"|\bcurl\b[^\n;|&]*?[ \t](?:-u[ \t]*|--user(?:[ \t]+|=))[\"']?[^\s:\"']*:){_VALUE}",
+        "mysql mariadb sshpass docker curl",
+        0,
+        _check_option_value,
+    ),
+    rule(
+        "password",
+        r"(?i)\bpass(?:word|wd|phrase|code)s?(?:[ \t]+(?:is|was)[ \t]*:?|[ \t]*:|[ \t]+=)[ \t]+" + _VALUE,
+        "pass",
+        0,
+        _check_prose,
+    ),
+    rule("secret", _ASSIGNMENT, "pass pwd secret token key auth cred", 0, _check_assignment, True),
 ]
+
+KINDS = frozenset({rule.kind for rule in RULES} | {"password", "token", "api-key", "secret"})

@@ -1,7 +1,9 @@
 """The ``notebook_history`` tool: what the user ran in earlier cells, and what came out.
 
 IPython keeps every cell's input and the value it displayed (``Out``); printed text
-is not kept by the kernel, so only values can be shown.
+is not kept by the kernel, so only values can be shown. Each input and value is redacted
+whole before it is clipped: a clip that cut a token or a URL's password in two would leave
+pieces the redactor no longer recognises.
 """
 
 from __future__ import annotations
@@ -13,13 +15,25 @@ from monad_notebook.agent.tools.base import Tool, ToolContext, tool
 _MAX_CELLS = 50
 _INPUT_CHARS = 3000
 _OUTPUT_CHARS = 1500
+_PLACEHOLDER = "[REDACTED:"
+_PLACEHOLDER_CHARS = 220
 
 
 def _clip(text: str, limit: int) -> str:
+    """Head and tail of ``text``, cut outside the ``[REDACTED:kind]`` placeholders."""
     if len(text) <= limit:
         return text
     half = limit // 2
-    return f"{text[:half]}\n[... {len(text) - 2 * half} characters not shown ...]\n{text[-half:]}"
+    head_end, tail_start = _outside_placeholder(text, half, False), _outside_placeholder(text, len(text) - half, True)
+    return f"{text[:head_end]}\n[... {tail_start - head_end} characters not shown ...]\n{text[tail_start:]}"
+
+
+def _outside_placeholder(text: str, at: int, forward: bool) -> int:
+    opening = text.rfind(_PLACEHOLDER, max(0, at - _PLACEHOLDER_CHARS), at + len(_PLACEHOLDER) - 1)
+    closing = text.find("]", opening) if opening >= 0 else -1
+    if closing < at:
+        return at
+    return closing + 1 if forward else opening
 
 
 def _plain(shell: Any, value: Any) -> str:
@@ -53,9 +67,10 @@ def notebook_history(ctx: ToolContext, n: int = 5) -> str:
         return "no earlier cells in this notebook session"
     cells = []
     for number in numbers:
-        text = f"In [{number}]:\n{_clip(inputs[number].rstrip(), _INPUT_CHARS)}"
+        text = f"In [{number}]:\n{_clip(ctx.redact(inputs[number].rstrip()), _INPUT_CHARS)}"
         if number in outputs:
-            text += f"\nOut[{number}]:\n{_clip(_plain(shell, outputs[number]).rstrip(), _OUTPUT_CHARS)}"
+            value = ctx.redact(_plain(shell, outputs[number]).rstrip())
+            text += f"\nOut[{number}]:\n{_clip(value, _OUTPUT_CHARS)}"
         cells.append(text)
     return "\n\n".join(cells) + "\n\n(printed output is not kept by the kernel; only displayed values appear)"
 

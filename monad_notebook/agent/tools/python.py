@@ -23,9 +23,12 @@ from typing import Any
 from monad_notebook.agent.tools.base import Tool, ToolContext, tool
 from monad_notebook.agent.tools.code_view import summary, terminal_view
 
+CutPoint = Callable[..., int]  # Redactor.cut_point(text, at, *, forward) -> where to cut instead
+
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
 _CELL_FILENAME = re.compile(r"<ipython-input-[\w-]+>|\S*ipykernel_\d+[/\\]\d+\.py|<monad-cell>")
 _CAPTURE_CAP = 4_000_000  # chars kept per stream; the middle of a flood is dropped
+_CUT_MARGIN = 65_536  # chars seen beyond each cut, so a secret spanning it is found whole
 _TRACEBACK_FRAMES = 6
 _PLAIN_FILENAME = "<monad-cell>"
 _MISSING = object()
@@ -45,10 +48,19 @@ def strip_ansi(text: str) -> str:
 
 
 class _Sink:
-    """Recorded text of one stream, bounded: the head and the tail survive a flood."""
+    """Recorded text of one stream, bounded: the head and the tail survive a flood.
 
-    def __init__(self, cap: int = _CAPTURE_CAP) -> None:
+    Dropping the middle must not split a secret: the redactor only sees the rendered text, and
+    the half of a token or of a key block left at a cut no longer looks like one. So each side
+    keeps ``margin`` characters beyond its half, and ``text`` moves each cut out of any secret
+    that ``cut_point`` (the redactor's) finds spanning it, which the margin shows whole; only
+    then are the margins dropped. A secret longer than the margin can still be split.
+    """
+
+    def __init__(self, cap: int = _CAPTURE_CAP, margin: int = _CUT_MARGIN) -> None:
         self.half = cap // 2
+        self.margin = margin
+        self.keep = self.half + margin
         self.head: list[str] = []
         self.head_len = 0
         self.tail: deque[str] = deque()
@@ -59,27 +71,38 @@ class _Sink:
     def add(self, text: str) -> None:
         if self.paused or not text:
             return
-        if self.head_len < self.half:
-            room = self.half - self.head_len
+        if self.head_len < self.keep:
+            room = self.keep - self.head_len
             self.head.append(text[:room])
             self.head_len += min(len(text), room)
             text = text[room:]
         if not text:
             return
-        if len(text) >= self.half:
-            self.dropped += self.tail_len + len(text) - self.half
-            self.tail, self.tail_len = deque([text[-self.half :]]), self.half
+        if len(text) >= self.keep:
+            self.dropped += self.tail_len + len(text) - self.keep
+            self.tail, self.tail_len = deque([text[-self.keep :]]), self.keep
             return
         self.tail.append(text)
         self.tail_len += len(text)
-        while self.tail_len > self.half and len(self.tail) > 1:
+        while self.tail_len - len(self.tail[0]) >= self.keep:
             dropped = self.tail.popleft()
             self.tail_len -= len(dropped)
             self.dropped += len(dropped)
 
-    def text(self) -> str:
-        gap = f"\n[... {self.dropped} characters of output not captured ...]\n" if self.dropped else ""
-        return "".join(self.head) + gap + "".join(self.tail)
+    def text(self, cut_point: CutPoint | None = None) -> str:
+        head, tail = "".join(self.head), "".join(self.tail)
+        if not self.dropped and len(head) + len(tail) <= 2 * self.half:
+            return head + tail
+        head_end = self._cut(head, self.half, cut_point, forward=False)
+        tail_start = self._cut(tail, max(0, len(tail) - self.half), cut_point, forward=True)
+        dropped = self.dropped + len(head) - head_end + tail_start
+        return f"{head[:head_end]}\n[... {dropped} characters of output not captured ...]\n{tail[tail_start:]}"
+
+    def _cut(self, text: str, at: int, cut_point: CutPoint | None, *, forward: bool) -> int:
+        if cut_point is None or not 0 < at < len(text):
+            return at
+        start = max(0, at - self.margin)
+        return start + cut_point(text[start : at + self.margin], at - start, forward=forward)
 
 
 class _Tee:
@@ -142,9 +165,9 @@ class _Run:
         shown = f" ({', '.join(rich)} shown to the user)" if rich else ""
         self.displays.append(f"{text.rstrip()}{shown}" or "(an empty display)")
 
-    def render(self) -> str:
+    def render(self, cut_point: CutPoint | None = None) -> str:
         parts = []
-        for label, text in (("stdout", self.stdout.text()), ("stderr", self.stderr.text())):
+        for label, text in (("stdout", self.stdout.text(cut_point)), ("stderr", self.stderr.text(cut_point))):
             if text.strip():
                 parts.append(f"{label}:\n{strip_ansi(text).rstrip()}")
         if self.displays:
@@ -330,7 +353,7 @@ def python(ctx: ToolContext, code: str) -> str:
     if refusal is not None:
         return refusal
     run = _run_in_shell(ctx.shell, code) if is_shell(ctx.shell) else _run_plain(ctx.namespace, code)
-    return run.render()
+    return run.render(ctx.redactor.cut_point if ctx.redactor is not None else None)
 
 
 def stdin_approver(shell: Any = None) -> Callable[[str], bool | None]:

@@ -11,8 +11,11 @@ import pytest
 from IPython.core.displaypub import CapturingDisplayPublisher
 from IPython.core.error import StdinNotImplementedError
 
+from monad_notebook import Session
 from monad_notebook.agent.tools.base import ToolContext
 from monad_notebook.agent.tools.python import DECLINED, python, stdin_approver
+from monad_notebook.config import Config
+from monad_notebook.testing import ScriptedModel, tool_call
 from tests.hostile import HIDDEN_CODE, PAYLOAD, Hidden, invisible_characters, terminal_screen
 
 
@@ -116,6 +119,31 @@ def test_a_flood_of_output_keeps_its_head_and_tail_within_bounds(ctx, capsys):
     capsys.readouterr()
     assert len(out) < 4_500_000
     assert "line 000000" in out and "line 119999" in out and "characters of output not captured" in out
+
+
+TOKEN = "ghp_" + "Zq8Lr2Xw9Kp4Tn7V" * 2 + "aB3d"
+HALF = 2_000_000  # what the capture keeps of each end of a stream
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        f"print('x' * ({HALF} - 11) + ' ' + {TOKEN!r} + ' ' + 'y' * 3_000_000)",
+        f"print('x' * 3_000_000 + ' ' + {TOKEN!r} + ' ' + 'z' * ({HALF} - 21), end='')",
+    ],
+    ids=["across-the-head-cut", "across-the-tail-cut"],
+)
+def test_a_token_printed_across_the_capture_cut_reaches_neither_the_model_nor_the_store_in_pieces(store, capsys, code):
+    model = ScriptedModel([tool_call("python", {"code": code}), "done"])
+    Session(
+        "flood", config=Config.model_validate({"tools": {"python": {"approval": "auto"}}}), store=store, model=model
+    ).ask("print it")
+    capsys.readouterr()
+    call_id = model.calls[1].messages[-1]["tool_call_id"]
+    kept = [model.calls[1].messages[-1]["content"], *(m.content for m in store.load_messages("flood"))]
+    kept.append(store.get_raw_output("flood", call_id) or "")
+    for text in kept:
+        assert not [p for p in (TOKEN[i : i + 8] for i in range(len(TOKEN) - 7)) if p in text]
 
 
 def test_code_without_output_says_so(ctx):
