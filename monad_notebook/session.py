@@ -21,6 +21,7 @@ from monad_notebook.agent.tools.memory import TOOLS as memory_tools
 from monad_notebook.agent.tools.recovery import TOOLS as recovery_tools
 from monad_notebook.agent.tools.registry import default_tools, run_tool
 from monad_notebook.config import Config, ConfigWatcher
+from monad_notebook.context.compaction import answered_calls_only
 from monad_notebook.context.lossless import LosslessStage
 from monad_notebook.context.lossy import LossyStage, emit_handoff_if_heavy
 from monad_notebook.context.prompt import Prompt, assemble, count_parts
@@ -32,6 +33,7 @@ from monad_notebook.memory import MemoryService
 from monad_notebook.messages import Message, Role, ToolCall
 from monad_notebook.store.base import SessionRecord, Store, Summary
 from monad_notebook.store.lance import LanceStore, default_db_uri
+from monad_notebook.store.lease import TurnLease
 
 SYSTEM_PROMPT = """\
 You are monad, a data-science assistant working inside the user's Jupyter kernel.
@@ -100,6 +102,7 @@ class Session:
         self.approve = approve
         self.events = EventBus()
         self._pending_events: list[Event] = []
+        self.lease = TurnLease(self.store, name)
         self.record = self.store.get_session(name) or self._create_record()
         self._load_window()
         self.turn = max((m.turn for m in self.window), default=0)
@@ -164,9 +167,25 @@ class Session:
     def _load_window(self) -> None:
         self.summary: Summary | None = self.store.load_summary(self.name)
         boundary = self.summary.boundary_seq if self.summary else -1
-        self.window: list[Message] = self.store.load_messages(self.name, after_seq=boundary)
-        last = self.window[-1].seq if self.window else boundary
-        self.next_seq = last + 1
+        stored = self.store.load_messages(self.name, after_seq=boundary)
+        self.window: list[Message] = answered_calls_only(stored)
+        self.next_seq = (stored[-1].seq if stored else boundary) + 1
+
+    def _catch_up(self) -> None:
+        """Reload the window if another kernel wrote to this session since this one last looked.
+
+        Called holding the turn lease, so numbering continues from the store's newest message
+        and the model sees the other kernel's turns; one small read when nothing changed.
+        """
+        self.lossy.apply_pending()
+        newer = self.store.load_messages(self.name, after_seq=self.next_seq - 1)
+        known = (self.summary.created_at, self.summary.boundary_seq) if self.summary else None
+        if not newer and self.store.summary_head(self.name) == known:
+            return
+        self._load_window()
+        self.turn = max([self.turn, *(m.turn for m in [*newer, *self.window])])
+        self.last_prompt_tokens = None
+        self.last_estimate = 0
 
     def new_message(self, role: Role, content: str, *, tool_calls: list[ToolCall] | None = None) -> Message:
         message = Message(
@@ -232,7 +251,9 @@ class Session:
 
     def compact(self) -> bool:
         """Fold the window into the rolling summary now, whatever the threshold (``%monad compact``)."""
-        return self.lossy.compact_now("requested")
+        with self.lease.hold():
+            self._catch_up()
+            return self.lossy.compact_now("requested")
 
     def after_compaction(self) -> None:
         """Called on the kernel thread once a compaction has landed in the window."""
@@ -384,10 +405,12 @@ class Session:
         """Run one turn: the model answers ``text``, calling tools as it needs."""
         if not text.strip():
             raise UsageError("the message is empty: write what you want the agent to do")
-        try:
-            return Turn(self, text, on_text).run()
-        finally:
-            self.flush_events()
+        with self.lease.hold():
+            self._catch_up()
+            try:
+                return Turn(self, text, on_text).run()
+            finally:
+                self.flush_events()
 
     def status(self) -> dict[str, Any]:
         return {
@@ -404,7 +427,8 @@ class Session:
         """Forget this session's conversation (its record stays)."""
         self.lossy.compactor.wait()
         self.lossy.compactor.take_result()
-        self.store.reset_session(self.name)
+        with self.lease.hold():
+            self.store.reset_session(self.name)
         self._load_window()
         self.turn = 0
         self.last_prompt_tokens = None

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from monad_notebook import events as ev
 from monad_notebook.context.compaction import CompactionResult, Compactor, apply_result
 from monad_notebook.context.summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
+from monad_notebook.errors import SessionBusyError
 from monad_notebook.messages import Message
 from monad_notebook.store.base import Summary
 
@@ -37,8 +38,34 @@ class LossyStage:
             ledger_max_items=cfg.ledger_max_items,
             after_compact=after_compact,
             spill=self._spill_folded,
+            save=self._save_if_current,
         )
         self.compactions = 0
+
+    def _save_if_current(self, summary: Summary, previous: Summary | None, span: list[Message]) -> bool:
+        """Save only a summary that still extends the stored one, holding the session's turn lease.
+
+        Another kernel may have compacted, or written messages behind the new boundary that
+        this kernel never saw, since the compaction began (it may run after this kernel's
+        turn ended): then nothing is saved, and the messages stay in the window verbatim.
+        """
+        s = self.session
+        try:
+            s.lease.acquire(wait=0)
+        except SessionBusyError:
+            return False
+        try:
+            if not same_summary(s.store.load_summary(s.name), previous):
+                return False
+            after = previous.boundary_seq if previous is not None else -1
+            folded = {m.id for m in span}
+            stored = s.store.load_messages(s.name, after_seq=after)
+            if any(m.seq <= summary.boundary_seq and m.id not in folded for m in stored):
+                return False
+            s.store.save_summary(summary)
+            return True
+        finally:
+            s.lease.release()
 
     def _spill_folded(self, span: list[Message]) -> None:
         """Save the full text of folded tool results not saved yet, so their handles keep resolving."""
@@ -120,6 +147,13 @@ class LossyStage:
 
     def close(self) -> None:
         self.compactor.close()
+
+
+def same_summary(a: Summary | None, b: Summary | None) -> bool:
+    """The same stored summary: None for none, else equal save time and boundary."""
+    if a is None or b is None:
+        return a is b
+    return (a.created_at, a.boundary_seq) == (b.created_at, b.boundary_seq)
 
 
 def emit_handoff_if_heavy(session: Session, compactions: int) -> None:
