@@ -19,6 +19,7 @@ from monad_notebook.errors import StoreError
 from monad_notebook.events import Event
 from monad_notebook.messages import Message, new_id
 from monad_notebook.store.base import EmbeddingHit, MemoryFact, SessionRecord, Summary
+from monad_notebook.store.claims import ClaimTables
 from monad_notebook.store.rows import (
     EMBEDDED_TEXT_MAX_CHARS,
     SCHEMAS,
@@ -33,7 +34,6 @@ from monad_notebook.store.rows import (
     sql_in,
     sql_str,
 )
-from monad_notebook.store.claims import ClaimTables
 from monad_notebook.store.tables import default_db_uri
 
 __all__ = ["LanceStore", "default_db_uri"]

@@ -55,9 +55,10 @@ class TurnModel:
 
 
 def _compact(message: dict[str, Any]) -> dict[str, Any]:
+    content = str(message.get("content") or "")
     return {
         "role": message["role"],
-        "content": str(message.get("content") or "") if message["role"] == "user" else str(message.get("content") or "")[:400],
+        "content": content if message["role"] == "user" else content[:400],  # a user message may carry the summary
         "calls": [c["id"] for c in message.get("tool_calls") or []],
         "tool_call_id": message.get("tool_call_id"),
     }

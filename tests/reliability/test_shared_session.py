@@ -136,8 +136,8 @@ def test_a_kernel_resumes_after_the_other_kernel_compacted_with_one_summary_and_
     assert alice.compact()
     bob.ask("bob again")
     prompt = sent(bob_model, 1)
-    assert prompt[1]["content"].startswith("<summary>") and "bob again" == prompt[-1]["content"]
-    assert not any("question 0" == m["content"] for m in prompt)  # folded by alice, not sent twice
+    assert prompt[1]["content"].startswith("<summary>") and prompt[-1]["content"] == "bob again"
+    assert not any(m["content"] == "question 0" for m in prompt)  # folded by alice, not sent twice
     stored = LanceStore(db).load_messages("shared")
     assert max(Counter(m.seq for m in stored).values()) == 1
 
