@@ -3,7 +3,7 @@
 A kernel appends a claim, and holds the session if no other claim was live just before its
 own committed (commit order, see ``Store.claim_session``); otherwise it withdraws. The holder
 renews its claim on a daemon thread while it holds it, so a kernel that dies mid-turn frees
-the session when its claim expires.
+the session when its claim expires, or at once for kernels on the same host (its pid is gone).
 """
 
 from __future__ import annotations
@@ -29,6 +29,20 @@ WAIT_SECONDS = 2.0
 _POLL_SECONDS = (0.05, 0.2)
 
 
+def _dead_here(claim: Claim, host: str) -> bool:
+    """A claim left by a process of this host that no longer runs: a killed kernel frees its session at once."""
+    claimed_host, _, pid = claim.owner.rpartition(":")
+    if claimed_host != host or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # alive, someone else's
+        return False
+    return False
+
+
 def busy_message(session: str, holder: Claim) -> str:
     since = time.strftime("%H:%M:%S", time.localtime(holder.claimed_at))
     return (
@@ -45,7 +59,8 @@ class TurnLease:
         self.session = session
         self.ttl = ttl
         self.wait = wait
-        self.owner = f"{socket.gethostname()}:{os.getpid()}"
+        self.host = socket.gethostname()
+        self.owner = f"{self.host}:{os.getpid()}"
         self.holder = uuid.uuid4().hex
         self.claim: Claim | None = None
         self._depth = 0
@@ -82,13 +97,13 @@ class TurnLease:
         While waiting, look before claiming, so a busy session costs reads, not writes.
         """
         if look_first:
-            others = [c for c in self.store.live_claims(self.session) if c.holder != self.holder]
+            others = self._others(self.store.live_claims(self.session))
             if others:
                 return others[0]
         now = time.time()
         claim = Claim(self.session, uuid.uuid4().hex, self.owner, self.holder, now, now + self.ttl)
         try:
-            earlier = [c for c in self.store.claim_session(claim) if c.holder != self.holder]
+            earlier = self._others(self.store.claim_session(claim))
         except StoreError:
             self._withdraw(claim)
             raise
@@ -97,6 +112,18 @@ class TurnLease:
             return earlier[0]
         self.claim = claim
         return None
+
+    def _others(self, claims: list[Claim]) -> list[Claim]:
+        """Claims of other kernels that may still be running; a dead local kernel's claim is withdrawn."""
+        others = []
+        for claim in claims:
+            if claim.holder == self.holder:
+                continue
+            if _dead_here(claim, self.host):
+                self._withdraw(claim)
+            else:
+                others.append(claim)
+        return others
 
     def _withdraw(self, claim: Claim) -> None:
         try:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -99,6 +101,20 @@ def test_a_crashed_kernels_claim_expires_and_frees_the_session(kernels):
     other.acquire(wait=3)
     assert [c.holder for c in kernels[1].live_claims("shared")] == [other.holder]
     other.release()
+
+
+def test_a_kernel_killed_mid_turn_on_this_host_frees_the_session_at_once(kernels, tmp_path: Path):
+    killed = (
+        "import os, sys; from monad_notebook.store.lance import LanceStore; "
+        "from monad_notebook.store.lease import TurnLease; "
+        "TurnLease(LanceStore(sys.argv[1]), 'shared').acquire(); os._exit(0)"
+    )
+    subprocess.run([sys.executable, "-c", killed, str(tmp_path / "db")], check=True, timeout=120)
+    assert len(kernels[0].live_claims("shared")) == 1  # its claim outlived it
+    lease = TurnLease(kernels[0], "shared")
+    lease.acquire(wait=0)
+    assert [c.holder for c in kernels[1].live_claims("shared")] == [lease.holder]
+    lease.release()
 
 
 def test_a_running_turn_keeps_its_claim_alive_past_the_ttl_and_a_release_ends_it_for_good(kernels):
