@@ -175,7 +175,7 @@ class Session:
         """Reload the window if another kernel wrote to this session since this one last looked.
 
         Called holding the turn lease, so numbering continues from the store's newest message
-        and the model sees the other kernel's turns; one small read when nothing changed.
+        and the model sees the other kernel's turns; two small reads when nothing changed.
         """
         self.lossy.apply_pending()
         newer = self.store.load_messages(self.name, after_seq=self.next_seq - 1)
