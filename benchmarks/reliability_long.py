@@ -4,8 +4,12 @@ Each run starts a child (``tests/reliability/writer.py``) that writes through ``
 or ``Session`` and prints an ack after each write returns; the child is killed with SIGKILL
 at a seeded random moment, and the database is then checked: every acknowledged batch is
 present exactly once and whole, no tool call is orphaned, a summary is whole or absent.
+Then two kernels (``tests/reliability/kernel.py``) share one session, taking turns and at
+once: no seq twice, every acknowledged turn stored once, refusals clean, no orphan tool
+result in any request, every message behind the final boundary summarized.
 
     python benchmarks/reliability_long.py [--kills 200] [--compactions 20] [--procs 4] [--seconds 120]
+                                          [--shared-turns 60] [--shared-seconds 60]
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the writer lives with the tests
 
 from monad_notebook.store.lance import LanceStore
+from tests.reliability import sharing
 from tests.reliability.crashes import batch_problems, finish, kill_at_random, start
 from tests.reliability.writer import BATCH_SIZE
 
@@ -82,6 +87,25 @@ def concurrent_appends(procs: int, seconds: float, root: Path) -> tuple[int, lis
     return sum(len(o.acks) for o in outcomes.values()), problems
 
 
+def shared_session(root: Path, turns: int, seconds: float) -> list[Row]:
+    """Two kernels on one session: taking ``turns`` turns in alternation, then running at once."""
+    taking = sharing.take_turns(root / "taking-turns", "shared", turns)
+    both = sharing.at_once(root / "at-once", "shared", seconds)
+    rows = []
+    for scenario, run, db in (
+        (f"2 kernels, 1 session, {turns} turns", taking, root / "taking-turns"),
+        (f"2 kernels, 1 session, at once {seconds:g} s", both, root / "at-once"),
+    ):
+        store = LanceStore(db)
+        problems = sharing.problems(run, store, "shared")
+        if run is taking:
+            problems += sharing.saw_the_other_kernels_turns(run)
+        store.close()
+        name = f"{scenario} ({len(run.answers('refused'))} refused, {len(run.answers('summary'))} summaries)"
+        rows.append(Row(name, 1, len(run.answers("turn")), bool(problems), run.seconds, problems))
+    return rows
+
+
 def run_many(row: Row, seeds: range, job: Callable[[int, Path], tuple[int, list[str]]], root: Path, jobs: int) -> Row:
     started = time.perf_counter()
     with ThreadPoolExecutor(jobs) as pool:
@@ -103,6 +127,8 @@ def main() -> None:
     parser.add_argument("--procs", type=int, default=4, help="processes appending to one database at once")
     parser.add_argument("--seconds", type=float, default=120, help="how long they append")
     parser.add_argument("--jobs", type=int, default=2, help="kill runs in parallel, each on its own database")
+    parser.add_argument("--shared-turns", type=int, default=60, help="turns two kernels take in one session")
+    parser.add_argument("--shared-seconds", type=float, default=60, help="how long they run turns at once")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -115,9 +141,10 @@ def main() -> None:
         acked, problems = concurrent_appends(args.procs, args.seconds, root)
         name = f"{args.procs} processes x {args.seconds:g} s"
         rows.append(Row(name, 1, acked, bool(problems), time.perf_counter() - started, problems))
-    print(f"{'scenario':32} {'runs':>5} {'acked writes':>13} {'bad runs':>9} {'seconds':>8}")
+        rows += shared_session(root, args.shared_turns, args.shared_seconds)
+    print(f"{'scenario':64} {'runs':>5} {'acked writes':>13} {'bad runs':>9} {'seconds':>8}")
     for row in rows:
-        print(f"{row.scenario:32} {row.runs:>5} {row.acked:>13} {row.bad_runs:>9} {row.seconds:>8.1f}")
+        print(f"{row.scenario:64} {row.runs:>5} {row.acked:>13} {row.bad_runs:>9} {row.seconds:>8.1f}")
     for row in rows:
         for problem in row.problems[:10]:
             print(f"  {row.scenario}: {problem}")

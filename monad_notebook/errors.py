@@ -9,6 +9,7 @@
     │   ├── EndpointError        unreachable endpoint, or retries exhausted
     │   └── ContextLengthError   the prompt did not fit the model's window
     ├── StoreError           the database cannot be opened or written
+    ├── SessionBusyError     another kernel is running a turn in the same session
     └── ToolError            a tool was called with bad arguments (reported to the model)
 
 Magics and the CLI print ``str(error)`` for a MonadError, never a traceback.
@@ -51,6 +52,10 @@ class ContextLengthError(ModelError):
 
 class StoreError(MonadError):
     """The database cannot be opened, read or written."""
+
+
+class SessionBusyError(MonadError):
+    """Another kernel holds the session's turn; the message names it and what to do."""
 
 
 class ToolError(MonadError):

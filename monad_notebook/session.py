@@ -34,6 +34,7 @@ from monad_notebook.messages import Message, ToolCall
 from monad_notebook.provider import ChatModel, TextCallback, context_window_for
 from monad_notebook.store.base import SessionRecord, Store, Summary
 from monad_notebook.store.lance import open_store
+from monad_notebook.store.lease import TurnLease
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,7 @@ class Session:
         self.events = EventBus()
         self._pending_events: list[Event] = []
         self._events_lock = threading.Lock()
+        self.lease = TurnLease(self.store, name)
         self.record = self.store.get_session(name) or self._create_record()
         self.window = Window(name, setup.counter)
         self.window.load(self.store)
@@ -111,6 +113,7 @@ class Session:
             models=self._model_for,
             context_window=lambda: self.context_window,
             lossless=setup.lossless,
+            lease=self.lease,
         )
         self._apply(setup)
 
@@ -267,6 +270,16 @@ class Session:
         """Run one turn: the model answers ``text``, calling tools as it needs."""
         if not text.strip():
             raise UsageError("the message is empty: write what you want the agent to do")
+        with self.lease.hold():
+            self._catch_up()
+            return self._turn(text, on_text)
+
+    def _catch_up(self) -> None:
+        """Land a finished compaction, then take in what another kernel wrote to this session meanwhile."""
+        self.cascade.lossy.apply_pending()
+        self.window.catch_up(self.store)
+
+    def _turn(self, text: str, on_text: TextCallback | None) -> Reply:
         try:
             self.reload_config()
             inputs = TurnInputs(
@@ -308,12 +321,15 @@ class Session:
 
     def compact(self) -> bool:
         """Fold the window into the rolling summary now, whatever the threshold (``%monad compact``)."""
-        return self.cascade.compact()
+        with self.lease.hold():
+            self._catch_up()
+            return self.cascade.compact()
 
     def reset(self) -> None:
         """Forget this session's conversation (its record stays)."""
         self.cascade.lossy.discard_pending()
-        self.store.reset_session(self.name)
+        with self.lease.hold():
+            self.store.reset_session(self.name)
         self.window.reset(self.store)
 
     def branch(self, name: str) -> SessionRecord:

@@ -200,3 +200,22 @@ def test_a_rich_cell_renders_model_markdown_and_tool_previews_without_loading_an
     final = html.unescape(render(drawn[-1]))
     assert "127.0.0.1:9/leak.png?d=secret" in final and "# <U+202E>" in final
     assert ip.user_ns.pop("shown") == "![x](http://127.0.0.1:9/leak.png?d=tool)"
+
+
+def test_a_cell_in_a_session_another_kernel_is_running_prints_one_line_and_the_next_cell_works(ip, server, capsys):
+    from monad_notebook.store.lance import LanceStore, default_db_uri
+    from monad_notebook.store.lease import TurnLease
+
+    server.queue("first", "second")
+    ip.run_cell_magic("monad", "--session shared", "hello")
+    other_kernel = TurnLease(LanceStore(default_db_uri()), "shared")
+    other_kernel.acquire()
+    capsys.readouterr()
+    ip.run_cell_magic("monad", "--session shared", "are you there?")
+    refused = capsys.readouterr().err
+    assert refused.startswith("monad: session 'shared' is busy in another kernel (") and refused.count("\n") == 1
+    assert refused.rstrip().endswith("wait for its turn to finish, or use --session NAME")
+    other_kernel.release()
+    ip.run_cell_magic("monad", "--session shared", "now?")
+    assert "second" in capsys.readouterr().out
+    assert [m["content"] for m in server.chat_requests[1]["messages"][1:]] == ["hello", "first", "now?"]

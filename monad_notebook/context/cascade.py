@@ -26,6 +26,7 @@ from monad_notebook.context.window import Window
 from monad_notebook.events import Emit, EventBus
 from monad_notebook.messages import Message, ToolCall
 from monad_notebook.store.base import Store, Summary
+from monad_notebook.store.lease import TurnLease
 
 
 class Cascade:
@@ -40,6 +41,7 @@ class Cascade:
         models: ModelFactory,
         context_window: Callable[[], int],
         lossless: LosslessStage,
+        lease: TurnLease,
     ) -> None:
         self.window = window
         self.store = store
@@ -63,6 +65,7 @@ class Cascade:
             models=models,
             on_summary_saved=self._on_summary_saved,
             on_landed=self._on_landed,
+            lease=lease,
         )
 
     def reconfigure(self, lossless: LosslessStage) -> None:

@@ -32,6 +32,11 @@ from monad_notebook.store.base import Store, Summary
 log = logging.getLogger(__name__)
 
 OnSummarySaved = Callable[[list[Message], Summary], None]
+SaveSummary = Callable[[Summary, Summary | None, list[Message]], bool]
+
+
+class Superseded(MonadError):
+    """The summary was not saved: the session changed in the store since the compaction began."""
 
 
 @dataclass
@@ -61,6 +66,26 @@ def choose_span(window: list[Message], keep_recent: int) -> list[Message]:
     return window[: max(0, cut)]
 
 
+def answered_calls_only(messages: list[Message]) -> list[Message]:
+    """``messages`` without tool results that do not follow their call's assistant message.
+
+    A provider rejects a request holding such a result; one can appear when a stored
+    history was cut at a boundary between a call and its result.
+    """
+    kept: list[Message] = []
+    open_calls: set[str] = set()
+    for message in messages:
+        if message.role == "tool":
+            if message.tool_call_id not in open_calls:
+                log.warning("dropped tool result %s from the window: its call is not in it", message.tool_call_id)
+                continue
+            open_calls.discard(message.tool_call_id)
+        else:
+            open_calls = {c.id for c in message.tool_calls} if message.role == "assistant" else set()
+        kept.append(message)
+    return kept
+
+
 def apply_result(window: list[Message], result: CompactionResult) -> list[Message]:
     """``window`` without the messages ``result`` folded (the window may have grown meanwhile)."""
     folded = set(result.folded_ids)
@@ -87,8 +112,10 @@ class Compactor:
         ledger_max_items: int,
         on_summary_saved: OnSummarySaved | None = None,
         spill: Callable[[list[Message]], None] | None = None,
+        save: SaveSummary | None = None,
     ) -> None:
         self.store = store
+        self.save = save or self._save
         self.session = session
         self.summarizer_factory = summarizer_factory
         self.fallback = fallback
@@ -102,6 +129,10 @@ class Compactor:
         self._worker: threading.Thread | None = None
         self._result: CompactionResult | None = None
         self._closed = False
+
+    def _save(self, summary: Summary, previous: Summary | None, span: list[Message]) -> bool:
+        self.store.save_summary(summary)
+        return True
 
     def _window_tokens(self, messages: list[Message], summary_text: str) -> int:
         return self.count_tokens(summary_text) + sum(self.count_tokens(m.sent_content) for m in messages)
@@ -118,6 +149,10 @@ class Compactor:
             return None
         try:
             return self._compact(window, span, summary, reason)
+        except Superseded as exc:
+            log.info("compaction of session %r not saved: %s", self.session, exc)
+            self._emit_safely(ev.ERROR, message=f"Compaction skipped, the previous summary is kept: {exc}")
+            return None
         except Exception as exc:
             log.exception("compaction of session %r failed", self.session)
             self._emit_safely(ev.ERROR, message=f"Compaction failed, the previous summary is kept: {exc}")
@@ -158,7 +193,8 @@ class Compactor:
             tokens = self.count_tokens(text)
             reflections += 1
         new = Summary(self.session, text, span[-1].seq, time.time(), tokens=tokens, reflections=reflections)
-        self.store.save_summary(new)
+        if not self.save(new, summary, span):
+            raise Superseded("another kernel changed this session meanwhile; it is compacted again when needed")
         kept = window[len(span) :]
         result = CompactionResult(
             summary=new,

@@ -14,10 +14,12 @@ from monad_notebook.config import SCRIPTED_DEMO_MODEL, Config
 from monad_notebook.context.compaction import CompactionResult, Compactor, OnSummarySaved
 from monad_notebook.context.summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
 from monad_notebook.context.window import Window
+from monad_notebook.errors import SessionBusyError
 from monad_notebook.events import Emit
 from monad_notebook.messages import Message
 from monad_notebook.provider import ChatModel
-from monad_notebook.store.base import Store
+from monad_notebook.store.base import Store, Summary
+from monad_notebook.store.lease import TurnLease
 
 ModelFactory = Callable[[str], ChatModel]  # tier ("main" | "fast") -> model
 Landed = Callable[[CompactionResult], None]
@@ -34,6 +36,7 @@ class LossyStage:
         models: ModelFactory,
         on_summary_saved: OnSummarySaved,
         on_landed: Landed,
+        lease: TurnLease,
     ) -> None:
         """``on_summary_saved`` runs on the compacting thread right after a summary is saved;
         ``landed`` on the turn's thread once a result has been applied to the window."""
@@ -42,6 +45,7 @@ class LossyStage:
         self.config = config
         self.models = models
         self.on_landed = on_landed
+        self.lease = lease
         self.compactor = Compactor(
             store=store,
             session=window.session,
@@ -53,8 +57,34 @@ class LossyStage:
             ledger_max_items=config().context.summarize.ledger_max_items,
             on_summary_saved=on_summary_saved,
             spill=self._spill_folded,
+            save=self._save_if_current,
         )
         self.compactions = 0
+
+    def _save_if_current(self, summary: Summary, previous: Summary | None, span: list[Message]) -> bool:
+        """Save only a summary that still extends the stored one, holding the session's turn lease.
+
+        Another kernel may have compacted, or written messages behind the new boundary that
+        this kernel never saw, since the compaction began (it may run after this kernel's
+        turn ended): then nothing is saved, and the messages stay in the window verbatim.
+        """
+        session = self.window.session
+        try:
+            self.lease.acquire(wait=0)
+        except SessionBusyError:
+            return False
+        try:
+            if not same_summary(self.store.load_summary(session), previous):
+                return False
+            after = previous.boundary_seq if previous is not None else -1
+            folded = {m.id for m in span}
+            stored = self.store.load_messages(session, after_seq=after)
+            if any(m.seq <= summary.boundary_seq and m.id not in folded for m in stored):
+                return False
+            self.store.save_summary(summary)
+            return True
+        finally:
+            self.lease.release()
 
     def _spill_folded(self, span: list[Message]) -> None:
         """Save the full text of folded tool results not saved yet, so their handles keep resolving."""
@@ -132,3 +162,10 @@ class LossyStage:
 
     def close(self) -> None:
         self.compactor.close()
+
+
+def same_summary(a: Summary | None, b: Summary | None) -> bool:
+    """The same stored summary: None for none, else equal save time and boundary."""
+    if a is None or b is None:
+        return a is b
+    return (a.created_at, a.boundary_seq) == (b.created_at, b.boundary_seq)

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from monad_notebook.context.compaction import CompactionResult, apply_result
+from monad_notebook.context.compaction import CompactionResult, answered_calls_only, apply_result
 from monad_notebook.context.eviction import EvictionPlan, apply_plan
 from monad_notebook.context.prompt import Prompt, assemble, count_parts
 from monad_notebook.context.tokens import TokenCounter, effective_input_tokens
@@ -62,12 +62,34 @@ class Window:
     # --- loading and counters ---------------------------------------------------------
 
     def load(self, store: Store) -> None:
-        """Read the rolling summary and the messages after its boundary: O(window), never the transcript."""
+        """Read the rolling summary and the messages after its boundary: O(window), never the transcript.
+
+        A tool result whose call fell behind the boundary is left out: no request ever holds an orphan.
+        """
         self.summary = store.load_summary(self.session)
         boundary = self.summary.boundary_seq if self.summary else -1
-        self.messages = store.load_messages(self.session, after_seq=boundary)
-        self.next_seq = (self.messages[-1].seq if self.messages else boundary) + 1
-        self.turn = max((m.turn for m in self.messages), default=0)
+        stored = store.load_messages(self.session, after_seq=boundary)
+        self.messages = answered_calls_only(stored)
+        self.next_seq = (stored[-1].seq if stored else boundary) + 1
+        self.turn = max((m.turn for m in stored), default=0)
+
+    def catch_up(self, store: Store) -> bool:
+        """Reload if another kernel wrote to this session since this one last looked (True if it did).
+
+        Called holding the turn lease, so numbering continues from the store's newest message and
+        the model sees the other kernel's turns; two small reads when nothing changed.
+        """
+        newer = store.load_messages(self.session, after_seq=self.next_seq - 1)
+        known = (self.summary.created_at, self.summary.boundary_seq) if self.summary else None
+        if not newer and store.summary_head(self.session) == known:
+            return False
+        turn = self.turn
+        self.load(store)
+        self.turn = max(turn, self.turn)
+        self.last_real = None
+        self.last_estimate = 0
+        self._last_prompt = None
+        return True
 
     def reset(self, store: Store) -> None:
         """After the stored conversation was forgotten: reload, and start the counts over."""

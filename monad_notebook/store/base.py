@@ -37,6 +37,21 @@ class Summary:
 
 
 @dataclass
+class Claim:
+    """A kernel's claim on a session's turn; the first live claim in commit order holds the session.
+
+    ``owner`` is what a user is told (``host:pid``); ``holder`` tells two sessions of one process apart.
+    """
+
+    session: str
+    id: str
+    owner: str
+    holder: str
+    claimed_at: float
+    expires_at: float
+
+
+@dataclass
 class MemoryFact:
     id: str
     scope: str  # "global" or "agent:<name>"
@@ -87,6 +102,23 @@ class Store(Protocol):
     def set_placeholders(self, session: str, placeholders: dict[str, str]) -> None:
         """Record evictions (message id -> placeholder) in one write; content is kept."""
 
+    # turn claims (one kernel at a time per session)
+    def claim_session(self, claim: Claim) -> list[Claim]:
+        """Append ``claim``; return the claims on its session that were live just before it committed.
+
+        Ordered by the database's commits, not by clocks, so two kernels claiming at once agree
+        on which came first.
+        """
+
+    def live_claims(self, session: str) -> list[Claim]:
+        """Unexpired claims on the session, oldest first."""
+
+    def renew_claim(self, claim: Claim) -> None:
+        """Record the claim's later ``expires_at`` (one append)."""
+
+    def release_claim(self, claim: Claim) -> None:
+        """Withdraw the claim, and drop claims on its session that expired long ago."""
+
     # tool raw outputs (recovery by handle)
     def save_raw_outputs(self, session: str, outputs: dict[str, str]) -> None:
         """Upsert tool_call_id -> full text, in one write."""
@@ -99,6 +131,8 @@ class Store(Protocol):
     # summaries
     def save_summary(self, summary: Summary) -> None: ...
     def load_summary(self, session: str) -> Summary | None: ...
+    def summary_head(self, session: str) -> tuple[float, int] | None:
+        """The newest summary's (created_at, boundary_seq), without its text: has another kernel compacted?"""
 
     # events (persisted kinds only)
     def append_events(self, events: list[Event]) -> None: ...

@@ -20,6 +20,7 @@ from monad_notebook.errors import StoreError
 from monad_notebook.events import Event
 from monad_notebook.messages import Message, new_id
 from monad_notebook.store.base import EmbeddingHit, MemoryFact, SessionRecord, Summary
+from monad_notebook.store.claims import ClaimTables
 from monad_notebook.store.rows import (
     EMBEDDED_TEXT_MAX_CHARS,
     SCHEMAS,
@@ -34,7 +35,7 @@ from monad_notebook.store.rows import (
     sql_in,
     sql_str,
 )
-from monad_notebook.store.tables import LanceTables, default_db_uri
+from monad_notebook.store.tables import default_db_uri
 
 __all__ = ["LanceStore", "default_db_uri"]
 
@@ -42,7 +43,7 @@ _EVERY_PARTITION = 1_000_000
 COMMON_TERM_MESSAGES = 20
 
 
-class LanceStore(LanceTables):
+class LanceStore(ClaimTables):
     """The Store protocol on one LanceDB database; safe to share between threads and kernels."""
 
     # sessions
@@ -309,14 +310,21 @@ class LanceStore(LanceTables):
         sql_str(summary.session)
         self._add("summaries", [as_row(summary, "summaries")])
 
-    def load_summary(self, session: str) -> Summary | None:
-        """Two small reads, so a long history of summaries is never read in full."""
+    def summary_head(self, session: str) -> tuple[float, int] | None:
         where = f"session = {sql_str(session)}"
         heads = self._read("summaries", where, ["boundary_seq", "created_at"])
         if not heads:
             return None
         newest = max(heads, key=lambda r: (r["created_at"], r["boundary_seq"]))
-        rows = self._read("summaries", f"{where} AND boundary_seq = {int(newest['boundary_seq'])}")
+        return newest["created_at"], newest["boundary_seq"]
+
+    def load_summary(self, session: str) -> Summary | None:
+        """Two small reads, so a long history of summaries is never read in full."""
+        head = self.summary_head(session)
+        if head is None:
+            return None
+        where = f"session = {sql_str(session)}"
+        rows = self._read("summaries", f"{where} AND boundary_seq = {int(head[1])}")
         return Summary(**max(rows, key=lambda r: r["created_at"]))
 
     # events

@@ -120,13 +120,13 @@ class LanceTables:
             return handle
         try:
             if name in self._db.list_tables(limit=1000).tables:
-                handle = self._db.open_table(name)
+                handle = self._open_when_created(name)
                 self._add_missing_columns(handle, SCHEMAS[name])
             elif create:
                 try:
                     handle = self._db.create_table(name, schema=SCHEMAS[name], exist_ok=True)
-                except Exception:  # another kernel created it a moment ago
-                    handle = self._db.open_table(name)
+                except Exception:  # another kernel is creating it this very moment
+                    handle = self._open_when_created(name)
             else:
                 return None
         except Exception as exc:
@@ -135,6 +135,17 @@ class LanceTables:
             ) from None
         self._tables[name] = handle
         return handle
+
+    def _open_when_created(self, name: str) -> Any:
+        """Open a table another kernel is creating: its first version may take a moment to commit."""
+        for attempt in range(_RETRIES + 1):
+            try:
+                return self._db.open_table(name)
+            except Exception as exc:
+                if attempt == _RETRIES or "not found" not in str(exc).lower():
+                    raise
+                time.sleep(random.uniform(0.05, 0.1) * (attempt + 1))
+        raise AssertionError("unreachable")
 
     def _repair(self, table: str) -> str:
         """How to fall back to the previous version when the newest one will not open (local databases)."""

@@ -1,0 +1,69 @@
+"""Turn claims on LanceDB: which kernel may write a session's turns now, decided by commit order.
+
+Every commit is a new table version and versions are totally ordered, so the claims that
+were live at the version just before ours are exactly the ones that came first, whatever
+the kernels' clocks say. Claims are only appended (renewals too) and deleted by their own
+kernel, because concurrent appends never conflict while upserts of one key can duplicate.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import Any
+
+import pyarrow as pa
+
+from monad_notebook.errors import StoreError
+from monad_notebook.store.base import Claim
+from monad_notebook.store.rows import SCHEMAS, as_row, sql_str
+from monad_notebook.store.tables import LanceTables, _reason
+
+FORGET_AFTER_SECONDS = 3600.0
+
+
+def live(rows: list[dict[str, Any]], now: float) -> list[Claim]:
+    """One claim per id with its latest expiry, unexpired ones only, oldest first."""
+    latest: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        kept = latest.get(row["id"])
+        if kept is None or row["expires_at"] > kept["expires_at"]:
+            latest[row["id"]] = row
+    claims = [Claim(**row) for row in latest.values() if row["expires_at"] > now]
+    return sorted(claims, key=lambda c: (c.claimed_at, c.id))
+
+
+class ClaimTables(LanceTables):
+    """The claim methods of the Store protocol."""
+
+    def claim_session(self, claim: Claim) -> list[Claim]:
+        where = f"session = {sql_str(claim.session)}"
+        row = pa.Table.from_pylist([as_row(claim, "claims")], schema=SCHEMAS["claims"])
+        with self._lock:
+            handle = self._table("claims", create=True)
+            version = self._retrying("write", "claims", lambda: handle.add(row)).version
+            self._dirty.add("claims")
+            self._writes += 1
+            try:
+                handle.checkout(version - 1)
+                rows = handle.search().where(where).select(SCHEMAS["claims"].names).to_arrow().to_pylist()
+            except Exception as exc:
+                raise StoreError(f"cannot read the claims table at {self.uri} ({_reason(exc)})") from None
+            finally:
+                with contextlib.suppress(Exception):
+                    handle.checkout_latest()
+            self._maybe_optimize_in_background()
+        return live(rows, time.time())
+
+    def live_claims(self, session: str) -> list[Claim]:
+        return live(self._read("claims", f"session = {sql_str(session)}"), time.time())
+
+    def renew_claim(self, claim: Claim) -> None:
+        self._add("claims", [as_row(claim, "claims")])
+
+    def release_claim(self, claim: Claim) -> None:
+        forgotten = time.time() - FORGET_AFTER_SECONDS
+        self._delete(
+            "claims",
+            f"session = {sql_str(claim.session)} AND (id = {sql_str(claim.id)} OR expires_at < {forgotten!r})",
+        )
