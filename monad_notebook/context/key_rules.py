@@ -64,17 +64,31 @@ def _long_enough(group: int) -> Checker:
 
 
 def _check_run(data: bytes, spans: Spans) -> list[Find]:
-    """Full-width base64 lines are key material when every one looks random and no public block's header is above."""
+    """Full-width base64 lines are key material when they look random and no public block's header is above.
+
+    A line that does not look random (hex, one case only) splits the run rather than clearing
+    it, so a key's middle next to a hash or a hex dump is still found.
+    """
     start, end = spans[1]
     line_start = spans[0][0]
     above = data[data.rfind(b"\n", 0, max(0, line_start - 1)) + 1 : line_start]
     if (b"-----BEGIN" in above and b"PRIVATE KEY" not in above) or b"Public-Lines:" in above:
         return []
-    for line in data[start:end].splitlines():
-        body = line[_LINE_PFX.match(line).end() :].strip()
-        if len(body) >= 64 and not (_DIGIT.search(body) and _UPPER.search(body) and _LOWER.search(body)):
-            return []
-    return [("private-key", start, end)]
+    finds: list[Find] = []
+    run: list[tuple[int, int]] = []
+    offset = start
+    for line in [*data[start:end].split(b"\n"), None]:
+        if line is not None:
+            body = line[_LINE_PFX.match(line).end() :].strip()
+            if len(body) < 64 or (_DIGIT.search(body) and _UPPER.search(body) and _LOWER.search(body)):
+                run.append((offset, offset + len(line)))
+                offset += len(line) + 1
+                continue
+            offset += len(line) + 1
+        if sum(1 for a, b in run if b - a >= 64) >= _RUN_LINES:
+            finds.append(("private-key", run[0][0], run[-1][1]))
+        run = []
+    return finds
 
 
 KEY_RULES: list[Rule] = [

@@ -114,3 +114,12 @@ def test_no_piece_of_a_hostile_secret_survives_among_noise(redactor, picks, fill
         around = filler + secret.text.replace(secret.value, "")
         assert not [piece for piece in pieces(secret.value) if piece in result.text and piece not in around]
     assert redactor.redact(result.text) == Redaction(result.text, {})
+
+
+def test_a_hex_line_beside_a_key_middle_does_not_hide_the_key(redactor):
+    middle = [s for s in ALL_HOSTILE if s.kind == "private-key" and s.text.lstrip().startswith("4\t")]
+    digest = "827616e0d98ed02c601c01b1231980191ad635a1c03defaececb22209e750918"
+    for secret in middle:
+        result = redactor.redact(f"{digest}\n{secret.text}\n{digest}")
+        assert not [piece for piece in pieces(secret.value) if piece in result.text and piece not in digest]
+    assert middle
