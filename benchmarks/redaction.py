@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from monad_notebook.context.redaction import Redactor
+from monad_notebook.redaction.redactor import Redactor
 from tests.context.hostile_corpus import HOSTILE_NOISE, HOSTILE_SECRETS
 from tests.context.secret_corpus import NOISE, SECRETS, mixed_tool_output
 

@@ -20,7 +20,7 @@ LAYERS: list[set[str]] = [
     {"monad_notebook", "magics", "cli"},
     {"session"},
     {"agent", "context", "memory", "widget", "branching", "demo", "testing", "safe_markdown"},
-    {"store"},
+    {"store", "redaction"},
     {"provider"},
     {"config", "config_errors", "config_json", "events", "errors", "messages"},
 ]

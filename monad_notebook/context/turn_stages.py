@@ -12,13 +12,13 @@ from collections.abc import Callable
 from monad_notebook import events as ev
 from monad_notebook.config import Config
 from monad_notebook.context.recitation import plan_body
-from monad_notebook.context.redaction import Redactor
 from monad_notebook.context.retrieval import EmbeddingIndexer, Retrieval
 from monad_notebook.context.window import Window
 from monad_notebook.events import Emit, EventBus
 from monad_notebook.memory import MemoryPromotion, MemoryService, resolve_scope, visible_scopes
 from monad_notebook.messages import Message
 from monad_notebook.provider import ChatModel
+from monad_notebook.redaction.redactor import Redactor
 from monad_notebook.store.base import Store, Summary
 from monad_notebook.store.embeddings import make_embedder
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import re
 
-from monad_notebook.context.redaction import Redactor
 from monad_notebook.memory.folding import ENCODED, decoded_blobs, joined_runs, unmask
+from monad_notebook.redaction.redactor import Redactor
 
 MIN_PASSWORD_CHARS = 6
 MIN_TOKEN_CHARS = 12

@@ -23,13 +23,13 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
-from monad_notebook.context.redaction import Redactor
 from monad_notebook.errors import UsageError
 from monad_notebook.events import MEMORY_SAVED, MEMORY_SUGGESTION, MEMORY_SUGGESTION_RESOLVED, Event
 from monad_notebook.memory.instructions import instruction_kind
 from monad_notebook.memory.notes_block import render_notes
 from monad_notebook.memory.secrets import secret_kinds
 from monad_notebook.messages import Message, new_id
+from monad_notebook.redaction.redactor import Redactor
 from monad_notebook.store.base import MemoryFact, Store
 
 if TYPE_CHECKING:

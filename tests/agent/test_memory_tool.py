@@ -8,9 +8,9 @@ import pytest
 from monad_notebook.agent.tools.base import ToolContext
 from monad_notebook.agent.tools.memory import TOOLS
 from monad_notebook.agent.tools.registry import run_tool
-from monad_notebook.context.redaction import Redactor
 from monad_notebook.events import MEMORY_SUGGESTION
 from monad_notebook.memory import MemoryService
+from monad_notebook.redaction.redactor import Redactor
 from monad_notebook.store.lance import LanceStore
 from tests.memory import OPENAI_KEY
 

@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from monad_notebook.config import RedactionConfig
-from monad_notebook.context.redaction import Redaction, Redactor
 from monad_notebook.errors import ConfigError
+from monad_notebook.redaction.redactor import Redaction, Redactor
 from tests.context.secret_corpus import ALNUM, NOISE, SECRETS, mixed_tool_output, rand
 
 GITHUB = "ghp_" + rand(ALNUM, 36)

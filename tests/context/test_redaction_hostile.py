@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from monad_notebook.context.redaction import Redaction, Redactor
+from monad_notebook.redaction.redactor import Redaction, Redactor
 from tests.context.hostile_corpus import HOSTILE_NOISE, HOSTILE_SECRETS
 from tests.context.secret_corpus import ALNUM, NOISE, rand
 

@@ -10,8 +10,8 @@ import pytest
 from monad_notebook.agent.tools.base import ToolContext
 from monad_notebook.agent.tools.memory import TOOLS
 from monad_notebook.agent.tools.registry import run_tool
-from monad_notebook.context.redaction import Redactor
 from monad_notebook.memory import MemoryService, sanitize_fact
+from monad_notebook.redaction.redactor import Redactor
 from monad_notebook.store.lance import LanceStore
 from tests.memory.corpus import BENIGN, HOSTILE, SECRET_ADJACENT, SECRET_FACTS
 

@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 from monad_notebook.agent.tools.base import ToolContext
 from monad_notebook.agent.tools.memory import TOOLS
 from monad_notebook.agent.tools.registry import run_tool
-from monad_notebook.context.redaction import Redactor
 from monad_notebook.errors import UsageError
 from monad_notebook.events import MEMORY_SAVED, MEMORY_SUGGESTION, MEMORY_SUGGESTION_RESOLVED, Event
 from monad_notebook.memory import (
@@ -25,6 +24,7 @@ from monad_notebook.memory import (
 from monad_notebook.memory.notes_block import NOTES_CLOSE, NOTES_HEADER, NOTES_OPEN
 from monad_notebook.memory.service import parse_facts
 from monad_notebook.messages import Message
+from monad_notebook.redaction.redactor import Redactor
 from monad_notebook.store.base import MemoryFact
 from monad_notebook.store.lance import LanceStore
 from monad_notebook.testing import ScriptedModel

@@ -32,7 +32,7 @@ class ToolContext:
     store: Any = None  # monad_notebook.store.base.Store
     python_approval: str = "ask"  # ask | auto | off
     approve: Callable[[str], bool | None] | None = None  # None result: nobody can answer
-    redactor: Any = None  # monad_notebook.context.redaction.Redactor
+    redactor: Any = None  # monad_notebook.redaction.redactor.Redactor
     extra: dict[str, Any] = field(default_factory=dict)
     redacted: bool = False  # set once a tool's own redaction took something out
 

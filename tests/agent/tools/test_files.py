@@ -11,8 +11,8 @@ from monad_notebook.agent.tools import file_search
 from monad_notebook.agent.tools.base import ToolContext
 from monad_notebook.agent.tools.file_access import redact_lines
 from monad_notebook.agent.tools.files import grep, list_files, read_file
-from monad_notebook.context.redaction import Redactor
 from monad_notebook.errors import ToolError
+from monad_notebook.redaction.redactor import Redactor
 
 TOKEN = "ghp_" + "R7kQ2mZ9xL4pT8wN3bV6yH1cF5jD0sAeGu2K"
 BODY = [

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 
-from monad_notebook.context.detector import Checker, Find, Rule, Spans, rule
+from monad_notebook.redaction.detector import Checker, Find, Rule, Spans, rule
 
 _MIN_BODY = 40
 _B64 = "[A-Za-z0-9+/]"

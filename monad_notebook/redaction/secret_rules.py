@@ -29,8 +29,8 @@ import math
 import re
 from functools import lru_cache
 
-from monad_notebook.context.detector import Checker, Find, Spans, rule
-from monad_notebook.context.key_rules import KEY_RULES
+from monad_notebook.redaction.detector import Checker, Find, Spans, rule
+from monad_notebook.redaction.key_rules import KEY_RULES
 
 MIN_SECRET_CHARS = 8
 _MAX_NAME_BYTES = 128

@@ -26,9 +26,9 @@ from typing import Any
 
 import re2
 
-from monad_notebook.context.detector import Find, Rule, Spans, compile_pattern, scan
-from monad_notebook.context.secret_rules import KINDS, MIN_SECRET_CHARS, NUMERIC, RULES, path_like
 from monad_notebook.errors import ConfigError
+from monad_notebook.redaction.detector import Find, Rule, Spans, compile_pattern, scan
+from monad_notebook.redaction.secret_rules import KINDS, MIN_SECRET_CHARS, NUMERIC, RULES, path_like
 
 _MAX_PASSES = 4
 _BUILTIN_KINDS = frozenset(kind.encode() for kind in KINDS) | {b"hook-error"}
