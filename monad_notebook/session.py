@@ -58,6 +58,11 @@ def check_root(cfg: Config, explicit: str | Path | None) -> None:
         raise ConfigError(f"tools.files.root names {shown}, which is not a directory: create it or change the key")
 
 
+def _store_settings(cfg: Config) -> tuple[str | None, dict[str, str]]:
+    """What the store was opened with: the keys that cannot change under an open store."""
+    return cfg.store.uri, dict(cfg.store.storage_options)
+
+
 class Session:
     """One named conversation. ``Session("eda").ask("...")`` runs a turn and returns a Reply.
 
@@ -99,6 +104,7 @@ class Session:
         self.events = EventBus()
         self._pending_events: list[Event] = []
         self._events_lock = threading.Lock()
+        self._store_settings = self._store_warned = _store_settings(self.config)
         self.record = self.store.get_session(name) or self._create_record()
         self.window = Window(name, setup.counter)
         self.window.load(self.store)
@@ -163,6 +169,25 @@ class Session:
             self.window.use_counter(setup.counter)
         self.window.set_frame(setup.frame)
         self.cascade.reconfigure(setup.lossless)
+        self._follow_store()
+
+    def _follow_store(self) -> None:
+        """``optimizeEveryWrites`` applies to the open store; another database needs a restart, said once.
+
+        Switching databases under a running session would swap its history for another one, so
+        ``store.uri`` and ``store.storageOptions`` are read when the store is opened, never mid-session.
+        """
+        if hasattr(self.store, "optimize_every"):
+            self.store.optimize_every = self.config.store.optimize_every_writes
+        wanted = _store_settings(self.config)
+        if wanted == self._store_warned:
+            return
+        self._store_warned = wanted
+        if wanted != self._store_settings:
+            key = "store.uri" if wanted[0] != self._store_settings[0] else "store.storageOptions"
+            opened = getattr(self.store, "uri", None)
+            where = f"the database at {opened}" if opened else "the open database"
+            self.emit(ERROR, message=f"{key} changed: this kernel keeps {where}; restart it to switch")
 
     def reload_config(self) -> None:
         """Pick up agents.json changes (hot reload): all of the new configuration, or none of it and one warning."""
