@@ -20,7 +20,7 @@ from monad_notebook.agent.models import build_model
 from monad_notebook.agent.tools.base import Tool, ToolContext, ToolOutput
 from monad_notebook.agent.tools.registry import configured_tools, run_tool
 from monad_notebook.branching import branch_session
-from monad_notebook.config import Config, ConfigWatcher
+from monad_notebook.config import Config, ConfigWatcher, watch_config
 from monad_notebook.config_errors import working_dir
 from monad_notebook.context.cascade import Cascade
 from monad_notebook.context.handoff import seed_handoff
@@ -66,6 +66,10 @@ def _store_settings(cfg: Config) -> tuple[str | None, dict[str, str]]:
 class Session:
     """One named conversation. ``Session("eda").ask("...")`` runs a turn and returns a Reply.
 
+    Without ``config`` it reads agents.json as ``%%monad`` does (``$MONAD_CONFIG``, then
+    ``./agents.json``, then ``$MONAD_HOME/agents.json``) and follows its changes; a Config,
+    a path or a ConfigWatcher given as ``config`` is used instead.
+
     ``model`` / ``fast_model`` fix the main and fast tiers (tests, demos); otherwise both are
     built from the configuration and follow its changes. ``extra_tools`` join the configured
     tools (a tool of the same name replaces the built-in one).
@@ -75,7 +79,7 @@ class Session:
         self,
         name: str = "default",
         *,
-        config: Config | ConfigWatcher | None = None,
+        config: Config | ConfigWatcher | str | os.PathLike[str] | None = None,
         store: Store | None = None,
         model: ChatModel | None = None,
         fast_model: ChatModel | None = None,
@@ -88,7 +92,7 @@ class Session:
         if not name or len(name) > 200 or any(c in name for c in "\x00\n\r"):
             raise UsageError("a session name must be 1-200 characters without newlines")
         self.name = name
-        self.watcher = config if isinstance(config, ConfigWatcher) else ConfigWatcher.fixed(config or Config())
+        self.watcher = watch_config(config)
         self._fixed_model, self._fixed_fast = model, fast_model
         self._root = root
         self._extra_tools = list(extra_tools or [])
