@@ -14,6 +14,7 @@ from typing import Any
 
 TURN_STARTED = "turn.started"
 TURN_FINISHED = "turn.finished"
+ANSWER_TRUNCATED = "turn.answer_truncated"
 TOOL_STARTED = "tool.call.started"
 TOOL_FINISHED = "tool.call.finished"
 USAGE = "context.usage"
