@@ -337,7 +337,10 @@ class Session:
 
     def compact(self) -> bool:
         """Fold the window into the rolling summary now, whatever the threshold (``%monad compact``)."""
-        return self.cascade.compact()
+        try:
+            return self.cascade.compact()
+        finally:
+            self.flush_events()
 
     def reset(self) -> None:
         """Forget this session's conversation (its record stays)."""
