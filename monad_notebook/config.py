@@ -443,6 +443,18 @@ class ConfigWatcher:
         self._config, self.source, self._overrides, self._warning = config, source, overrides, None
 
 
+def watch_config(config: Config | ConfigWatcher | str | os.PathLike[str] | None = None) -> ConfigWatcher:
+    """The watcher for what a caller passed: None finds and follows agents.json as the magic does.
+
+    A Config is fixed (no file is read); a path is that file, followed like a found one.
+    """
+    if isinstance(config, ConfigWatcher):
+        return config
+    if isinstance(config, Config):
+        return ConfigWatcher.fixed(config)
+    return ConfigWatcher(Path(config) if config is not None else None)
+
+
 def _stamp(path: Path | None) -> tuple[int, int, int] | None:
     if path is None:
         return None

@@ -7,6 +7,7 @@
     │   ├── AuthError            bad or missing API key
     │   ├── ModelNotFoundError   the endpoint does not serve that model
     │   ├── EndpointError        unreachable endpoint, or retries exhausted
+    │   │   └── EndpointNotFoundError   the server has no such URL path (a wrong baseUrl)
     │   └── ContextLengthError   the prompt did not fit the model's window
     ├── StoreError           the database cannot be opened or written
     ├── SessionBusyError     another kernel is running a turn in the same session
@@ -44,6 +45,10 @@ class ModelNotFoundError(ModelError):
 
 class EndpointError(ModelError):
     """The endpoint is unreachable, or kept failing after every retry."""
+
+
+class EndpointNotFoundError(EndpointError):
+    """The server answered 404 for the URL path itself: baseUrl is wrong, not the model name."""
 
 
 class ContextLengthError(ModelError):

@@ -144,9 +144,10 @@ def footer(session: Session, reply: Reply) -> str:
     from monad_notebook.widget.report import status_line
 
     tokens = f"{reply.prompt_tokens:,} prompt tokens" + (" (estimated)" if reply.estimated else "")
+    cut = "answer cut off at the output token limit · " if reply.truncated else ""
     return (
-        f"session {session.name} · {session.model.name} · {reply.steps} step(s) · {reply.tool_calls} tool call(s) · "
-        f"{tokens} · {status_line(session)}"
+        f"{cut}session {session.name} · {session.model.name} · {reply.steps} step(s) · "
+        f"{reply.tool_calls} tool call(s) · {tokens} · {status_line(session)}"
     )
 
 
@@ -256,6 +257,10 @@ class MonadMagics(Magics):
             unsubscribe()
         if reply.stopped_at_max_steps:
             view.on_text(f"\n\n{reply.text}")
+        elif reply.truncated:
+            from monad_notebook.agent.loop import TRUNCATED_NOTE
+
+            view.on_text(f"\n\n{TRUNCATED_NOTE}")
         view.finish(footer(session, reply))
 
     def _line(self, line: str) -> Any:

@@ -19,7 +19,14 @@ from urllib.parse import urlsplit
 
 import openai
 
-from monad_notebook.errors import AuthError, ContextLengthError, EndpointError, ModelError, ModelNotFoundError
+from monad_notebook.errors import (
+    AuthError,
+    ContextLengthError,
+    EndpointError,
+    EndpointNotFoundError,
+    ModelError,
+    ModelNotFoundError,
+)
 from monad_notebook.messages import ToolCall, new_id
 
 TextCallback = Callable[[str], None]
@@ -114,6 +121,12 @@ _T = TypeVar("_T")
 _OPENAI_URL = "https://api.openai.com/v1"
 _LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0"})
 _RETRYABLE_STATUS = frozenset({408, 409, 429})
+_NO_SUCH_PATH = re.compile(
+    r"invalid url|page not found|file not found|unknown (?:path|route|url|endpoint)|no route|cannot (?:post|get)|"
+    r"^not found$",
+    re.I,
+)
+_MODEL_WORD = re.compile(r"\bmodels?\b", re.I)
 _CONTEXT_LENGTH = re.compile(
     r"context[_ ]length|maximum context|context window|context size|prompt is too long|too many tokens", re.I
 )
@@ -122,11 +135,11 @@ _CONTEXT_LENGTH = re.compile(
 class _Retryable(Exception):
     """A failure worth another attempt; ``reason`` ends up in the final message if none succeeds."""
 
-    def __init__(self, reason: str, *, retry_after: float | None = None, unreachable: bool = False) -> None:
+    def __init__(self, reason: str, *, retry_after: float | None = None, cause: str = "server") -> None:
         super().__init__(reason)
         self.reason = reason
         self.retry_after = retry_after
-        self.unreachable = unreachable
+        self.cause = cause  # "network" (no connection), "timeout" (no answer in time) or "server"
 
 
 def _is_local(url: str) -> bool:
@@ -139,6 +152,28 @@ def _provider_message(exc: openai.APIError) -> str:
     message = body.get("message") if isinstance(body, dict) else None
     text = message if isinstance(message, str) and message else exc.message
     return " ".join(text.split())[:300].rstrip(".")
+
+
+def _one_line(text: object) -> str:
+    return " ".join(str(text).split())[:300]
+
+
+def _names_a_model(exc: openai.APIError, message: str, model: str) -> bool:
+    """A 404 about the model (OpenAI, vLLM, Ollama say so), rather than about the URL path."""
+    if exc.code == "model_not_found":
+        return True
+    if _NO_SUCH_PATH.search(message):
+        return False
+    named = re.search(rf"(?<![\w.:/-]){re.escape(model)}(?![\w.:/-])", message) if model else None
+    return bool(_MODEL_WORD.search(message) or named)
+
+
+def _requested(exc: openai.APIError) -> str:
+    """The method and URL that got the answer, without a query string."""
+    request = getattr(exc, "request", None)
+    if request is None:
+        return "the request"
+    return f"{request.method} {str(request.url).split('?', 1)[0]}"
 
 
 def _retry_after(exc: openai.APIStatusError) -> float | None:
@@ -224,10 +259,10 @@ class _Endpoint:
     def _classify(self, exc: openai.APIError) -> Exception:
         """Map an ``openai`` error to a MonadError, or to _Retryable when another attempt may help."""
         if isinstance(exc, openai.APITimeoutError):
-            return _Retryable(f"timed out after {self.timeout:g}s", unreachable=True)
+            return _Retryable(f"timed out after {self.timeout:g}s", cause="timeout")
         if isinstance(exc, openai.APIConnectionError):
             cause = exc.__cause__ or exc.__context__
-            return _Retryable(f"connection failed: {cause or exc.message}", unreachable=True)
+            return _Retryable(f"connection failed: {_one_line(cause or exc.message)}", cause="network")
         message = _provider_message(exc)
         status = getattr(exc, "status_code", None)
         if status in (401, 403):
@@ -235,10 +270,14 @@ class _Endpoint:
                 f"{self.url} rejected the API key (HTTP {status}: {message}); check {self.api_key_env} "
                 "or apiKeyEnv in agents.json"
             )
-        if status == 404:
+        if status == 404 and _names_a_model(exc, message, self.model):
             return ModelNotFoundError(
-                f"{self.url} does not serve model {self.model!r} ({message}); check the model name and baseUrl "
-                "in agents.json"
+                f"{self.url} does not serve model {self.model!r} ({message}); check the model name in agents.json"
+            )
+        if status == 404:
+            return EndpointNotFoundError(
+                f"{_requested(exc)} is not found (HTTP 404: {message}): the server has no such path, so baseUrl "
+                f"{self.url} is wrong; check it in agents.json (OpenAI-compatible servers usually end in /v1)"
             )
         if exc.code == "context_length_exceeded" or (
             status in (None, 400, 413, 422) and _CONTEXT_LENGTH.search(message)
@@ -255,10 +294,15 @@ class _Endpoint:
 
     def _exhausted(self, failure: _Retryable, retries: int) -> EndpointError:
         tries = f"{retries + 1} attempt{'s' if retries else ''}"
-        if failure.unreachable:
+        if failure.cause == "network":
             return EndpointError(
                 f"Cannot reach {self.url} ({failure.reason}; {tries}): check baseUrl in agents.json "
                 "and that the server is running"
+            )
+        if failure.cause == "timeout":
+            return EndpointError(
+                f"{self.url} did not answer in time ({failure.reason}; {tries}): raise timeoutSeconds in "
+                "agents.json if the model is slow, or check the server"
             )
         return EndpointError(f"{self.url} kept failing ({failure.reason}; {tries}): try again later")
 

@@ -20,7 +20,7 @@ from monad_notebook.agent.models import build_model
 from monad_notebook.agent.tools.base import Tool, ToolContext, ToolOutput
 from monad_notebook.agent.tools.registry import configured_tools, run_tool
 from monad_notebook.branching import branch_session
-from monad_notebook.config import Config, ConfigWatcher
+from monad_notebook.config import Config, ConfigWatcher, watch_config
 from monad_notebook.config_errors import working_dir
 from monad_notebook.context.cascade import Cascade
 from monad_notebook.context.handoff import seed_handoff
@@ -59,8 +59,17 @@ def check_root(cfg: Config, explicit: str | Path | None) -> None:
         raise ConfigError(f"tools.files.root names {shown}, which is not a directory: create it or change the key")
 
 
+def _store_settings(cfg: Config) -> tuple[str | None, dict[str, str]]:
+    """What the store was opened with: the keys that cannot change under an open store."""
+    return cfg.store.uri, dict(cfg.store.storage_options)
+
+
 class Session:
     """One named conversation. ``Session("eda").ask("...")`` runs a turn and returns a Reply.
+
+    Without ``config`` it reads agents.json as ``%%monad`` does (``$MONAD_CONFIG``, then
+    ``./agents.json``, then ``$MONAD_HOME/agents.json``) and follows its changes; a Config,
+    a path or a ConfigWatcher given as ``config`` is used instead.
 
     ``model`` / ``fast_model`` fix the main and fast tiers (tests, demos); otherwise both are
     built from the configuration and follow its changes. ``extra_tools`` join the configured
@@ -71,7 +80,7 @@ class Session:
         self,
         name: str = "default",
         *,
-        config: Config | ConfigWatcher | None = None,
+        config: Config | ConfigWatcher | str | os.PathLike[str] | None = None,
         store: Store | None = None,
         model: ChatModel | None = None,
         fast_model: ChatModel | None = None,
@@ -84,7 +93,7 @@ class Session:
         if not name or len(name) > 200 or any(c in name for c in "\x00\n\r"):
             raise UsageError("a session name must be 1-200 characters without newlines")
         self.name = name
-        self.watcher = config if isinstance(config, ConfigWatcher) else ConfigWatcher.fixed(config or Config())
+        self.watcher = watch_config(config)
         self._fixed_model, self._fixed_fast = model, fast_model
         self._root = root
         self._extra_tools = list(extra_tools or [])
@@ -101,6 +110,7 @@ class Session:
         self._pending_events: list[Event] = []
         self._events_lock = threading.Lock()
         self.lease = TurnLease(self.store, name)
+        self._store_settings = self._store_warned = _store_settings(self.config)
         self.record = self.store.get_session(name) or self._create_record()
         self.window = Window(name, setup.counter)
         self.window.load(self.store)
@@ -166,6 +176,25 @@ class Session:
             self.window.use_counter(setup.counter)
         self.window.set_frame(setup.frame)
         self.cascade.reconfigure(setup.lossless)
+        self._follow_store()
+
+    def _follow_store(self) -> None:
+        """``optimizeEveryWrites`` applies to the open store; another database needs a restart, said once.
+
+        Switching databases under a running session would swap its history for another one, so
+        ``store.uri`` and ``store.storageOptions`` are read when the store is opened, never mid-session.
+        """
+        if hasattr(self.store, "optimize_every"):
+            self.store.optimize_every = self.config.store.optimize_every_writes
+        wanted = _store_settings(self.config)
+        if wanted == self._store_warned:
+            return
+        self._store_warned = wanted
+        if wanted != self._store_settings:
+            key = "store.uri" if wanted[0] != self._store_settings[0] else "store.storageOptions"
+            opened = getattr(self.store, "uri", None)
+            where = f"the database at {opened}" if opened else "the open database"
+            self.emit(ERROR, message=f"{key} changed: this kernel keeps {where}; restart it to switch")
 
     def reload_config(self) -> None:
         """Pick up agents.json changes (hot reload): all of the new configuration, or none of it and one warning."""
@@ -323,7 +352,10 @@ class Session:
         """Fold the window into the rolling summary now, whatever the threshold (``%monad compact``)."""
         with self.lease.hold():
             self._catch_up()
-            return self.cascade.compact()
+            try:
+                return self.cascade.compact()
+            finally:
+                self.flush_events()
 
     def reset(self) -> None:
         """Forget this session's conversation (its record stays)."""

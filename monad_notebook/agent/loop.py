@@ -23,6 +23,10 @@ from monad_notebook.provider import ChatModel, ChatResponse, TextCallback
 
 INTERRUPTED_RESULT = "interrupted: the user stopped this tool call before it finished; nothing more is known."
 NOT_RUN_RESULT = "not run: the turn was interrupted before this tool call started."
+TRUNCATED_NOTE = (
+    '[cut off: the answer reached the output token limit (finish_reason "length"); '
+    "ask to continue, or raise models.main.maxOutputTokens]"
+)
 
 
 @dataclass
@@ -36,6 +40,7 @@ class Reply:
     completion_tokens: int = 0
     estimated: bool = False  # True when some step had no provider count
     stopped_at_max_steps: bool = False
+    truncated: bool = False  # the final answer was cut off by the output token limit (its text says so)
     tool_names: list[str] = field(default_factory=list)
 
 
@@ -74,6 +79,7 @@ class Turn:
             response = self._step()
             if not response.tool_calls:
                 self.reply.text = response.content
+                self.reply.truncated = response.finish_reason == "length"
                 break
         else:
             self.reply.stopped_at_max_steps = True
@@ -91,6 +97,9 @@ class Turn:
         io.cascade.run_step()
         response, prompt_tokens = self._call_model()
         calls = unique_tool_calls(w, io.saved_outputs, response.tool_calls)
+        if response.finish_reason == "length":
+            response.content = f"{response.content}\n\n{TRUNCATED_NOTE}".lstrip()
+            io.emit(ev.ANSWER_TRUNCATED, turn=w.turn, step=w.step, tool_calls=len(calls), chars=len(response.content))
         assistant = w.new_message("assistant", response.content, tool_calls=calls)
         results = self._run_tools(assistant, calls)
         io.commit([assistant, *results])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from monad_notebook import events as ev
 from monad_notebook.config import SCRIPTED_DEMO_MODEL, Config
 from monad_notebook.context.compaction import CompactionResult, Compactor, OnSummarySaved
 from monad_notebook.context.summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
@@ -44,6 +45,7 @@ class LossyStage:
         self.window = window
         self.config = config
         self.models = models
+        self.emit = emit
         self.on_landed = on_landed
         self.lease = lease
         self.compactor = Compactor(
@@ -106,7 +108,13 @@ class LossyStage:
         """The fast tier writes summaries; the scripted demo model cannot, so it gets the extractive one."""
         if self.config().models.resolved_fast().model == SCRIPTED_DEMO_MODEL:
             return None
-        return LLMSummarizer(self.models("fast"))
+        model = self.models("fast")
+
+        def rejected(why: str, attempt: int) -> None:
+            then = "retrying" if attempt == 1 else "using the extractive summary"
+            self.emit(ev.SUMMARY_REJECTED, model=model.name, reason=why, attempt=attempt, then=then)
+
+        return LLMSummarizer(model, on_rejected=rejected)
 
     # --- applying results -----------------------------------------------------------
 

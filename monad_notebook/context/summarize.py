@@ -12,19 +12,20 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from monad_notebook.context.ledger import parse_ledger, render_ledger, strip_ledger
 from monad_notebook.errors import ModelError
 from monad_notebook.messages import Message
-from monad_notebook.provider import ChatModel
+from monad_notebook.provider import ChatModel, ChatResponse
 
 log = logging.getLogger(__name__)
 
 SECTIONS = ("Objective", "Decisions & Facts", "Files & State", "Open Tasks", "Next Step")
 
 _HEADING = re.compile(r"^\s{0,3}#{1,6}[ \t]*(.{1,80}?)[ \t]*#*[ \t]*$")
-_FENCED = re.compile(r"^\s*```[\w-]*\n(.*)\n```\s*$", re.S)
+_FENCE_LINE = re.compile(r"^\s*```[\w-]*\s*$")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 _PLAN = re.compile(r"\b(?:next|i will|i'll|let me|then i|plan|going to)\b", re.I)
 _ERROR_LINE = re.compile(r"^\s{0,8}([A-Z]\w{0,60}?(?:Error|Exception)\b(?::[^\n]{0,160})?)", re.M)
@@ -59,6 +60,12 @@ order, keep every identifier verbatim, keep the "Identifiers (verbatim):" list u
 and drop detail that no longer matters. Answer with the briefing only."""
 
 _REMINDER = "Rewrite that as the briefing with exactly the five ## headings, in order, and nothing else."
+_SHORTER = (
+    "That briefing was cut off by the output limit. Write it again, shorter, with exactly the five "
+    "## headings, in order, and nothing else."
+)
+
+OnRejected = Callable[[str, int], None]  # (why the answer was rejected, attempt number)
 
 
 class Summarizer(Protocol):
@@ -106,16 +113,35 @@ def render_sections(sections: dict[str, str]) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def has_sections(text: str, minimum: int = 1) -> bool:
-    return len(parse_sections(text)) >= minimum
+def unfence(text: str) -> str:
+    """``text`` without a code fence wrapped around it, closed or not; code blocks inside stay.
+
+    The briefing starts with a heading, so a leading fence line is always stray, and so is the
+    last fence line while the fences do not pair up.
+    """
+    lines = text.strip().splitlines()
+    if lines and _FENCE_LINE.match(lines[0]):
+        lines = lines[1:]
+    fences = [i for i, line in enumerate(lines) if _FENCE_LINE.match(line)]
+    if len(fences) % 2:
+        del lines[fences[-1]]
+    return "\n".join(lines)
+
+
+def rejection(response: ChatResponse) -> str | None:
+    """Why a model's briefing cannot be used, or None: it must have finished and hold every section."""
+    if response.finish_reason == "length":
+        return 'it was cut off by the output token limit (finish_reason "length")'
+    present = parse_sections(unfence(response.content))
+    missing = [name for name in SECTIONS if name not in present]
+    if missing:
+        return "it lacks " + ", ".join(f"## {name}" for name in missing)
+    return None
 
 
 def ensure_sections(text: str) -> str:
     """``text`` with exactly the five headings in order: missing ones empty, stray text kept."""
-    fenced = _FENCED.match(text)
-    if fenced:
-        text = fenced.group(1)
-    sections, extra = _split(text)
+    sections, extra = _split(unfence(text))
     bodies = {name: "\n".join(lines).strip() for name, lines in sections.items()}
     stray = "\n".join(extra).strip()
     if stray:
@@ -185,15 +211,26 @@ def render_span(span: list[Message], budget_chars: int = 48_000, tool_clip: int 
 
 
 class LLMSummarizer:
-    """The fast model writes the briefing; a ModelError tells the caller to fall back."""
+    """The fast model writes the briefing; a ModelError tells the caller to fall back.
+
+    A weak model's briefing is taken only when it finished and holds all five sections:
+    a cut-off or partial one would silently drop what the span said. ``on_rejected`` hears why.
+    """
 
     def __init__(
-        self, model: ChatModel, *, target_tokens: int = 1_500, span_budget_chars: int = 48_000, tool_clip: int = 1_500
+        self,
+        model: ChatModel,
+        *,
+        target_tokens: int = 1_500,
+        span_budget_chars: int = 48_000,
+        tool_clip: int = 1_500,
+        on_rejected: OnRejected | None = None,
     ) -> None:
         self.model = model
         self.target_tokens = target_tokens
         self.span_budget_chars = span_budget_chars
         self.tool_clip = tool_clip
+        self.on_rejected = on_rejected
 
     def summarize(self, previous: str | None, span: list[Message]) -> str:
         parts = []
@@ -217,15 +254,25 @@ class LLMSummarizer:
         )
 
     def _ask(self, messages: list[dict[str, Any]]) -> str:
-        """One retry with a reminder when the answer lacks the headings; then give up."""
-        answer = self.model.complete(messages, []).content
-        if has_sections(answer):
-            return ensure_sections(answer)
-        retry = [*messages, {"role": "assistant", "content": answer}, {"role": "user", "content": _REMINDER}]
-        answer = self.model.complete(retry, []).content
-        if has_sections(answer):
-            return ensure_sections(answer)
-        raise ModelError(f"{self.model.name} did not write the summary headings twice; using the extractive summary")
+        """One retry with a reminder when the answer is cut off or lacks a section; then give up."""
+        response = self.model.complete(messages, [])
+        why = rejection(response)
+        if why is None:
+            return ensure_sections(response.content)
+        self._rejected(why, 1)
+        reminder = _SHORTER if response.finish_reason == "length" else _REMINDER
+        retry = [*messages, {"role": "assistant", "content": response.content}, {"role": "user", "content": reminder}]
+        response = self.model.complete(retry, [])
+        why = rejection(response)
+        if why is None:
+            return ensure_sections(response.content)
+        self._rejected(why, 2)
+        raise ModelError(f"{self.model.name}'s summary was rejected twice ({why}); using the extractive summary")
+
+    def _rejected(self, why: str, attempt: int) -> None:
+        log.warning("summary from %s rejected (attempt %d): %s", self.model.name, attempt, why)
+        if self.on_rejected is not None:
+            self.on_rejected(why, attempt)
 
 
 def _sentences(text: str) -> list[str]:

@@ -33,10 +33,13 @@ def approximate_prompt_tokens(messages: list[dict[str, Any]]) -> int:
     return len(json.dumps(messages)) // 4
 
 
-def text(content: str, prompt_tokens: int | None = None) -> ChatResponse:
-    """A scripted plain-text answer; with ``prompt_tokens`` it also carries a provider usage report."""
+def text(content: str, prompt_tokens: int | None = None, *, finish_reason: str = "stop") -> ChatResponse:
+    """A scripted plain-text answer; with ``prompt_tokens`` it also carries a provider usage report.
+
+    ``finish_reason="length"`` is an answer cut off by the output token limit.
+    """
     usage = None if prompt_tokens is None else Usage(prompt_tokens, _estimate(content))
-    return ChatResponse(content=content, usage=usage)
+    return ChatResponse(content=content, usage=usage, finish_reason=finish_reason)
 
 
 def tool_call(name: str, arguments: dict[str, Any], id: str | None = None) -> ChatResponse:

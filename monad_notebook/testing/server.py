@@ -2,7 +2,8 @@
 
 It speaks the OpenAI wire format (streaming chat completions with tool calls and usage,
 embeddings, model list) and can be told to fail: rate limits, server errors, context-length
-errors, slow or broken streams.
+errors, slow or broken streams. A path it does not route gets llama.cpp's 404, and a model
+outside ``known_models`` OpenAI's ``model_not_found``.
 """
 
 from __future__ import annotations
@@ -46,6 +47,14 @@ _DEFAULT_MESSAGES = {
     500: "The server had an error while processing your request (fake).",
     503: "The engine is currently overloaded (fake).",
 }
+
+
+_ROUTES = ("/v1/chat/completions", "/v1/embeddings")
+
+
+def _no_such_path() -> dict[str, Any]:
+    """What llama.cpp's server answers for a path it does not route."""
+    return {"error": {"code": 404, "message": "File Not Found", "type": "not_found_error"}}
 
 
 def _error(message: str, *, status: int = 500, code: str | None = None) -> dict[str, Any]:
@@ -213,7 +222,7 @@ class _Handler(BaseHTTPRequestHandler):
         if not self._authorized():
             return
         if self.path.rstrip("/") != "/v1/models":
-            return self._json(404, _error(f"Unknown path {self.path}.", status=404))
+            return self._json(404, _no_such_path())
         models = sorted(self.fake.known_models or {"fake-model"})
         self._json(200, {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "fake"} for m in models]})
 
@@ -226,6 +235,8 @@ class _Handler(BaseHTTPRequestHandler):
         self._record(body)
         if not self._authorized():
             return
+        if self.path not in _ROUTES:
+            return self._json(404, _no_such_path())
         if not isinstance(body, dict):
             return self._json(400, _error("The request body is not a JSON object.", status=400))
         model = body.get("model")
@@ -242,9 +253,7 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             if self.path == "/v1/chat/completions":
                 return self._chat(body)
-            if self.path == "/v1/embeddings":
-                return self._embeddings(body)
-            self._json(404, _error(f"Unknown path {self.path}.", status=404))
+            return self._embeddings(body)
         except ConnectionError:
             self.fake.disconnects += 1
             self.close_connection = True

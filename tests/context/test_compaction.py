@@ -22,6 +22,11 @@ from monad_notebook.testing import ScriptedModel
 SESSION = "eda"
 
 
+def briefing(**bodies: str) -> str:
+    """A model's briefing with every section, ``bodies`` filled in, the rest saying none."""
+    return "\n".join(f"## {name}\n{bodies.get(name, '- none')}" for name in SECTIONS)
+
+
 def count_tokens(text: str) -> int:
     return (len(text) + 3) // 4
 
@@ -187,7 +192,7 @@ def test_span_never_splits_a_round_and_never_eats_into_keep_recent(plan, keep_re
 def test_compaction_saves_a_durable_summary_and_reports_what_it_folded(store, tmp_path):
     events = Events()
     window = conversation(4)
-    model = ScriptedModel(["## Objective\n- answer the questions\n## Next Step\n- question 3"])
+    model = ScriptedModel([briefing(Objective="- answer the questions", **{"Next Step": "- question 3"})])
 
     result = compactor(store, LLMSummarizer(model), events).compact_now(window, None, keep_recent=4, reason="soft")
 
@@ -213,7 +218,7 @@ def test_compaction_saves_a_durable_summary_and_reports_what_it_folded(store, tm
 def test_the_model_summary_gets_the_span_identifiers_merged_in(store):
     t = Transcript().user("Load data/sales.csv please").round("KeyError: 'revenue'", code='df["revenue"]')
     window = [*t.answer("The column is `Revenue`.").messages, *conversation(1, start_seq=t.seq)]
-    model = ScriptedModel(["## Objective\n- load the data\n## Files & State\n- nothing yet"])
+    model = ScriptedModel([briefing(Objective="- load the data", **{"Files & State": "- nothing yet"})])
 
     result = compactor(store, LLMSummarizer(model)).compact_now(window, None, keep_recent=4, reason="soft")
 
@@ -226,7 +231,7 @@ def test_the_model_summary_gets_the_span_identifiers_merged_in(store):
 def test_the_previous_summary_is_merged_and_the_boundary_advances(store):
     first_window = conversation(3)
     previous = Summary(SESSION, "## Objective\n- the first goal\n", boundary_seq=-1, created_at=time.time())
-    model = ScriptedModel(["## Objective\n- the first goal, refined"])
+    model = ScriptedModel([briefing(Objective="- the first goal, refined")])
 
     result = compactor(store, LLMSummarizer(model)).compact_now(first_window, previous, 2, "hard")
 

@@ -70,7 +70,10 @@ def test_the_fast_model_receives_the_previous_summary_and_the_span():
 
 
 def test_model_output_is_normalized_to_the_five_headings_in_order():
-    messy = "Sure! Here is the briefing.\n## Next step\n- plot\n## Objective\n- growth\n"
+    messy = (
+        "Sure! Here is the briefing.\n## Next step\n- plot\n## Objective\n- growth\n"
+        "## Open tasks\n## Files and State\n## Decisions & facts\n"
+    )
 
     summary = LLMSummarizer(ScriptedModel([messy])).summarize(None, span_with_error())
 
@@ -234,7 +237,7 @@ def test_extractive_reflect_trims_every_section_and_keeps_headings_and_ledger():
 
 def test_model_reflection_keeps_the_ledger_even_when_the_model_drops_it():
     summary = attach_ledger(BRIEFING, ["data/sales.csv", "20.9%"])
-    model = ScriptedModel(["## Objective\n- growth by region\n## Next Step\n- plot"])
+    model = ScriptedModel([ensure_sections("## Objective\n- growth by region\n## Next Step\n- plot")])
 
     condensed = reflect_with_fallback(LLMSummarizer(model), ExtractiveSummarizer(), summary, 200)
 
