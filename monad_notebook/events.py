@@ -78,3 +78,39 @@ class EventBus:
                 listener(event)
             except Exception:  # a listener's bug is not the turn's problem
                 continue
+
+
+class EventLog:
+    """One session's events: every kind told to listeners at once, persisted kinds written in batches.
+
+    The turn writes its pending events with each step (``flush``); an event from a worker
+    thread (a background compaction) is written at once. A failed write keeps them pending.
+    """
+
+    def __init__(self, session: str, bus: EventBus, write: Callable[[list[Event]], None]) -> None:
+        self.session = session
+        self.bus = bus
+        self.write = write
+        self._pending: list[Event] = []
+        self._lock = threading.Lock()
+
+    def emit(self, kind: str, **data: Any) -> None:
+        event = Event(kind=kind, session=self.session, data=data)
+        if event.persisted:
+            with self._lock:
+                self._pending.append(event)
+        self.bus.emit(event)
+        if event.persisted and threading.current_thread() is not threading.main_thread():
+            self.flush()
+
+    def flush(self) -> None:
+        with self._lock:
+            pending, self._pending = self._pending, []
+        if not pending:
+            return
+        try:
+            self.write(pending)
+        except Exception:
+            with self._lock:
+                self._pending[:0] = pending
+            raise

@@ -8,60 +8,28 @@ from __future__ import annotations
 
 import contextlib
 import os
-import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from monad_notebook.agent.instructions import SYSTEM_PROMPT
 from monad_notebook.agent.loop import Reply, Turn, TurnInputs
 from monad_notebook.agent.models import build_model
 from monad_notebook.agent.tools.base import Tool, ToolContext, ToolOutput
-from monad_notebook.agent.tools.registry import configured_tools, run_tool
+from monad_notebook.agent.tools.registry import run_tool
 from monad_notebook.branching import branch_session
 from monad_notebook.config import Config, ConfigWatcher, watch_config
-from monad_notebook.config_errors import working_dir
 from monad_notebook.context.cascade import Cascade
 from monad_notebook.context.handoff import seed_handoff
-from monad_notebook.context.lossless import LosslessStage
-from monad_notebook.context.tokens import TokenCounter
-from monad_notebook.context.window import Frame, Window
+from monad_notebook.context.window import Window
 from monad_notebook.errors import ConfigError, StoreError, UsageError
-from monad_notebook.events import ERROR, Event, EventBus
+from monad_notebook.events import ERROR, EventBus, EventLog
 from monad_notebook.memory import MemoryService
 from monad_notebook.messages import Message, ToolCall
-from monad_notebook.provider import ChatModel, TextCallback, context_window_for
+from monad_notebook.provider import ChatModel, TextCallback
+from monad_notebook.setup import Setup, prepare_setup, store_settings
 from monad_notebook.store.base import SessionRecord, Store, Summary
 from monad_notebook.store.lance import open_store
 from monad_notebook.store.lease import TurnLease
-
-
-@dataclass(frozen=True)
-class Setup:
-    """Everything a configuration puts in force, built before any of it is."""
-
-    config: Config
-    model: ChatModel
-    counter: TokenCounter
-    lossless: LosslessStage
-    tools: dict[str, Tool]
-    frame: Frame
-    context_window: int
-
-
-def check_root(cfg: Config, explicit: str | Path | None) -> None:
-    """``tools.files.root`` must name a directory (an explicit ``root=`` argument wins over it)."""
-    root = cfg.tools.files.root
-    if explicit is None and root is not None and not os.path.isdir(os.path.expanduser(root)):
-        here = working_dir()
-        shown = here / Path(root).expanduser() if here is not None else root
-        raise ConfigError(f"tools.files.root names {shown}, which is not a directory: create it or change the key")
-
-
-def _store_settings(cfg: Config) -> tuple[str | None, dict[str, str]]:
-    """What the store was opened with: the keys that cannot change under an open store."""
-    return cfg.store.uri, dict(cfg.store.storage_options)
 
 
 class Session:
@@ -107,10 +75,9 @@ class Session:
         self.namespace = namespace if namespace is not None else (shell.user_ns if shell is not None else {})
         self.approve = approve
         self.events = EventBus()
-        self._pending_events: list[Event] = []
-        self._events_lock = threading.Lock()
+        self.event_log = EventLog(name, self.events, self.store.append_events)
         self.lease = TurnLease(self.store, name)
-        self._store_settings = self._store_warned = _store_settings(self.config)
+        self._store_settings = self._store_warned = store_settings(self.config)
         self.record = self.store.get_session(name) or self._create_record()
         self.window = Window(name, setup.counter)
         self.window.load(self.store)
@@ -145,27 +112,13 @@ class Session:
 
     def _prepare(self, cfg: Config, old: Config | None) -> Setup:
         """Build all that derives from ``cfg``; nothing is in force yet, so a failure changes nothing."""
-        keep_model = old is not None and old.models.main == cfg.models.main
-        model = self._fixed_model or (self.model if keep_model else build_model(cfg))
-        check_root(cfg, self._root)
-        counter = self.window.counter if hasattr(self, "window") else None
-        if counter is None or counter.model != model.name:
-            counter = TokenCounter(model.name)  # a reload keeps the learned calibration
-        tools = configured_tools(
-            python_approval=cfg.tools.python.approval,
-            persist_raw=cfg.context.tool_output.persist_raw,
-            extra=self._extra_tools,
-        )
-        frame = Frame(cfg.agent.system_prompt or SYSTEM_PROMPT, [t.schema() for t in tools.values()])
-        window = cfg.models.main.context_window or getattr(model, "context_window", None)
-        return Setup(
-            config=cfg,
-            model=model,
-            counter=counter,
-            lossless=LosslessStage(cfg.context, counter),
-            tools=tools,
-            frame=frame,
-            context_window=window or context_window_for(model.name, None),
+        keep = old is not None and old.models.main == cfg.models.main
+        return prepare_setup(
+            cfg,
+            model=self._fixed_model or (self.model if keep else None),
+            counter=self.window.counter if hasattr(self, "window") else None,
+            extra_tools=self._extra_tools,
+            root=self._root,
         )
 
     def _apply(self, setup: Setup) -> None:
@@ -186,7 +139,7 @@ class Session:
         """
         if hasattr(self.store, "optimize_every"):
             self.store.optimize_every = self.config.store.optimize_every_writes
-        wanted = _store_settings(self.config)
+        wanted = store_settings(self.config)
         if wanted == self._store_warned:
             return
         self._store_warned = wanted
@@ -272,26 +225,11 @@ class Session:
 
     def emit(self, kind: str, **data: Any) -> None:
         """Tell listeners now; persisted kinds are written with the step, or at once from a worker thread."""
-        event = Event(kind=kind, session=self.name, data=data)
-        if event.persisted:
-            with self._events_lock:
-                self._pending_events.append(event)
-        self.events.emit(event)
-        if event.persisted and threading.current_thread() is not threading.main_thread():
-            self.flush_events()
+        self.event_log.emit(kind, **data)
 
     def flush_events(self) -> None:
         """Write the pending events; if the write fails they stay pending for the next flush."""
-        with self._events_lock:
-            pending, self._pending_events = self._pending_events, []
-        if not pending:
-            return
-        try:
-            self.store.append_events(pending)
-        except Exception:
-            with self._events_lock:
-                self._pending_events[:0] = pending
-            raise
+        self.event_log.flush()
 
     # --- public API ----------------------------------------------------------------
 
