@@ -15,8 +15,9 @@ puts a line number before every line. So a key is found as
 - PuTTY's ``Private-Lines:`` section;
 - a middle piece: at least four consecutive full lines of random-looking base64 at the widths
   key writers use (64, 70 or 76 characters), unless the line above is another block's BEGIN
-  line (a certificate). The price: base64 wrapped at those widths with no header above, such as
-  ``openssl base64`` output four lines long or more, is taken for a key too.
+  line (a certificate) and the run opens as a certificate's DER body does (``MI``). The price:
+  base64 wrapped at those widths with no header above, such as ``openssl base64`` output four
+  lines long or more, is taken for a key too.
 """
 
 from __future__ import annotations
@@ -72,7 +73,9 @@ def _check_run(data: bytes, spans: Spans) -> list[Find]:
     start, end = spans[1]
     line_start = spans[0][0]
     above = data[data.rfind(b"\n", 0, max(0, line_start - 1)) + 1 : line_start]
-    if (b"-----BEGIN" in above and b"PRIVATE KEY" not in above) or b"Public-Lines:" in above:
+    first = data[start : data.find(b"\n", start) if b"\n" in data[start:end] else end]
+    der = first[_LINE_PFX.match(first).end() :].lstrip().startswith(b"MI")  # a certificate's body opens so
+    if (der and b"-----BEGIN" in above and b"PRIVATE KEY" not in above) or b"Public-Lines:" in above:
         return []
     finds: list[Find] = []
     run: list[tuple[int, int]] = []

@@ -123,3 +123,11 @@ def test_a_hex_line_beside_a_key_middle_does_not_hide_the_key(redactor):
         result = redactor.redact(f"{digest}\n{secret.text}\n{digest}")
         assert not [piece for piece in pieces(secret.value) if piece in result.text and piece not in digest]
     assert middle
+
+
+def test_a_certificate_header_placed_above_a_key_middle_does_not_hide_it(redactor):
+    middle = [s for s in ALL_HOSTILE if s.kind == "private-key" and s.text.lstrip().startswith("4\t")]
+    for secret in middle:
+        result = redactor.redact(f"-----BEGIN CERTIFICATE-----\n{secret.text}\n")
+        assert not [piece for piece in pieces(secret.value) if piece in result.text]
+    assert middle

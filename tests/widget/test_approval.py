@@ -84,10 +84,12 @@ def shown_for_approval(panel: MonadPanel, code: str) -> dict:
     answers = []
     asking = threading.Thread(target=lambda: answers.append(panel.approver(timeout=5)(code)))
     asking.start()
-    deadline = time.monotonic() + 5
-    while not panel.approval and time.monotonic() < deadline:
+    deadline = time.monotonic() + 10
+    sent: list[dict] = []
+    while not sent and time.monotonic() < deadline:  # the trait is set a moment before its update is sent
+        sent = [u["approval"] for u in panel.comm.updates() if u.get("approval")]
         time.sleep(0.01)
-    shown = next(u["approval"] for u in panel.comm.updates() if u.get("approval"))
+    shown = sent[0]
     panel.comm.from_frontend({"type": "approval", "id": shown["id"], "run": False})
     asking.join(5)
     assert answers == [False]
