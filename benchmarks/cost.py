@@ -31,6 +31,7 @@ The fidelity side (which identifiers stay findable) is measured elsewhere; this 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import logging
@@ -406,10 +407,8 @@ def run_monad(trace: Trace, pauses: Pauses, window: int, discount: float, counte
     for turn, pause in zip(trace.turns, pauses.before_turn, strict=True):
         log.clock.advance(pause)
         provider.start_turn(turn)
-        try:
+        with contextlib.suppress(ContextLengthError):
             session.ask(turn.user)
-        except ContextLengthError:
-            pass
         session.wait_for_background()
     log.seconds = time.perf_counter() - started
     session.close()
