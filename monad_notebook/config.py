@@ -86,6 +86,13 @@ class _Section(BaseModel):
     )
 
 
+class CacheConfig(_Section):
+    """How the endpoint bills a prompt prefix it serves from its cache; unset keys follow the provider's default."""
+
+    discount: Annotated[float, Field(ge=0, le=1)] | None = None
+    ttl_seconds: Seconds | None = None
+
+
 class ModelConfig(_Section):
     """One model tier on an OpenAI-compatible endpoint (``baseUrl`` null means OpenAI)."""
 
@@ -97,6 +104,7 @@ class ModelConfig(_Section):
     temperature: Annotated[float, Field(ge=0, le=2)] | None = None
     timeout_seconds: Seconds = 60.0
     max_retries: NonNegativeInt = 4
+    cache: CacheConfig = Field(default_factory=CacheConfig)
 
     @field_validator("max_output_tokens")
     @classmethod

@@ -36,6 +36,29 @@ TextCallback = Callable[[str], None]
 class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_tokens: int = 0  # of prompt_tokens, served from the provider's prefix cache
+
+
+def cached_prompt_tokens(reported: Any) -> int:
+    """The cached part of a usage report, under the names OpenAI-compatible servers give it.
+
+    OpenAI: ``prompt_tokens_details.cached_tokens``; Anthropic-style: ``cache_read_input_tokens``;
+    DeepSeek: ``prompt_cache_hit_tokens``. Missing or malformed counts read as 0.
+    """
+    details = getattr(reported, "prompt_tokens_details", None)
+    if isinstance(details, dict):
+        candidates = [details.get("cached_tokens")]
+    else:
+        candidates = [getattr(details, "cached_tokens", None)]
+    extra = getattr(reported, "model_extra", None) or {}
+    candidates += [getattr(reported, name, None) or extra.get(name) for name in _CACHED_NAMES]
+    for value in candidates:
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return 0
+
+
+_CACHED_NAMES = ("cache_read_input_tokens", "prompt_cache_hit_tokens")
 
 
 @dataclass
@@ -415,7 +438,9 @@ class OpenAIChatModel:
                 for chunk in stream:
                     reported = getattr(chunk, "usage", None)
                     if reported is not None:
-                        usage = Usage(reported.prompt_tokens or 0, reported.completion_tokens or 0)
+                        usage = Usage(
+                            reported.prompt_tokens or 0, reported.completion_tokens or 0, cached_prompt_tokens(reported)
+                        )
                     for choice in getattr(chunk, "choices", None) or []:
                         delta = choice.delta
                         if delta is not None and delta.content:

@@ -19,6 +19,7 @@ from monad_notebook.agent.tools.registry import run_tool
 from monad_notebook.branching import branch_session
 from monad_notebook.config import Config, ConfigWatcher, watch_config
 from monad_notebook.context.cascade import Cascade
+from monad_notebook.context.cost import pricing_for
 from monad_notebook.context.handoff import seed_handoff
 from monad_notebook.context.window import Window
 from monad_notebook.errors import ConfigError, StoreError, UsageError
@@ -128,6 +129,7 @@ class Session:
         if setup.counter is not self.window.counter:
             self.window.use_counter(setup.counter)
         self.window.set_frame(setup.frame)
+        self.window.cost.pricing = pricing_for(setup.config.models.main)
         self.cascade.reconfigure(setup.lossless)
         self._follow_store()
 

@@ -134,6 +134,7 @@ class Turn:
                 continue
             real = response.usage.prompt_tokens if response.usage and response.usage.prompt_tokens else None
             w.observe(real)
+            w.bill(real if real is not None else estimate, response.usage.cached_tokens if response.usage else 0)
             if real is None:
                 self.reply.estimated = True
             return response, real if real is not None else estimate

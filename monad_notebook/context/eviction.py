@@ -15,12 +15,22 @@ reclaims at least ``clear_at_least`` tokens (all or nothing). Evicting a batch a
 rather than just enough each step, changes the prompt's prefix rarely, which keeps
 provider prompt caches warm and leaves headroom for many steps before the next pass.
 
+With a prefix cache the cheapest batch size follows from the price of a cached token ``d``
+(``cache_discount``; 1 when the cache is cold or there is none). Stale results that stay
+cost ``d`` per token on every request; clearing them makes the next request resend,
+uncached, everything after the first cleared result. Waiting until ``X`` tokens are
+reclaimable while the window grows ``g`` per step costs least at
+``X = sqrt(2 (1 - d) R g / d)`` (the economic-order-quantity rule, ``R`` the resend): a
+warm cache at a deep discount batches widely, a cold one (``d`` = 1) clears as soon as a
+pass is worth ``clear_at_least``, since the next request pays full price anyway.
+
 Everything here is pure: the caller saves ``plan.spill`` as raw outputs *before* the
 placeholders advertising them are sent, then records the placeholders.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -85,6 +95,7 @@ def plan_eviction(
     count_tokens: Callable[[str], int],
     has_raw: Callable[[list[str]], set[str]],
     persist_raw: bool,
+    cache_discount: float | None = None,
 ) -> EvictionPlan:
     """Plan one eviction pass over ``messages``; an empty plan when it should not fire.
 
@@ -94,10 +105,14 @@ def plan_eviction(
     asked once, for the eligible ids that could get a handle, which of them were already
     spilled (truncated at execution time): those are never spilled again, since their
     content is the truncated text and the saved raw output is the full one.
+
+    ``cache_discount`` (None: fire at ``at_fraction`` only) also fires the pass below it once
+    it reclaims the batch that costs least at that price (see the module's docstring).
     """
     if keep_recent_rounds < 0:
         raise ValueError("keep_recent_rounds must not be negative")
-    if occupancy < at_fraction * context_window:
+    over = occupancy >= at_fraction * context_window
+    if not over and cache_discount is None:
         return EvictionPlan()
     all_rounds = rounds(messages)
     old_rounds = all_rounds[: max(0, len(all_rounds) - keep_recent_rounds)]
@@ -125,7 +140,31 @@ def plan_eviction(
             plan.spill[message.tool_call_id] = message.content
     if not plan.placeholders or plan.reclaimed_tokens < clear_at_least:
         return EvictionPlan()
+    if not over and plan.reclaimed_tokens < cheapest_batch(
+        messages, plan, all_rounds, cache_discount, count_tokens, keep_recent_rounds
+    ):
+        return EvictionPlan()
     return plan
+
+
+def cheapest_batch(
+    messages: list[Message],
+    plan: EvictionPlan,
+    all_rounds: list[list[Message]],
+    discount: float | None,
+    count_tokens: Callable[[str], int],
+    keep_recent_rounds: int,
+) -> float:
+    """Tokens a pass should reclaim before it pays for the uncached resend it causes (inf: never early)."""
+    if discount is None or discount <= 0:
+        return math.inf
+    if discount >= 1:
+        return 0.0
+    first = next(i for i, m in enumerate(messages) if m.id in plan.placeholders)
+    resend = sum(count_tokens(plan.placeholders.get(m.id) or m.sent_content) for m in messages[first:])
+    latest = all_rounds[-max(1, keep_recent_rounds) :]
+    growth = sum(count_tokens(m.sent_content) for round_ in latest for m in round_) / max(1, len(latest))
+    return math.sqrt(2 * (1 - discount) * resend * growth / discount)
 
 
 def apply_plan(messages: list[Message], plan: EvictionPlan) -> None:

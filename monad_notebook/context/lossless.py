@@ -55,7 +55,8 @@ class LosslessStage:
         """What one eviction pass would clear now (None: nothing); the caller persists and applies it.
 
         ``force`` is the overflow path (the provider refused the prompt): every result may go,
-        the recent rounds included, since each stays readable by handle.
+        the recent rounds included, since each stays readable by handle. Otherwise the price of a
+        cached token decides the batch: the endpoint's discount while its cache is warm, else 1.
         """
         cfg = self.cfg.eviction
         if not cfg.enabled:
@@ -71,5 +72,6 @@ class LosslessStage:
             count_tokens=self.counter.count_text,
             has_raw=has_raw,
             persist_raw=self.cfg.tool_output.persist_raw,
+            cache_discount=window.cost.pricing.discount if window.cost.cache_warm() else 1.0,
         )
         return plan if plan.placeholders else None

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from monad_notebook.context.compaction import CompactionResult, answered_calls_only, apply_result
+from monad_notebook.context.cost import CostMeter
 from monad_notebook.context.eviction import EvictionPlan, apply_plan
 from monad_notebook.context.prompt import Prompt, assemble, count_parts
 from monad_notebook.context.tokens import TokenCounter, effective_input_tokens
@@ -50,6 +51,7 @@ class Window:
         self.last_raw = 0
         self.reclaimed = 0
         self.records: list[dict[str, Any]] = []
+        self.cost = CostMeter()
         self._token_cache: dict[tuple[str, bool], int] = {}
         self._last_prompt: tuple[tuple[Any, ...], Prompt] | None = None
 
@@ -232,6 +234,12 @@ class Window:
             self.counter.observe(self.last_raw, real)
         self.last_real = real
 
+    def bill(self, prompt_tokens: int, cached_tokens: int) -> None:
+        """The request just answered, priced: into the session's totals and this step's prompt record."""
+        self.cost.add(prompt_tokens, cached_tokens)
+        if self.records:
+            self.records[-1].update(prompt_tokens=prompt_tokens, cached_tokens=self.cost.last_cached_tokens)
+
     def occupancy(self) -> int:
         """effectiveInputTokens: the provider's last real count, else the calibrated estimate."""
         if self.last_real is None and not self.last_estimate:
@@ -247,4 +255,5 @@ class Window:
             "exact": self.last_real is not None,
             "reclaimed": self.reclaimed,
             "messages": len(self.messages),
+            **self.cost.snapshot(),
         }

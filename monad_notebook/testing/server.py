@@ -98,6 +98,10 @@ class FakeOpenAIServer:
         self.known_models = set(known_models) if known_models is not None else None
         self.chunk_delay = 0.0  # seconds between streamed chunks
         self.report_usage = True  # False: behave like servers that never send a usage chunk
+        # "openai" / "anthropic": report the prefix shared with the previous chat request as cached,
+        # under that provider's usage field, as a provider's prefix cache would
+        self.prefix_cache: str | None = None
+        self._previous_chat: dict[str, Any] | None = None
         self.log: list[RecordedRequest] = []
         self.unscripted: list[dict[str, Any]] = []
         self.disconnects = 0  # responses the client hung up on
@@ -291,13 +295,33 @@ class _Handler(BaseHTTPRequestHandler):
         include_usage = self.fake.report_usage and bool((body.get("stream_options") or {}).get("include_usage"))
         self._stream(_chunks(body, response, usage if include_usage else None))
 
-    def _usage(self, body: dict[str, Any], response: ChatResponse) -> dict[str, int]:
+    def _usage(self, body: dict[str, Any], response: ChatResponse) -> dict[str, Any]:
         if response.usage is not None:
             prompt, completion = response.usage.prompt_tokens, response.usage.completion_tokens
         else:
             prompt = self.fake.count_tokens(body.get("messages") or [])
             completion = _estimate(response.content + "".join(c.arguments for c in response.tool_calls))
-        return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+        usage: dict[str, Any] = {"prompt_tokens": prompt, "completion_tokens": completion}
+        usage["total_tokens"] = prompt + completion
+        cached = min(prompt, self._cached_prefix(body))
+        if self.fake.prefix_cache == "openai":
+            usage["prompt_tokens_details"] = {"cached_tokens": cached}
+        elif self.fake.prefix_cache == "anthropic":
+            usage["cache_read_input_tokens"] = cached
+        return usage
+
+    def _cached_prefix(self, body: dict[str, Any]) -> int:
+        """Tokens of the leading messages this request shares with the previous one (same tools)."""
+        with self.fake._lock:
+            previous, self.fake._previous_chat = self.fake._previous_chat, body
+        if previous is None or previous.get("tools") != body.get("tools"):
+            return 0
+        shared = []
+        for new, old in zip(body.get("messages") or [], previous.get("messages") or [], strict=False):
+            if new != old:
+                break
+            shared.append(new)
+        return self.fake.count_tokens(shared) if shared else 0
 
     def _stream(self, events: Iterator[dict[str, Any]]) -> None:
         cut = self.fake._take(self.fake._breaks)
@@ -339,7 +363,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._json(200, {"object": "list", "data": data, "model": body.get("model"), "usage": usage})
 
 
-def _completion(body: dict[str, Any], response: ChatResponse, usage: dict[str, int] | None) -> dict[str, Any]:
+def _completion(body: dict[str, Any], response: ChatResponse, usage: dict[str, Any] | None) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": response.content or None}
     if response.tool_calls:
         message["tool_calls"] = [
@@ -356,7 +380,7 @@ def _completion(body: dict[str, Any], response: ChatResponse, usage: dict[str, i
     }
 
 
-def _chunks(body: dict[str, Any], response: ChatResponse, usage: dict[str, int] | None) -> Iterator[dict[str, Any]]:
+def _chunks(body: dict[str, Any], response: ChatResponse, usage: dict[str, Any] | None) -> Iterator[dict[str, Any]]:
     """The answer as OpenAI streams it: role, text deltas, tool-call deltas by index, finish, usage.
 
     Argument fragments of parallel tool calls are interleaved, which the wire format allows,

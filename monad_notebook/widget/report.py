@@ -92,6 +92,8 @@ def render_text(state: PanelState) -> str:
         lines.append("context: " + " · ".join(f"{c['kind']} {c['tokens']:,}" for c in state.composition))
     if usage.get("reclaimed"):
         lines.append(f"reclaimed {usage['reclaimed']:,} tokens by clearing old tool results (recoverable)")
+    if usage.get("tokens_sent"):
+        lines.append(cost_line(usage))
     compaction = state.compaction
     if compaction.get("running"):
         lines.append(f"compaction in progress ({compaction.get('reason') or 'background'})…")
@@ -112,6 +114,12 @@ def render_text(state: PanelState) -> str:
 
 def text_report(session: PanelSource) -> str:
     return render_text(state_from_session(session))
+
+
+def cost_line(usage: dict[str, Any]) -> str:
+    """Input tokens sent this session, the part the provider's cache served, and what they bill as."""
+    sent, cached = usage.get("tokens_sent") or 0, usage.get("tokens_cached") or 0
+    return f"input sent {sent:,} · cached {cached:,} ({cached / sent:.0%}) · billed as {usage.get('billed_input', 0):,}"
 
 
 def status_line(session: PanelSource) -> str:

@@ -52,6 +52,9 @@ FIELDS = (
 )
 
 
+COST_KEYS = ("step_prompt_tokens", "step_cached_tokens", "tokens_sent", "tokens_cached", "billed_input")
+
+
 def _int(value: Any) -> int:
     try:
         return int(value or 0)
@@ -147,6 +150,8 @@ class PanelState:
             "exact": bool(data.get("exact")),
             "reclaimed": _int(data.get("reclaimed")),
             "messages": _int(data.get("messages")),
+            **{key: _int(data.get(key)) for key in COST_KEYS},
+            "cache_discount": float(data.get("cache_discount", 1.0)),
         }
         point = {
             "i": self._next_point,
