@@ -78,6 +78,16 @@ def groups() -> list[Group]:
             ["tests/memory"],
         ),
         Group(
+            "two kernels on one session, taking turns and at once",
+            "2 real processes: 12 alternating turns, then 10 s of simultaneous turns; a lease held by a killed kernel",
+            ["tests/reliability/test_shared_session.py", "tests/store/test_claims.py"],
+        ),
+        Group(
+            "a store that fails mid-turn, is full, read-only or not writable by this user",
+            "writes failing in each table, disk full, permission denied, read-only file system",
+            ["tests/reliability/test_storage_faults.py"],
+        ),
+        Group(
             "tool-call ids repeated, reused, empty or unportable",
             f"{len(test_tool_call_ids.HOSTILE_IDS)} id shapes, within a step, across steps and turns",
             ["tests/reliability/test_tool_call_ids.py"],
