@@ -22,6 +22,7 @@ from monad_notebook.agent.tools.registry import configured_tools, run_tool
 from monad_notebook.branching import branch_session
 from monad_notebook.config import Config, ConfigWatcher
 from monad_notebook.config_errors import working_dir
+from monad_notebook.context.calibration import Calibration
 from monad_notebook.context.cascade import Cascade
 from monad_notebook.context.handoff import seed_handoff
 from monad_notebook.context.lossless import LosslessStage
@@ -47,6 +48,7 @@ class Setup:
     tools: dict[str, Tool]
     frame: Frame
     context_window: int
+    calibration: Calibration | None = None  # what the store knows of a new model's provider counts
 
 
 def check_root(cfg: Config, explicit: str | Path | None) -> None:
@@ -100,7 +102,7 @@ class Session:
         self._pending_events: list[Event] = []
         self._events_lock = threading.Lock()
         self.record = self.store.get_session(name) or self._create_record()
-        self.window = Window(name, setup.counter)
+        self.window = Window(name, setup.counter, self._stored_calibration(self.model.name))
         self.window.load(self.store)
         self.cascade = Cascade(
             window=self.window,
@@ -136,8 +138,10 @@ class Session:
         model = self._fixed_model or (self.model if keep_model else build_model(cfg))
         check_root(cfg, self._root)
         counter = self.window.counter if hasattr(self, "window") else None
+        calibration = None
         if counter is None or counter.model != model.name:
             counter = TokenCounter(model.name)  # a reload keeps the learned calibration
+            calibration = self._stored_calibration(model.name) if hasattr(self, "store") else None
         tools = configured_tools(
             python_approval=cfg.tools.python.approval,
             persist_raw=cfg.context.tool_output.persist_raw,
@@ -153,6 +157,7 @@ class Session:
             tools=tools,
             frame=frame,
             context_window=window or context_window_for(model.name, None),
+            calibration=calibration,
         )
 
     def _apply(self, setup: Setup) -> None:
@@ -160,7 +165,7 @@ class Session:
         self.config, self.model, self.tools = setup.config, setup.model, setup.tools
         self.context_window = setup.context_window
         if setup.counter is not self.window.counter:
-            self.window.use_counter(setup.counter)
+            self.window.use_counter(setup.counter, setup.calibration)
         self.window.set_frame(setup.frame)
         self.cascade.reconfigure(setup.lossless)
 
@@ -175,6 +180,17 @@ class Session:
                 warning = self.watcher.reject(config, error)
         if warning:
             self.emit(ERROR, message=warning)
+
+    def _stored_calibration(self, model: str) -> Calibration:
+        """What earlier kernels learnt of this model's provider counts, so a restart does not start over."""
+        return Calibration.from_dict(self.store.load_calibration(self.name, model))
+
+    def save_calibration(self) -> None:
+        """Keep what the provider's counts taught us: one small write per turn at most, none if nothing new."""
+        calibration = self.window.calibration
+        if calibration.dirty:
+            self.store.save_calibration(self.name, self.window.counter.model, calibration.to_dict())
+            calibration.dirty = False
 
     @property
     def root(self) -> Path:
@@ -283,8 +299,11 @@ class Session:
             reply = Turn(inputs, text, on_text).run()
         except BaseException:
             with contextlib.suppress(Exception):  # the turn's own error is the one to report
+                self.save_calibration()
+            with contextlib.suppress(Exception):
                 self.flush_events()
             raise
+        self.save_calibration()
         self.flush_events()
         return reply
 

@@ -100,6 +100,13 @@ class Store(Protocol):
     def save_summary(self, summary: Summary) -> None: ...
     def load_summary(self, session: str) -> Summary | None: ...
 
+    # token-count calibration (what the provider's counts taught us, per session and model)
+    def save_calibration(self, session: str, model: str, data: dict[str, Any]) -> None:
+        """Replace this session's calibration for ``model`` in one small write."""
+
+    def load_calibration(self, session: str, model: str) -> dict[str, Any] | None:
+        """This session's calibration for ``model``, else the newest any session saved for it, else None."""
+
     # events (persisted kinds only)
     def append_events(self, events: list[Event]) -> None: ...
     def list_events(self, session: str, *, kind: str | None = None) -> list[Event]: ...

@@ -38,6 +38,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     "summaries": schema("session:text! text:text boundary_seq:int tokens:int reflections:int created_at:float"),
     "memory_facts": schema("id:text! scope:text text:text created_at:float source:text"),
     "events": schema("id:text! session:text! kind:text data:text ts:float"),
+    "calibrations": schema("session:text! model:text! data:text updated_at:float"),
 }
 
 
