@@ -129,8 +129,12 @@ class Cascade:
         """Before a request goes out: make room if it would not fit the window, and refuse it if it still would not.
 
         Judged on ``Window.guard_tokens`` (never below the provider's last count plus what was
-        appended since), so a request the estimate underrates is not sent to fail.
+        appended since), so a request the estimate underrates is not sent to fail. With neither
+        a provider count to go on nor the model's own tokenizer, the provider judges: a server
+        that leaves the tool schemas out would otherwise be refused its very first request.
         """
+        if not (self.window.calibration.observations or self.window.counter.exact):
+            return
         window = self.context_window()
         if self.window.guard_tokens(self.window.prompt()) < window:
             return

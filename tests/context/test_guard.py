@@ -44,14 +44,23 @@ def test_the_hard_guard_compacts_from_the_last_real_count_when_the_estimate_is_f
 
 
 def test_a_request_that_cannot_fit_the_window_is_refused_not_sent_and_the_message_is_kept(store):
-    model = ScriptedModel(["never"], context_window=1_000)
+    model = ScriptedModel([ScriptedModel.text("hello", prompt_tokens=300), "never"], context_window=1_000)
     session = make(store, model)
+    session.ask("hi")
     with pytest.raises(ContextLengthError) as caught:
         session.ask("summarise this: " + FILLER * 20)
-    assert model.calls == []
+    assert len(model.calls) == 1
     message = str(caught.value)
     assert "\n" not in message and "not sent" in message and "1,000" in message
-    assert [m.role for m in store.load_messages("guard")] == ["user"]
+    assert [m.role for m in store.load_messages("guard")] == ["user", "assistant", "user"]
+
+
+def test_with_nothing_learnt_yet_the_first_request_goes_out_and_the_provider_judges(store):
+    """Over 1,000 tokens of tool schemas by our count, which a server that drops them never sees."""
+    model = ScriptedModel(["hello"], context_window=1_000)
+    session = make(store, model)
+    assert session.window.estimate(session.window.prompt()) > 1_000
+    assert session.ask("hi").text == "hello"
 
 
 def window_after_a_real_count(real: int) -> Window:
