@@ -36,6 +36,7 @@ ORDER = [
     "redaction",
     "eviction",
     "token_estimate",
+    "real_server",
     "retrieval",
     "reference_trace",
     "panel_latency",
@@ -44,6 +45,7 @@ ORDER = [
 QUICK: dict[str, dict[str, list[str]]] = {
     "loop_overhead": {"--sizes": ["200", "1000"], "--turns": ["4"]},
     "store_versions": {"--steps": ["150"]},
+    "real_server": {"--turns": ["3"]},
     "retrieval": {"--sizes": ["2000"], "--queries": ["20"], "--distractors": ["60"], "--needle-scale": ["5000"]},
     "reference_trace": {"--steps": ["60"], "--windows": ["32000"], "--sizes": ["1000"], "--turns": ["5"]},
     "panel_latency": {"--events": ["300"]},

@@ -161,7 +161,9 @@ def render_prompt_record(records: list[dict[str, Any]], step: int | None) -> str
         if not 1 <= step <= len(records):
             raise UsageError(f"--step must be between 1 and {len(records)} (steps kept in this kernel)")
         record = records[step - 1]
-    lines = [f"turn {record['turn']} step {record['step']}: about {record['total_tokens']:,} tokens"]
+    real = record.get("real_tokens")
+    counted = f"; the provider counted {real:,}" if real else ""
+    lines = [f"turn {record['turn']} step {record['step']}: about {record['total_tokens']:,} tokens{counted}"]
     for part in record["parts"]:
         lines.append(f"  {part['kind']:<16} {part['role']:<9} {part['tokens']:>7,}  {_preview(part['text'], 70)}")
     return "\n".join(lines)

@@ -18,6 +18,7 @@ from monad_notebook.agent.tools.base import Tool, ToolContext, ToolOutput
 from monad_notebook.agent.tools.registry import run_tool
 from monad_notebook.branching import branch_session
 from monad_notebook.config import Config, ConfigWatcher, watch_config
+from monad_notebook.context.calibration import Calibration
 from monad_notebook.context.cascade import Cascade
 from monad_notebook.context.cost import pricing_for
 from monad_notebook.context.handoff import seed_handoff
@@ -80,7 +81,7 @@ class Session:
         self.lease = TurnLease(self.store, name)
         self._store_settings = self._store_warned = store_settings(self.config)
         self.record = self.store.get_session(name) or self._create_record()
-        self.window = Window(name, setup.counter)
+        self.window = Window(name, setup.counter, self._stored_calibration(self.model.name))
         self.window.load(self.store)
         self.cascade = Cascade(
             window=self.window,
@@ -120,6 +121,7 @@ class Session:
             counter=self.window.counter if hasattr(self, "window") else None,
             extra_tools=self._extra_tools,
             root=self._root,
+            stored_calibration=self._stored_calibration if hasattr(self, "store") else None,
         )
 
     def _apply(self, setup: Setup) -> None:
@@ -127,7 +129,7 @@ class Session:
         self.config, self.model, self.tools = setup.config, setup.model, setup.tools
         self.context_window = setup.context_window
         if setup.counter is not self.window.counter:
-            self.window.use_counter(setup.counter)
+            self.window.use_counter(setup.counter, setup.calibration)
         self.window.set_frame(setup.frame)
         self.window.cost.pricing = pricing_for(setup.config.models.main)
         self.cascade.reconfigure(setup.lossless)
@@ -162,6 +164,17 @@ class Session:
                 warning = self.watcher.reject(config, error)
         if warning:
             self.emit(ERROR, message=warning)
+
+    def _stored_calibration(self, model: str) -> Calibration:
+        """What earlier kernels learnt of this model's provider counts, so a restart does not start over."""
+        return Calibration.from_dict(self.store.load_calibration(self.name, model))
+
+    def save_calibration(self) -> None:
+        """Keep what the provider's counts taught us: one small write per turn at most, none if nothing new."""
+        calibration = self.window.calibration
+        if calibration.dirty:
+            self.store.save_calibration(self.name, self.window.counter.model, calibration.to_dict())
+            calibration.dirty = False
 
     @property
     def root(self) -> Path:
@@ -265,8 +278,11 @@ class Session:
             reply = Turn(inputs, text, on_text).run()
         except BaseException:
             with contextlib.suppress(Exception):  # the turn's own error is the one to report
+                self.save_calibration()
+            with contextlib.suppress(Exception):
                 self.flush_events()
             raise
+        self.save_calibration()
         self.flush_events()
         return reply
 

@@ -124,6 +124,18 @@ def test_prompt_inspector_shows_what_the_model_received(ip, server, capsys):
     assert "--step must be between 1 and 2" in capsys.readouterr().err
 
 
+def test_prompt_inspector_parts_add_up_to_the_estimate_and_show_the_providers_count(ip, server, capsys):
+    server.queue("one", "two", "three")
+    for text in ("first question", "second, longer question about the data", "third"):
+        ip.run_cell_magic("monad", "--session sums", text)
+    capsys.readouterr()
+    ip.run_line_magic("monad", "prompt")
+    header, *rows = capsys.readouterr().out.splitlines()
+    total, counted = header.split("about ")[1].split(" tokens; the provider counted ")
+    parts = [int(row.split()[2].replace(",", "")) for row in rows]
+    assert sum(parts) == int(total.replace(",", "")) and int(counted.replace(",", "")) > 0
+
+
 def test_remembered_facts_reach_the_model_and_can_be_forgotten(ip, server, capsys):
     ip.run_line_magic("monad", "session mem")
     ip.run_line_magic("monad", 'remember "The sales data lives in data/sales.csv"')

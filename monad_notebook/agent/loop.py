@@ -110,7 +110,10 @@ class Turn:
         return response
 
     def _call_model(self) -> tuple[ChatResponse, int]:
-        """Call the model; on a context-length error make room (evict, compact) and retry once."""
+        """Call the model; on a context-length error make room (evict, compact) and retry once.
+
+        A request that would not fit the window even after making room is refused, never sent.
+        """
         io, w = self.io, self.io.window
         streamed: list[str] = []
 
@@ -120,6 +123,7 @@ class Turn:
                 self.on_text(delta)
 
         for attempt in (1, 2):
+            io.cascade.ensure_fits()
             prompt = w.prompt()
             estimate = w.estimate(prompt)
             w.record(prompt)

@@ -23,6 +23,7 @@ from monad_notebook.context.lossless import LosslessStage
 from monad_notebook.context.lossy import LossyStage, ModelFactory
 from monad_notebook.context.turn_stages import TurnStages
 from monad_notebook.context.window import Window
+from monad_notebook.errors import ContextLengthError
 from monad_notebook.events import Emit, EventBus
 from monad_notebook.messages import Message, ToolCall
 from monad_notebook.store.base import Store, Summary
@@ -126,6 +127,28 @@ class Cascade:
         reclaimed = self.evict(force=True)
         compacted = self.lossy.compact_now("context length exceeded", keep_recent=2)
         return reclaimed > 0 or compacted
+
+    def ensure_fits(self) -> None:
+        """Before a request goes out: make room if it would not fit the window, and refuse it if it still would not.
+
+        Judged on ``Window.guard_tokens`` (never below the provider's last count plus what was
+        appended since), so a request the estimate underrates is not sent to fail. With neither
+        a provider count to go on nor the model's own tokenizer, the provider judges: a server
+        that leaves the tool schemas out would otherwise be refused its very first request.
+        """
+        if not (self.window.calibration.observations or self.window.counter.exact):
+            return
+        window = self.context_window()
+        if self.window.guard_tokens(self.window.prompt()) < window:
+            return
+        self.make_room()
+        tokens = self.window.guard_tokens(self.window.prompt())
+        if tokens >= window:
+            raise ContextLengthError(
+                f"The prompt would be about {tokens:,} tokens, and the model's window holds {window:,} even after "
+                "clearing tool results and compacting; it was not sent: shorten the message, or raise contextWindow "
+                "in agents.json if the model holds more"
+            )
 
     def compact(self) -> bool:
         return self.lossy.compact_now("requested")

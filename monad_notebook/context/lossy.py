@@ -2,7 +2,9 @@
 
 Crossing ``softFraction`` starts a background compaction (deduplicated per session) and the
 turn goes on at full width; at or over ``hardFraction`` the step waits for the compaction in
-flight, then compacts synchronously if the in-turn estimate is still over. Results are
+flight, then compacts synchronously if still over. The hard figure is ``Window.guard_tokens``:
+never below the provider's last real count plus what was appended since, so an estimate that
+is off cannot let a request through. Results are
 already durable when they arrive; the window applies them.
 """
 
@@ -134,17 +136,17 @@ class LossyStage:
     # --- thresholds -----------------------------------------------------------------
 
     def step(self, context_window: int) -> None:
-        """Per-step: land results, start background work at soft, guard hard on the in-turn estimate."""
+        """Per-step: land results, start background work at soft, guard hard on the bound that cannot lag."""
         w = self.window
         cfg = self.config().context.summarize
         self.apply_pending()
         if not cfg.enabled:
             return
         soft, hard = cfg.soft_fraction * context_window, cfg.hard_fraction * context_window
-        if w.estimate(w.prompt()) >= hard:
+        if w.guard_tokens(w.prompt()) >= hard:
             self.compactor.wait()
             self.apply_pending()
-            if w.estimate(w.prompt()) >= hard:
+            if w.guard_tokens(w.prompt()) >= hard:
                 self.compact_now("hard threshold")
         elif w.occupancy() >= soft:
             if cfg.background:

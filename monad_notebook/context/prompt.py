@@ -31,13 +31,37 @@ class Prompt:
     tools: list[dict[str, Any]]
     groups: list[list[PromptPart]] = field(default_factory=list)  # the parts of each message, in order
     raw_tokens: int | None = None  # the uncalibrated count, once a session has counted it
+    tools_tokens: int | None = None  # the uncalibrated count of the tool schemas alone
 
     def record(self, turn: int, step: int, total: int, tools_tokens: int) -> dict[str, Any]:
-        """A JSON-able account of this prompt, for the inspector and the panel."""
+        """A JSON-able account of this prompt, for the inspector and the panel.
+
+        ``total`` is the estimate and ``tools_tokens`` the schemas' share of it; the other parts'
+        raw counts are scaled to the rest (chat template and framing included), so the parts add up.
+        """
+        flat = [p for group in self.groups for p in group]
+        scaled = scale_to([p.tokens for p in flat], total - tools_tokens)
         parts = [{"kind": "tools", "role": "tools", "tokens": tools_tokens, "text": f"{len(self.tools)} tool schemas"}]
-        for group in self.groups:
-            parts.extend({"kind": p.kind, "role": p.role, "tokens": p.tokens, "text": p.text} for p in group)
-        return {"turn": turn, "step": step, "total_tokens": total, "parts": parts}
+        parts.extend(
+            {"kind": p.kind, "role": p.role, "tokens": n, "text": p.text} for p, n in zip(flat, scaled, strict=True)
+        )
+        return {"turn": turn, "step": step, "total_tokens": total, "real_tokens": None, "parts": parts}
+
+
+def scale_to(counts: list[int], total: int) -> list[int]:
+    """``counts`` scaled to sum to ``total`` exactly (largest remainders get the leftover units)."""
+    total = max(0, total)
+    raw = sum(counts)
+    if not counts:
+        return []
+    if raw <= 0:
+        return [total // len(counts) + (1 if i < total % len(counts) else 0) for i in range(len(counts))]
+    exact = [c * total / raw for c in counts]
+    scaled = [int(x) for x in exact]
+    by_remainder = sorted(range(len(counts)), key=lambda i: exact[i] - scaled[i], reverse=True)
+    for i in by_remainder[: total - sum(scaled)]:
+        scaled[i] += 1
+    return scaled
 
 
 def _kind_of(message: Message) -> str:

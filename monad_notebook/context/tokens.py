@@ -4,9 +4,10 @@ Occupancy prefers the provider's real ``prompt_tokens`` from the previous step (
 sees the system prompt, tool schemas and chat template as the model does). Before any
 real count exists, and for the hard overflow guard inside a turn, we estimate: exactly
 with the model's own BPE when we know it, with o200k as a proxy for other models, or with
-measured characters-per-token ratios per content type when no BPE is available. Every
-estimate is multiplied by a factor that :meth:`TokenCounter.observe` calibrates against
-the provider's counts, so a proxy or ratio drifts towards the truth as the session runs.
+measured characters-per-token ratios per content type when no BPE is available. A session's
+window turns these raw counts into the provider's units with ``context.calibration`` (a
+ratio, a tool-schema weight and an offset, fitted to the provider's counts); the single
+factor :meth:`TokenCounter.observe` learns is for estimating one text at a time.
 
 Encodings load lazily, once per process. The official o200k/cl100k BPE files come from
 the ``bpe-openai`` wheel (works offline; checked against tiktoken's own sha256), then from
@@ -364,7 +365,7 @@ class TokenCounter:
         return total
 
     def estimate(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> int:
-        """What the provider will most likely count for this request: the raw count times the calibration."""
+        """The raw count times the single learnt factor (a whole request: ``Window.estimate``)."""
         return round(self.count_messages(messages, tools) * self._calibration)
 
     def observe(self, estimated: int, actual: int) -> None:
@@ -389,7 +390,7 @@ def effective_input_tokens(last_real: int | None, estimate: int) -> int:
     results, the assistant's message). That lag is accepted for the soft and eviction
     triggers, which only need to fire roughly on time, in exchange for true occupancy
     (system prompt, tool schemas and chat template included). The hard overflow guard
-    must not lag, so it uses the in-turn estimate directly. A count of 0 means a provider
+    must not lag: it uses ``Window.guard_tokens``, the real count plus the growth since. A count of 0 means a provider
     that reports nothing useful and is treated as unknown.
     """
     if last_real is not None and last_real > 0:

@@ -2,8 +2,8 @@
 
 One object owns the in-memory state of a conversation: the messages after the durable
 summary boundary, the rolling summary, the seq/turn/step counters, the blocks the per-turn
-stages injected, the token counter with its calibration, the prompt cache and the occupancy
-figures. Stages read it and return plans (an eviction plan, a compaction result, turn
+stages injected, the token counter, the calibration learnt from the provider's counts, the
+prompt cache and the occupancy figures. Stages read it and return plans (an eviction plan, a compaction result, turn
 blocks); the window applies them, so there is one place where the window changes.
 """
 
@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from monad_notebook.context.calibration import Calibration
 from monad_notebook.context.compaction import CompactionResult, answered_calls_only, apply_result
 from monad_notebook.context.cost import CostMeter
 from monad_notebook.context.eviction import EvictionPlan, apply_plan
@@ -35,9 +36,10 @@ class Frame:
 class Window:
     """The in-memory window of one session (a turn never reads the whole transcript)."""
 
-    def __init__(self, session: str, counter: TokenCounter) -> None:
+    def __init__(self, session: str, counter: TokenCounter, calibration: Calibration | None = None) -> None:
         self.session = session
         self.counter = counter
+        self.calibration = calibration or Calibration()
         self.frame = Frame()
         self._frame_version = 0
         self.messages: list[Message] = []
@@ -48,7 +50,8 @@ class Window:
         self.blocks: dict[str, str] = {}  # memory, plan, related_context: replaced once per turn
         self.last_real: int | None = None  # the provider's count of the last request
         self.last_estimate = 0
-        self.last_raw = 0
+        self.last_parts = (0, 0)  # raw (messages, tools) tokens of the prompt estimated last
+        self._basis_raw: int | None = None  # raw tokens of the request ``last_real`` counted
         self.reclaimed = 0
         self.records: list[dict[str, Any]] = []
         self.cost = CostMeter()
@@ -98,12 +101,14 @@ class Window:
         self.load(store)
         self.turn = 0
         self.last_real = None
+        self._basis_raw = None
         self.last_estimate = 0
         self.reclaimed = 0
 
-    def use_counter(self, counter: TokenCounter) -> None:
-        """A new model's tokenizer: the old counts are meaningless under it."""
+    def use_counter(self, counter: TokenCounter, calibration: Calibration | None = None) -> None:
+        """A new model's tokenizer (and what was learnt about its provider): the old counts are meaningless."""
         self.counter = counter
+        self.calibration = calibration or Calibration()
         self._token_cache = {}
         self._last_prompt = None
 
@@ -148,6 +153,8 @@ class Window:
             self.reclaimed += reclaimed
             if self.last_real is not None:
                 self.last_real = max(0, self.last_real - reclaimed)
+            if self._basis_raw is not None:
+                self._basis_raw -= reclaimed  # the growth since that count is measured without them
             self.last_estimate = max(0, self.last_estimate - reclaimed)
 
     def apply_compaction(self, result: CompactionResult) -> None:
@@ -155,6 +162,7 @@ class Window:
         self.messages = apply_result(self.messages, result)
         self.summary = result.summary
         self.last_real = None  # the provider's count described the unfolded window
+        self._basis_raw = None
         self.estimate(self.prompt())
 
     def set_blocks(self, blocks: dict[str, str]) -> None:
@@ -200,8 +208,13 @@ class Window:
         Window messages are counted once each (cached by id and eviction state), so a step
         costs a sum over the window rather than re-tokenizing it.
         """
-        raw = prompt.raw_tokens
-        if raw is None:
+        self.last_parts = self.raw_parts(prompt)
+        self.last_estimate = self.calibration.predict(*self.last_parts)
+        return self.last_estimate
+
+    def raw_parts(self, prompt: Prompt) -> tuple[int, int]:
+        """Uncalibrated (messages, tool schemas) tokens of a prompt, counted once per prompt."""
+        if prompt.raw_tokens is None or prompt.tools_tokens is None:
             pure = [len(g) == 1 and g[0].source is not None for g in prompt.groups]
             loose = [m for m, is_pure in zip(prompt.messages, pure, strict=True) if not is_pure]
             raw = self.counter.count_messages(loose, prompt.tools)
@@ -209,9 +222,22 @@ class Window:
                 self.message_tokens(g[0].source) for g, is_pure in zip(prompt.groups, pure, strict=True) if is_pure
             )
             prompt.raw_tokens = raw
-        self.last_raw = raw
-        self.last_estimate = round(raw * self.counter.calibration)
-        return self.last_estimate
+            prompt.tools_tokens = self.counter.count_messages([], prompt.tools) - self.counter.count_messages([])
+        return prompt.raw_tokens - prompt.tools_tokens, prompt.tools_tokens
+
+    def guard_tokens(self, prompt: Prompt) -> int:
+        """The hard guard's figure: the estimate, or the provider's last count plus the growth since, if larger.
+
+        An estimate can be far off (a server that counts with another tokenizer, a calibration
+        still learning), but the last real count is the truth for what was sent then; what was
+        appended since is counted raw, at no less than one provider token per raw token.
+        """
+        estimate = self.estimate(prompt)
+        if self.last_real is None or self._basis_raw is None:
+            return estimate
+        growth = sum(self.last_parts) - self._basis_raw
+        scale = max(1.0, self.calibration.fit.ratio) if growth > 0 else min(1.0, self.calibration.fit.ratio)
+        return max(estimate, round(self.last_real + growth * scale))
 
     def message_tokens(self, message: Message) -> int:
         key = (message.id, message.evicted)
@@ -222,17 +248,26 @@ class Window:
         return count
 
     def record(self, prompt: Prompt) -> None:
-        """Keep an account of what the model received at this step (the inspector reads it)."""
+        """Keep an account of what the model received at this step (the inspector reads it).
+
+        Parts are in the headline's units: the tool schemas as the provider counts them (none,
+        for a server that leaves them out), the rest scaled so that the parts add up.
+        """
         count_parts(prompt, self.message_tokens, self.counter.count_text)
-        tools_tokens = self.counter.count_messages([], prompt.tools) - self.counter.count_messages([])
-        self.records.append(prompt.record(self.turn, self.step, self.last_estimate, tools_tokens))
+        _, tools = self.raw_parts(prompt)
+        total = self.calibration.predict(*self.raw_parts(prompt))
+        tools_tokens = min(total, max(0, round(self.calibration.fit.tools_weight * tools)))
+        self.records.append(prompt.record(self.turn, self.step, total, tools_tokens))
         del self.records[:-PROMPT_RECORDS_KEPT]
 
     def observe(self, real: int | None) -> None:
-        """The provider's count of the request just sent (None when it reported none)."""
+        """The provider's count of the request just estimated (None when it reported none)."""
         if real is not None:
-            self.counter.observe(self.last_raw, real)
+            self.calibration.observe(*self.last_parts, real)
+            if self.records:
+                self.records[-1]["real_tokens"] = real
         self.last_real = real
+        self._basis_raw = sum(self.last_parts) if real is not None else None
 
     def bill(self, prompt_tokens: int, cached_tokens: int) -> None:
         """The request just answered, priced: into the session's totals and this step's prompt record."""

@@ -134,6 +134,13 @@ class Store(Protocol):
     def summary_head(self, session: str) -> tuple[float, int] | None:
         """The newest summary's (created_at, boundary_seq), without its text: has another kernel compacted?"""
 
+    # token-count calibration (what the provider's counts taught us, per session and model)
+    def save_calibration(self, session: str, model: str, data: dict[str, Any]) -> None:
+        """Replace this session's calibration for ``model`` in one small write."""
+
+    def load_calibration(self, session: str, model: str) -> dict[str, Any] | None:
+        """This session's calibration for ``model``, else the newest any session saved for it, else None."""
+
     # events (persisted kinds only)
     def append_events(self, events: list[Event]) -> None: ...
     def list_events(self, session: str, *, kind: str | None = None) -> list[Event]: ...

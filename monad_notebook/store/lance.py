@@ -77,6 +77,7 @@ class LanceStore(ClaimTables):
     def delete_session(self, name: str) -> None:
         with self._lock:
             self._drop_history(name)
+            self._delete("calibrations", f"session = {sql_str(name)}")
             self._delete("sessions", f"name = {sql_str(name)}")
 
     def _drop_history(self, name: str) -> None:
@@ -326,6 +327,36 @@ class LanceStore(ClaimTables):
         where = f"session = {sql_str(session)}"
         rows = self._read("summaries", f"{where} AND boundary_seq = {int(head[1])}")
         return Summary(**max(rows, key=lambda r: r["created_at"]))
+
+    # calibration
+
+    def save_calibration(self, session: str, model: str, data: dict[str, Any]) -> None:
+        """An upsert keyed by (session, model): the table holds one small row per pair, however long the session."""
+        sql_str(session)
+        sql_str(model)
+        row = {"session": session, "model": model, "data": json.dumps(data), "updated_at": time.time()}
+        table = pa.Table.from_pylist([row], schema=SCHEMAS["calibrations"])
+        self._write(
+            "calibrations",
+            lambda h: (
+                h.merge_insert(["session", "model"])
+                .when_matched_update_all()
+                .when_not_matched_insert_all()
+                .execute(table)
+            ),
+        )
+
+    def load_calibration(self, session: str, model: str) -> dict[str, Any] | None:
+        rows = self._read("calibrations", f"model = {sql_str(model)}")
+        own = [r for r in rows if r["session"] == session]
+        chosen = max(own or rows, key=lambda r: r["updated_at"], default=None)
+        if chosen is None:
+            return None
+        try:
+            data = json.loads(chosen["data"] or "{}")
+        except ValueError:
+            return None
+        return data if isinstance(data, dict) else None
 
     # events
 

@@ -39,6 +39,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     "memory_facts": schema("id:text! scope:text text:text created_at:float source:text"),
     "events": schema("id:text! session:text! kind:text data:text ts:float"),
     "claims": schema("session:text! id:text! owner:text! holder:text claimed_at:float expires_at:float"),
+    "calibrations": schema("session:text! model:text! data:text updated_at:float"),
 }
 
 

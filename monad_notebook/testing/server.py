@@ -80,6 +80,9 @@ class FakeOpenAIServer:
     Chat answers come from ``queue``; with nothing queued a chat request gets a 500 that says so
     (and lands in ``unscripted``), so a test that calls the model more than it meant fails loudly.
     Faults from ``fail`` are served first, to chat and embedding requests alike.
+
+    Reported ``prompt_tokens`` are ``count_tokens(messages)``, plus ``count_tools(tools)`` when
+    given: by default the server leaves the tool schemas out of its count, as llama.cpp's does.
     """
 
     def __init__(
@@ -88,12 +91,14 @@ class FakeOpenAIServer:
         embedding_dims: int = 16,
         embed: Callable[[str], list[float]] | None = None,
         count_tokens: Callable[[list[dict[str, Any]]], int] = approximate_prompt_tokens,
+        count_tools: Callable[[list[dict[str, Any]]], int] | None = None,
         require_key: str | None = None,
         known_models: Iterable[str] | None = None,
     ) -> None:
         self.embedding_dims = embedding_dims
         self.embed = embed
         self.count_tokens = count_tokens
+        self.count_tools = count_tools
         self.require_key = require_key
         self.known_models = set(known_models) if known_models is not None else None
         self.chunk_delay = 0.0  # seconds between streamed chunks
@@ -300,6 +305,8 @@ class _Handler(BaseHTTPRequestHandler):
             prompt, completion = response.usage.prompt_tokens, response.usage.completion_tokens
         else:
             prompt = self.fake.count_tokens(body.get("messages") or [])
+            if self.fake.count_tools is not None and body.get("tools"):
+                prompt += self.fake.count_tools(body["tools"])
             completion = _estimate(response.content + "".join(c.arguments for c in response.tool_calls))
         usage: dict[str, Any] = {"prompt_tokens": prompt, "completion_tokens": completion}
         usage["total_tokens"] = prompt + completion

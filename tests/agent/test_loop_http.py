@@ -94,7 +94,7 @@ def test_unreachable_endpoint_names_the_url(store):
 def test_context_length_error_compacts_and_retries_once(server, store):
     config = Config.model_validate(
         {
-            "models": {"main": {"model": "gpt-4.1-mini", "baseUrl": server.base_url, "contextWindow": 4000}},
+            "models": {"main": {"model": "gpt-4.1-mini", "baseUrl": server.base_url, "contextWindow": 8000}},
             "tools": {"python": {"approval": "auto"}},
             "context": {"summarize": {"softFraction": 0.99, "hardFraction": 1.0, "keepRecent": 2}},
         }

@@ -83,7 +83,7 @@ def test_eviction_changes_what_the_model_receives_and_keeps_the_originals(server
 
 def test_a_new_session_object_sees_evictions_as_placeholders(server, store):
     session = session_for(
-        server, store, eviction={"atFraction": 0.3, "keepRecentRounds": 1, "clearAtLeast": 500, "minResultTokens": 50}
+        server, store, eviction={"atFraction": 0.2, "keepRecentRounds": 1, "clearAtLeast": 500, "minResultTokens": 50}
     )
     for i in range(4):
         server.queue(tool_call("python", {"code": f"print('x{i} ' * 2000)"}, id=f"c{i}"), "ok")

@@ -577,3 +577,44 @@ def test_object_storage_uri_is_passed_through_with_storage_options(s3_endpoint: 
     assert bob.uri == "s3://team-bucket/monad"
     assert bob.load_messages("shared") == messages
     assert bob.get_raw_output("shared", "call-2") == "full output of shared"
+
+
+# calibration
+
+
+def test_a_calibration_is_kept_per_session_and_model_and_replaced_in_one_write(store: LanceStore) -> None:
+    store.save_calibration("eda", "gpt-4o", {"observations": [[100, 10, 90]]})
+    store.save_calibration("eda", "local-model", {"observations": [[100, 10, 300]]})
+    version = store.table_version("calibrations")
+    store.save_calibration("eda", "gpt-4o", {"observations": [[100, 10, 95]]})
+    assert store.table_version("calibrations") == version + 1
+    assert store.load_calibration("eda", "gpt-4o") == {"observations": [[100, 10, 95]]}
+    assert store.load_calibration("eda", "local-model") == {"observations": [[100, 10, 300]]}
+    assert store.table_stats()["calibrations"]["rows"] == 2
+
+
+def test_a_session_without_one_gets_the_newest_another_session_saved_for_the_model(store: LanceStore) -> None:
+    assert store.load_calibration("new", "gpt-4o") is None
+    store.save_calibration("old", "gpt-4o", {"observations": [[1, 0, 1]]})
+    store.save_calibration("newer", "gpt-4o", {"observations": [[2, 0, 2]]})
+    store.save_calibration("own", "gpt-4o", {"observations": [[3, 0, 3]]})
+    store.save_calibration("newest", "gpt-4o", {"observations": [[4, 0, 4]]})
+    assert store.load_calibration("fresh", "gpt-4o") == {"observations": [[4, 0, 4]]}
+    assert store.load_calibration("own", "gpt-4o") == {"observations": [[3, 0, 3]]}
+    assert store.load_calibration("fresh", "other-model") is None
+
+
+@pytest.mark.parametrize("name", HOSTILE_NAMES)
+def test_calibrations_under_hostile_names_stay_apart(store: LanceStore, name: str) -> None:
+    store.save_calibration(name, name, {"observations": [[1, 2, 3]]})
+    store.save_calibration("plain", name, {"observations": [[4, 5, 6]]})
+    assert store.load_calibration(name, name) == {"observations": [[1, 2, 3]]}
+
+
+def test_reset_keeps_what_was_learnt_of_the_provider_and_delete_drops_it(store: LanceStore) -> None:
+    store.create_session("eda")
+    store.save_calibration("eda", "gpt-4o", {"observations": [[1, 0, 1]]})
+    store.reset_session("eda")
+    assert store.load_calibration("eda", "gpt-4o") == {"observations": [[1, 0, 1]]}
+    store.delete_session("eda")
+    assert store.load_calibration("eda", "gpt-4o") is None

