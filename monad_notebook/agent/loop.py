@@ -23,6 +23,8 @@ from monad_notebook.provider import ChatModel, ChatResponse, TextCallback
 
 INTERRUPTED_RESULT = "interrupted: the user stopped this tool call before it finished; nothing more is known."
 NOT_RUN_RESULT = "not run: the turn was interrupted before this tool call started."
+ARGUMENTS_SHOWN = 20_000  # characters of arguments a tool.call.started event carries (the cell shows the code)
+PREVIEW_SHOWN = 2_000  # characters of a result its tool.call.finished event carries
 
 
 @dataclass
@@ -138,7 +140,7 @@ class Turn:
         io = self.io
         results: list[Message] = []
         for index, call in enumerate(calls):
-            io.emit(ev.TOOL_STARTED, tool_call_id=call.id, name=call.name, arguments=call.arguments[:200])
+            io.emit(ev.TOOL_STARTED, tool_call_id=call.id, name=call.name, arguments=call.arguments[:ARGUMENTS_SHOWN])
             started = time.perf_counter()
             try:
                 output = io.run_tool(call)
@@ -155,7 +157,8 @@ class Turn:
                 ev.TOOL_FINISHED,
                 tool_call_id=call.id,
                 name=call.name,
-                preview=result.content[:200],
+                preview=result.content[:PREVIEW_SHOWN],
+                outcome=output.outcome,
                 seconds=round(time.perf_counter() - started, 3),
             )
         return results

@@ -119,7 +119,7 @@ class Compactor:
         try:
             return self._compact(window, span, summary, reason)
         except Exception as exc:
-            log.exception("compaction of session %r failed", self.session)
+            log.debug("compaction of session %r failed", self.session, exc_info=True)  # reported by the event
             self._emit_safely(ev.ERROR, message=f"Compaction failed, the previous summary is kept: {exc}")
             return None
 

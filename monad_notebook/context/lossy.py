@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from monad_notebook import events as ev
 from monad_notebook.config import SCRIPTED_DEMO_MODEL, Config
 from monad_notebook.context.compaction import CompactionResult, Compactor, OnSummarySaved
 from monad_notebook.context.summarize import ExtractiveSummarizer, LLMSummarizer, Summarizer
@@ -41,6 +42,7 @@ class LossyStage:
         self.window = window
         self.config = config
         self.models = models
+        self.emit = emit
         self.on_landed = on_landed
         self.compactor = Compactor(
             store=store,
@@ -85,12 +87,22 @@ class LossyStage:
         result = self.compactor.take_result()
         if result is None:
             return False
-        self._apply(result)
+        self._apply(result, background=True)
         return True
 
-    def _apply(self, result: CompactionResult) -> None:
+    def _apply(self, result: CompactionResult, *, background: bool = False) -> None:
+        """Land ``result`` and say so once, in the units of occupancy: the whole prompt's estimate, before and after."""
+        before = self.window.estimate(self.window.prompt())
         self.window.apply_compaction(result)
         self.compactions += 1
+        self.emit(
+            ev.COMPACTION_APPLIED,
+            tokens_before=before,
+            tokens_after=self.window.estimate(self.window.prompt()),
+            exact=False,
+            messages=len(result.folded_ids),
+            background=background,
+        )
         self.on_landed(result)
 
     # --- thresholds -----------------------------------------------------------------
