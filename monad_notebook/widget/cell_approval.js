@@ -98,12 +98,22 @@ function render({ model, el }) {
   box.addEventListener("keydown", onKey);
   model.on("change:status", onStatus);
   onStatus();
-  if (model.get("status") === "waiting") {
+  // The view is drawn before the page attaches it: focus once it is in the document.
+  let frames = 0;
+  let frame = 0;
+  const takeFocus = () => {
+    if (model.get("status") !== "waiting") return;
+    if (!box.isConnected) {
+      if (frames++ < 120) frame = requestAnimationFrame(takeFocus);
+      return;
+    }
     box.scrollIntoView({ block: "nearest" });
     if (!typing()) box.focus({ preventScroll: true });
-  }
+  };
+  takeFocus();
 
   return () => {
+    cancelAnimationFrame(frame);
     model.off("change:status", onStatus);
     run.removeEventListener("click", onRun);
     skip.removeEventListener("click", onSkip);
