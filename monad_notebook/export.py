@@ -25,7 +25,8 @@ from monad_notebook.messages import Message
 from monad_notebook.safe_markdown import sanitize_markdown
 from monad_notebook.store.base import Store
 
-_SECTION = re.compile(r"^(stdout|stderr|displayed):\n|^value:[ \n]|^error: ", re.M)
+_SECTION = re.compile(r"^(?:(stdout|stderr|displayed|value):\n|(value|error): )", re.M)
+_MAX_LABELS = 400
 _ORDER = ("stdout", "stderr", "displayed", "value", "error")
 _REFUSALS = ("not run:", "the user declined", "interrupted:")
 
@@ -42,24 +43,43 @@ class RunOutput:
 
 
 def parse_run(text: str) -> RunOutput | None:
-    """The sections of a python tool result (see ``python._Run.render``); None when the code did not run."""
+    """The sections of a python tool result (see ``python._Run.render``); None when the code did not run.
+
+    A label can also appear inside printed text, so of every split that ``render`` could have
+    produced (sections in order, a ``value:`` on one line only when it has no line break, an
+    ``error:`` last) the one with the most sections wins.
+    """
     if text == "(no output)":
         return RunOutput()
-    starts = list(_SECTION.finditer(text))
-    if not starts or starts[0].start() != 0:
+    heads = [(m.start(), m.end(), m.group(1) or m.group(2), m.group(1) is None) for m in _SECTION.finditer(text)]
+    heads = heads[:_MAX_LABELS]
+    if not heads or heads[0][0] != 0:
         return None
-    found: dict[str, str] = {}
-    rank = -1
-    kept = []
-    for match in starts:
-        name = match.group(1) or match.group(0).split(":")[0]
-        if _ORDER.index(name) > rank:  # a label inside printed text is not a new section
-            kept.append((name, match))
-            rank = _ORDER.index(name)
-    for index, (name, match) in enumerate(kept):
-        end = kept[index + 1][1].start() - 1 if index + 1 < len(kept) else len(text)
-        found[name] = text[match.end() : max(match.end(), end)]
-    return RunOutput(found)
+    best: list[tuple[int, list[int]]] = [(0, [])] * len(heads)  # per head: (sections, chain) from it to the end
+    for i in range(len(heads) - 1, -1, -1):
+        _, body, name, inline = heads[i]
+        options = [(1, [i])] if _fits(name, inline, text[body:]) else []
+        for j in range(i + 1, len(heads)):
+            after = heads[j]
+            fits = _fits(name, inline, text[body : after[0] - 1])
+            if best[j][0] and _ORDER.index(after[2]) > _ORDER.index(name) and fits:
+                options.append((1 + best[j][0], [i, *best[j][1]]))
+        best[i] = max(options, default=(0, []), key=lambda option: option[0])
+    if not best[0][0]:
+        return None
+    chain = best[0][1]
+    sections = {}
+    for k, i in enumerate(chain):
+        end = heads[chain[k + 1]][0] - 1 if k + 1 < len(chain) else len(text)
+        sections[heads[i][2]] = text[heads[i][1] : end]
+    return RunOutput(sections)
+
+
+def _fits(name: str, inline: bool, body: str) -> bool:
+    """Whether ``render`` could have written ``body`` under this label (``inline``: "label: body")."""
+    if name == "value":
+        return ("\n" in body) is not inline  # "value: x" holds one line; "value:\n..." more than one
+    return bool(body.strip()) or name == "displayed"
 
 
 @dataclass(frozen=True)
