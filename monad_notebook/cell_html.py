@@ -92,7 +92,8 @@ class ToolBlock:
         if code is not None:
             lines = shown_lines(code)
             first = next((line for line in lines if line.strip()), "")
-            more = f"  (+{len(lines) - 1} lines)" if len(lines) > 1 else ""
+            extra = len(lines) - 1
+            more = f"  (+{extra} line{'' if extra == 1 else 's'})" if extra else ""
             return one_line(first, 80) + more
         try:
             value = json.loads(self.arguments or "{}")

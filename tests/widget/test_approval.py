@@ -86,10 +86,10 @@ def test_run_click_reaches_a_real_kernel_while_the_asking_cell_is_still_running(
 def shown_for_approval(panel: MonadPanel, code: str) -> dict:
     """What the frontend receives while ``code`` waits for approval; answered Skip afterwards."""
     answers = []
-    asking = threading.Thread(target=lambda: answers.append(panel.approver(timeout=5)(code)))
+    asking = threading.Thread(target=lambda: answers.append(panel.approver(timeout=30)(code)))
     asking.start()
-    deadline = time.monotonic() + 5
-    while not panel.approval and time.monotonic() < deadline:
+    deadline = time.monotonic() + 30
+    while not any(u.get("approval") for u in panel.comm.updates()) and time.monotonic() < deadline:  # sent, not just set
         time.sleep(0.01)
     shown = next(u["approval"] for u in panel.comm.updates() if u.get("approval"))
     panel.comm.from_frontend({"type": "approval", "id": shown["id"], "run": False})
