@@ -224,7 +224,7 @@ def export_notebook(store: Store, session: str, path: str | Path) -> tuple[Path,
         _write_atomically(target, text)
     except OSError as exc:
         raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
-    return target, sum(1 for cell in notebook["cells"] if cell["cell_type"] == "code")
+    return target.resolve(), sum(1 for cell in notebook["cells"] if cell["cell_type"] == "code")
 
 
 def _write_atomically(target: Path, text: str) -> None:

@@ -386,3 +386,18 @@ def test_code_puts_the_last_turns_code_into_the_next_cell(ip, server, monkeypatc
     assert ip.rl_next_input == "b = a + 1\n\nc = b * 10\nc"
     for name in ("a", "b", "c"):
         ip.user_ns.pop(name, None)
+
+
+def test_export_writes_the_session_and_a_bad_path_is_one_line(ip, server, capsys, isolated_env):
+    server.queue(tool_call("python", {"code": "total = 6 * 7\nprint(total)"}), "It is 42.")
+    ip.run_cell_magic("monad", "--session exp", "Multiply")
+    capsys.readouterr()
+    ip.run_line_magic("monad", "export exp.ipynb")
+    assert f"exported session 'exp' to {isolated_env / 'exp.ipynb'} (1 code cell(s)" in capsys.readouterr().out
+    notebook = json.loads((isolated_env / "exp.ipynb").read_text())
+    code = ["".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "code"]
+    assert code == ["total = 6 * 7\nprint(total)"]
+    ip.run_line_magic("monad", "export exp.txt")
+    err = capsys.readouterr().err
+    assert "give a path ending in .ipynb" in err and err.count("\n") == 1
+    ip.user_ns.pop("total", None)

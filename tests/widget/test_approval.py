@@ -89,7 +89,7 @@ def shown_for_approval(panel: MonadPanel, code: str) -> dict:
     asking = threading.Thread(target=lambda: answers.append(panel.approver(timeout=30)(code)))
     asking.start()
     deadline = time.monotonic() + 30
-    while not any(u.get("approval") for u in panel.comm.updates()) and time.monotonic() < deadline:  # sent, not just set
+    while not any(u.get("approval") for u in panel.comm.updates()) and time.monotonic() < deadline:  # sent, not set
         time.sleep(0.01)
     shown = next(u["approval"] for u in panel.comm.updates() if u.get("approval"))
     panel.comm.from_frontend({"type": "approval", "id": shown["id"], "run": False})
