@@ -22,12 +22,14 @@ EVICTED = "context.evicted"
 COMPACTION_STARTED = "context.compaction.started"
 COMPACTION_FINISHED = "context.compaction.finished"
 SUMMARY_REJECTED = "context.compaction.summary_rejected"
+COMPACTION_APPLIED = "context.compaction.applied"  # the window now starts from the new summary
 REINJECTED = "context.reinjected"
 HANDOFF_SUGGESTED = "context.handoff_suggested"
 MEMORY_SUGGESTION = "memory.suggestion"
 MEMORY_SAVED = "memory.saved"
 MEMORY_SUGGESTION_RESOLVED = "memory.suggestion.resolved"
 ERROR = "session.error"
+APPROVAL = "tool.approval"  # a decision on running code: run, skip, allow for session, no answer
 
 TRANSIENT_KINDS = frozenset({EVICTED, HANDOFF_SUGGESTED})
 

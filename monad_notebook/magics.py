@@ -14,18 +14,20 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from IPython.core.magic import Magics, line_cell_magic, magics_class
-from IPython.display import Markdown, display
 
 from monad_notebook import events as ev
-from monad_notebook.agent.tools.code_view import visible
-from monad_notebook.agent.tools.python import stdin_approver
+from monad_notebook.agent.tools.approval import ApprovalGate
+from monad_notebook.asking import notebook_gate
+from monad_notebook.background import Inbox
+from monad_notebook.cell_html import one_line
+from monad_notebook.cell_view import CellView
 from monad_notebook.config import ConfigWatcher
 from monad_notebook.errors import MonadError, UsageError
 from monad_notebook.events import Event
-from monad_notebook.safe_markdown import sanitize_markdown
+from monad_notebook.export import export_notebook, last_turn_code
+from monad_notebook.status_text import footer_for, status_sentences
 
 if TYPE_CHECKING:  # the session pulls in LanceDB and openai: loaded on the first cell, or warmed up in the background
-    from monad_notebook.agent.loop import Reply
     from monad_notebook.session import Session
     from monad_notebook.store.base import Store
 
@@ -35,7 +37,7 @@ HELP = """\
     --model overrides models.main.model for this notebook, --new starts a fresh session.
 
 %monad help                 this text
-%monad status               session, model, window, occupancy, message counts
+%monad status               the session, its model, how full its window is, whether python asks first
 %monad sessions             every stored session
 %monad session NAME         switch to NAME (created on first use)
 %monad branch NEW           copy this session into NEW and switch to it
@@ -49,7 +51,9 @@ HELP = """\
 %monad memory               remembered facts, and pending "remember these?" suggestions
 %monad remember "FACT"      remember a fact (global scope)
 %monad remember --accept N  save pending suggestion N (see %monad memory); --dismiss N drops it
-%monad forget ID            forget a remembered fact"""
+%monad forget ID            forget a remembered fact
+%monad export PATH.ipynb    write this session as a notebook to run top to bottom (--session NAME for another)
+%monad code                 put the code the last turn ran into the next cell"""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -72,83 +76,9 @@ def _split(line: str) -> list[str]:
         raise UsageError(f"cannot parse arguments ({exc}); quote names with spaces") from None
 
 
-class CellView:
-    """The cell's live view of a turn: streamed Markdown in a rich frontend, plain text in a terminal.
-
-    Every Markdown update goes through ``sanitize_markdown``: the model's text never loads an image.
-    """
-
-    def __init__(self, rich: bool) -> None:
-        self.rich = rich
-        self.text = ""
-        self.tool_lines: list[str] = []
-        self._last_draw = 0.0
-        self.handle = display(Markdown("…"), display_id=True) if rich else None
-
-    def on_text(self, delta: str) -> None:
-        self.text += delta
-        if self.rich:
-            self._draw()
-        else:
-            sys.stdout.write(delta)
-            sys.stdout.flush()
-
-    def on_event(self, event: Event) -> None:
-        data = event.data
-        if event.kind == ev.TOOL_STARTED:
-            line = f"🔧 `{data['name']}` {_preview(data.get('arguments', ''), 80)}"
-        elif event.kind == ev.TOOL_FINISHED:
-            line = f"  ↳ {_preview(data.get('preview', ''), 100)}"
-        elif event.kind == ev.EVICTED:
-            line = f"♻️ cleared {data['count']} old tool result(s), {data['reclaimed']:,} tokens (recoverable by handle)"
-        elif event.kind == ev.ERROR:
-            line = f"⚠️ {data.get('message', '')}"
-        elif event.kind == ev.HANDOFF_SUGGESTED:
-            line = f"💡 {data.get('message', '')}"
-        elif event.kind == ev.COMPACTION_FINISHED:
-            line = f"🗜️ summarized older messages: {data['tokens_before']:,} -> {data['tokens_after']:,} tokens"
-        else:
-            return
-        self.tool_lines.append(line)
-        if self.rich:
-            self._draw(force=True)
-        else:
-            print(line.replace("`", ""), flush=True)
-
-    def finish(self, footer: str) -> None:
-        if self.rich:
-            self.text += f"\n\n<sub>{footer}</sub>"
-            self._draw(force=True)
-        else:
-            print(f"\n{footer}")
-
-    def _draw(self, force: bool = False) -> None:
-        now = time.monotonic()
-        if not force and now - self._last_draw < 0.1:
-            return
-        self._last_draw = now
-        tools = "\n".join(f"- {line}" for line in self.tool_lines)
-        body = f"{tools}\n\n{self.text}" if tools else self.text
-        assert self.handle is not None
-        self.handle.update(Markdown(sanitize_markdown(body) or "…"))
-
-
 def _preview(text: str, limit: int) -> str:
     """One line of at most ``limit`` characters, control and invisible characters shown as markers."""
-    flat = " ".join(visible(str(text)).split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-def footer(session: Session, reply: Reply) -> str:
-    """The compact status line under an answer; ``%monad panel`` shows the same session in full."""
-    from monad_notebook.widget.report import status_line
-
-    tokens = f"{reply.prompt_tokens:,} prompt tokens" + (" (estimated)" if reply.estimated else "")
-    cut = "answer cut off at the output token limit · " if reply.truncated else ""
-    return (
-        f"{cut}session {session.name} · {session.model.name} · {reply.steps} step(s) · "
-        f"{reply.tool_calls} tool call(s) · {tokens} · {status_line(session)}"
-    )
+    return one_line(text, limit)
 
 
 def render_prompt_record(records: list[dict[str, Any]], step: int | None) -> str:
@@ -179,6 +109,7 @@ class MonadMagics(Magics):
         self._store: Store | None = None
         self._sessions: dict[str, Session] = {}
         self._panels: dict[str, Any] = {}
+        self.inbox = Inbox.installed()
 
     # --- plumbing -------------------------------------------------------------------
 
@@ -202,22 +133,13 @@ class MonadMagics(Magics):
             from monad_notebook.session import Session
 
             session = Session(name, config=self.watcher, store=self.store, shell=self.shell)
-            session.approve = self._approver(session)
+            session.approve = notebook_gate(
+                session, self.shell, rich=self.rich, panel=lambda: self._panels.get(session.name)
+            )
+            session.events.subscribe(self.inbox.on_event)
             self._sessions[name] = session
         self.current = name
         return self._sessions[name]
-
-    def _approver(self, session: Session) -> Callable[[str], bool | None]:
-        """Run/Skip buttons when this session's panel is open, else the frontend's input prompt."""
-        fallback = stdin_approver(self.shell)
-
-        def approve(code: str) -> bool | None:
-            panel = self._panels.get(session.name)
-            if panel is None:
-                return fallback(code)
-            return panel.approver(fallback=fallback)(code)
-
-        return approve
 
     @property
     def rich(self) -> bool:
@@ -251,7 +173,7 @@ class MonadMagics(Magics):
                 raise UsageError(f"session {name!r} already exists; pick another name or %monad reset it")
             args.session = name
         session = self.session(args.session)
-        view = CellView(self.rich)
+        view = CellView(self.rich, inbox=self.inbox)
         unsubscribe = session.events.subscribe(view.on_event)
         try:
             reply = session.ask(cell.rstrip().lstrip("\n"), on_text=view.on_text)  # the cell's blank edges
@@ -263,7 +185,7 @@ class MonadMagics(Magics):
             from monad_notebook.agent.loop import TRUNCATED_NOTE
 
             view.on_text(f"\n\n{TRUNCATED_NOTE}")
-        view.finish(footer(session, reply))
+        view.finish(footer_for(session, reply))
 
     def _line(self, line: str) -> Any:
         words = _split(line)
@@ -271,7 +193,11 @@ class MonadMagics(Magics):
         handler = self.COMMANDS.get(command)
         if handler is None:
             raise UsageError(f"unknown command {command!r}; try %monad help")
-        return handler(self, rest)
+        try:
+            return handler(self, rest)
+        finally:
+            for notice in self.inbox.drain():
+                print(f"background {notice.kind}: {notice.text}")
 
     def _want(self, rest: list[str], count: int, usage: str) -> list[str]:
         if len(rest) != count:
@@ -283,9 +209,11 @@ class MonadMagics(Magics):
 
     def _cmd_status(self, rest: list[str]) -> None:
         self._want(rest, 0, "status")
-        status = self.session().status()
-        width = max(len(k) for k in status)
-        print("\n".join(f"{k:<{width}}  {v}" for k, v in status.items()))
+        session = self.session()
+        gate = session.approve
+        allowed = isinstance(gate, ApprovalGate) and gate.allowed_for_session
+        approval = session.config.tools.python.approval
+        print(status_sentences(session.status(), approval=approval, allowed_for_session=allowed))
 
     def _cmd_sessions(self, rest: list[str]) -> None:
         self._want(rest, 0, "sessions")
@@ -311,7 +239,10 @@ class MonadMagics(Magics):
 
     def _cmd_reset(self, rest: list[str]) -> None:
         self._want(rest, 0, "reset")
-        self.session().reset()
+        session = self.session()
+        session.reset()
+        if isinstance(session.approve, ApprovalGate):
+            session.approve.reset()
         print(f"session {self.current!r} reset: its conversation is forgotten")
 
     def _cmd_delete(self, rest: list[str]) -> None:
@@ -345,11 +276,22 @@ class MonadMagics(Magics):
     def _cmd_compact(self, rest: list[str]) -> None:
         self._want(rest, 0, "compact")
         session = self.session()
-        before = session.occupancy()
-        if not session.compact():
+        landed: list[Event] = []
+        unsubscribe = session.events.subscribe(
+            lambda event: landed.append(event) if event.kind == ev.COMPACTION_APPLIED else None
+        )
+        try:
+            compacted = session.compact()
+        finally:
+            unsubscribe()
+        if not compacted or not landed:
             print("nothing to compact: the window holds only the most recent messages")
             return
-        print(f"compacted: window {before:,} -> {session.occupancy():,} tokens; the summary is saved")
+        data = landed[-1].data
+        print(
+            f"compacted: {data['messages']} older messages folded into the summary; the whole prompt went from "
+            f"{data['tokens_before']:,} to {data['tokens_after']:,} tokens (both estimated); the summary is saved"
+        )
 
     def _cmd_handoff(self, rest: list[str]) -> None:
         (name,) = self._want(rest, 1, "handoff NEW")
@@ -413,6 +355,27 @@ class MonadMagics(Magics):
         print(f"# from {source}")
         print(json.dumps(config.to_json_dict(), indent=2))
 
+    def _cmd_export(self, rest: list[str]) -> None:
+        parser = _Parser(prog="%monad export", add_help=False)
+        parser.add_argument("path")
+        parser.add_argument("--session", "-s")
+        args = parser.parse_args(rest)
+        name = args.session or self.current
+        if self.store.get_session(name) is None:
+            raise UsageError(f"no session named {name!r}; see %monad sessions")
+        if name in self._sessions:
+            self._sessions[name].flush_events()
+        path, code_cells = export_notebook(self.store, name, args.path)
+        print(f"exported session {name!r} to {path} ({code_cells} code cell(s) to run top to bottom)")
+
+    def _cmd_code(self, rest: list[str]) -> None:
+        self._want(rest, 0, "code")
+        session = self.session()
+        session.flush_events()
+        code = last_turn_code(self.store, session.name)
+        self.shell.set_next_input(code, replace=False)
+        print("the last turn's code is in the next cell" if self.rich else code)
+
     # The %monad subcommands: each takes the words after its name.
     COMMANDS: ClassVar[dict[str, Callable[[MonadMagics, list[str]], Any]]] = {
         "help": _cmd_help,
@@ -430,4 +393,6 @@ class MonadMagics(Magics):
         "remember": _cmd_remember,
         "forget": _cmd_forget,
         "config": _cmd_config,
+        "export": _cmd_export,
+        "code": _cmd_code,
     }

@@ -236,7 +236,7 @@ class Session:
             },
         )
         text = run_tool(self.tools, ctx, call.name, call.arguments)
-        return ToolOutput(text, redacted=ctx.redacted)
+        return ToolOutput(text, redacted=ctx.redacted, outcome=ctx.outcome)
 
     def emit(self, kind: str, **data: Any) -> None:
         """Tell listeners now; persisted kinds are written with the step, or at once from a worker thread."""

@@ -17,9 +17,9 @@ PACKAGE = Path(monad_notebook.__file__).parent
 
 # Top to bottom; a module may import from its own layer's other rooms or any layer below.
 LAYERS: list[set[str]] = [
-    {"monad_notebook", "magics", "cli"},
+    {"monad_notebook", "magics", "cli", "asking", "cell_view", "cell_html", "status_text", "background"},
     {"session", "setup"},
-    {"agent", "context", "memory", "widget", "branching", "demo", "testing", "safe_markdown"},
+    {"agent", "context", "memory", "widget", "branching", "demo", "testing", "safe_markdown", "export"},
     {"store", "redaction"},
     {"provider"},
     {"config", "config_errors", "config_json", "events", "errors", "messages"},
@@ -133,5 +133,5 @@ def test_only_the_provider_imports_openai_and_only_the_lance_store_imports_lance
             for dependency in set(roots) & {"openai", "lancedb", "anywidget"}:
                 owners[dependency].add(name)
     assert owners["openai"] == {"monad_notebook.provider"}
-    assert owners["anywidget"] == {"monad_notebook.widget.panel"}
+    assert owners["anywidget"] == {"monad_notebook.widget.panel", "monad_notebook.widget.cell_approval"}
     assert owners["lancedb"] <= {"monad_notebook.store.lance", "monad_notebook.store.tables"}

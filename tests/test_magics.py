@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import html
+import io
 import json
+import logging
 import re
+import sys
+import threading
 
 import pytest
 
+from monad_notebook import events as ev
 from monad_notebook.testing import FakeOpenAIServer, tool_call
+from tests.frontend import Frontend
 
 
 @pytest.fixture
@@ -21,6 +27,30 @@ def server(ip, isolated_env):
         (isolated_env / "agents.json").write_text(json.dumps(config))
         ip.run_line_magic("reload_ext", "monad_notebook")
         yield server
+
+
+@pytest.fixture
+def rich(ip, monkeypatch):
+    """The cell as a Jupyter frontend shows it: displays, in-place updates and printed output, in order."""
+    from monad_notebook.magics import MonadMagics
+
+    frontend = Frontend()
+    monkeypatch.setattr(ip, "display_pub", frontend)
+    monkeypatch.setattr(ip.display_formatter, "active_types", ["text/plain", "text/markdown", "text/html"])
+    monkeypatch.setattr(MonadMagics, "rich", property(lambda self: True))
+    return frontend
+
+
+def magics(ip):
+    return ip.find_magic("monad").__self__
+
+
+def configure(isolated_env, **changes) -> None:
+    """Merge ``changes`` into agents.json (one level deep per top-level key)."""
+    config = json.loads((isolated_env / "agents.json").read_text())
+    for key, value in changes.items():
+        config[key] = {**config.get(key, {}), **value}
+    (isolated_env / "agents.json").write_text(json.dumps(config))
 
 
 def test_cell_magic_sends_the_cell_and_prints_the_answer(ip, server, capsys):
@@ -49,8 +79,11 @@ def test_status_and_config_describe_the_session(ip, server, capsys, isolated_env
     ip.run_cell_magic("monad", "--session st", "hello")
     ip.run_line_magic("monad", "status")
     out = capsys.readouterr().out
-    assert "gpt-4.1-mini" in out and "occupancy" in out and re.search(r"stored_messages +2\n", out)
-    assert re.search(r"tokens_sent +\d+\n", out) and re.search(r"billed_input +\d+\n", out)
+    assert 'Session "st" talks to gpt-4.1-mini' in out and "The store keeps 2 messages of this session" in out
+    assert "The window holds " in out and " tokens (" in out and "in 2 messages" in out
+    assert 'runs without asking (tools.python.approval is "auto")' in out
+    assert "fraction" not in out and "False" not in out
+    assert "input tokens" in out
     ip.run_line_magic("monad", "config")
     out = capsys.readouterr().out
     assert str(isolated_env / "agents.json") in out and '"approval": "auto"' in out
@@ -173,7 +206,8 @@ def test_compact_and_handoff_carry_the_summary_forward(ip, server, capsys, isola
         "## Objective\nstudy data/sales.csv\n## Decisions & Facts\n## Files & State\n## Open Tasks\n## Next Step\n"
     )
     ip.run_line_magic("monad", "compact")
-    assert "compacted: window" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "older messages folded into the summary; the whole prompt went from" in out and "(both estimated)" in out
     ip.run_line_magic("monad", "handoff fresh")
     assert "now using 'fresh'" in capsys.readouterr().out
     server.queue("continuing")
@@ -189,19 +223,12 @@ def test_model_flag_switches_to_the_scripted_demo_model_without_a_key(ip, server
     assert server.chat_requests == []
 
 
-def test_a_rich_cell_renders_model_markdown_and_tool_previews_without_loading_anything(ip, server, monkeypatch):
-    from IPython.core.displaypub import CapturingDisplayPublisher
-
-    from monad_notebook.magics import MonadMagics
+def test_a_rich_cell_renders_model_markdown_and_tool_previews_without_loading_anything(ip, server, rich):
     from monad_notebook.messages import ToolCall
     from monad_notebook.provider import ChatResponse
     from tests.hostile import MARKDOWN_LOADS, loading_elements
     from tests.test_safe_markdown import render
 
-    frontend = CapturingDisplayPublisher()
-    monkeypatch.setattr(ip, "display_pub", frontend)
-    monkeypatch.setattr(ip.display_formatter, "active_types", ["text/plain", "text/markdown"])
-    monkeypatch.setattr(MonadMagics, "rich", property(lambda self: True))
     hostile = [form.text.replace("HOST", "127.0.0.1:9") for form in MARKDOWN_LOADS]
     code = 'shown = "![x](http://127.0.0.1:9/leak.png?d=tool)"  # \u202e'
     raw = ChatResponse(
@@ -209,10 +236,14 @@ def test_a_rich_cell_renders_model_markdown_and_tool_previews_without_loading_an
     )
     server.queue(raw, "Done.\n\n" + "\n\n".join(hostile))
     ip.run_cell_magic("monad", "", "Plot it")
-    drawn = [output["data"]["text/markdown"] for output in frontend.outputs]
-    assert len(drawn) >= 3 and all(loading_elements(render(markdown)) == [] for markdown in drawn)
-    final = html.unescape(render(drawn[-1]))
-    assert "127.0.0.1:9/leak.png?d=secret" in final and "# <U+202E>" in final
+    from monad_notebook.cell_html import STYLE
+
+    assert "url(" not in STYLE and "@import" not in STYLE  # the cell's own stylesheet loads nothing
+    drawn = [render(md) for md in rich.markdown()] + [shown.replace(STYLE, "") for shown in rich.html()]
+    assert len(drawn) >= 3 and all(loading_elements(shown) == [] for shown in drawn)
+    final = html.unescape(render(rich.markdown()[-1]))
+    assert "127.0.0.1:9/leak.png?d=secret" in final
+    assert "# <U+202E>" in html.unescape(rich.html()[0])
     assert ip.user_ns.pop("shown") == "![x](http://127.0.0.1:9/leak.png?d=tool)"
 
 
@@ -233,3 +264,173 @@ def test_a_cell_in_a_session_another_kernel_is_running_prints_one_line_and_the_n
     ip.run_cell_magic("monad", "--session shared", "now?")
     assert "second" in capsys.readouterr().out
     assert [m["content"] for m in server.chat_requests[1]["messages"][1:]] == ["hello", "first", "now?"]
+
+
+# --- what a rich cell shows -----------------------------------------------------------------------------------------
+
+
+def position(texts: list[str], needle: str) -> int:
+    found = [i for i, text in enumerate(texts) if needle in text]
+    assert found, f"{needle!r} is not shown: {texts}"
+    return found[0]
+
+
+def test_the_codes_output_appears_under_its_tool_block_and_above_the_answer(ip, server, rich, monkeypatch):
+    monkeypatch.setattr(sys, "stdout", rich.stdout)  # here, not in a fixture: pytest resets stdout between phases
+    code = "print('north 12\\nsouth 7')\nfrom IPython.display import display\ndisplay('DISPLAYED-BY-CODE')"
+    server.queue(tool_call("python", {"code": code}), "North leads.")
+    ip.run_cell_magic("monad", "", "Show the table")
+    texts = rich.texts()
+    printed = [i for i, output in enumerate(rich.outputs) if output.kind == "stream"]
+    assert printed and texts[printed[0]] == "north 12\nsouth 7\n"
+    tool, answer, footer = position(texts, "print('north"), position(texts, "North leads."), len(texts) - 1
+    displayed = texts.index("'DISPLAYED-BY-CODE'")
+    assert tool < printed[0] < displayed < answer < footer
+    assert "<details" in rich.html()[0] and 'class="b">print</span>' in rich.html()[0]
+
+
+def test_the_footer_labels_the_window_and_what_the_turn_sent(ip, server, rich):
+    server.queue(tool_call("list_variables", {}), "Nothing much.")
+    ip.run_cell_magic("monad", "--session foot", "What is defined?")
+    footer = rich.texts()[-1]
+    session = magics(ip).session()
+    occupancy, window = session.occupancy(), session.context_window
+    assert f"window {occupancy:,} / {window:,} tokens ({occupancy / window:.0%})" in footer
+    sent = sum(len(json.dumps(request["messages"])) // 4 for request in server.chat_requests)
+    assert f"sent this turn {sent:,} tokens in 2 requests" in footer and "1 tool call" in footer
+
+
+def test_a_tool_result_keeps_its_line_breaks_and_no_label_needs_an_emoji_font(ip, server, rich, isolated_env):
+    (isolated_env / "notes.txt").write_text("alpha\nbeta <img src=http://127.0.0.1:9/x.png>\ngamma\n")
+    server.queue(tool_call("read_file", {"path": "notes.txt"}), "Three lines.")
+    ip.run_cell_magic("monad", "", "Read notes.txt")
+    block = rich.html()[0]
+    result = re.search(r'<pre class="monad-result">(.*?)</pre>', block.split("result</div>")[1], re.S).group(1)
+    rows = html.unescape(result).splitlines()
+    assert [row.split("alpha")[0] != row for row in rows].count(True) == 1 and len(rows) >= 3
+    assert "<img" not in block and "&lt;img src=http://127.0.0.1:9/x.png&gt;" in block
+    drawn = "".join(rich.html())
+    assert {c for c in drawn if not c.isascii()} <= {"·", "…"}
+
+
+def test_status_reads_as_sentences_and_says_python_asks_first(ip, server, capsys, isolated_env):
+    configure(isolated_env, tools={"python": {"approval": "ask"}})
+    ip.run_line_magic("monad", "status")
+    out = capsys.readouterr().out
+    assert 'Session "default" talks to gpt-4.1-mini' in out and "none has been summarized yet" in out
+    assert 'Python code waits for your approval before it runs (tools.python.approval is "ask").' in out
+    assert all(line.endswith(".") for line in out.strip().splitlines())
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_allow_for_this_session_runs_later_code_without_asking_until_a_new_session(
+    ip, server, capsys, isolated_env, monkeypatch
+):
+    configure(isolated_env, tools={"python": {"approval": "ask"}})
+    answers = iter(["a"])
+    asked: list[str] = []
+    monkeypatch.setattr(sys, "stdin", Terminal())
+    monkeypatch.setattr("builtins.input", lambda prompt="": asked.append(prompt) or next(answers))
+    server.queue(tool_call("python", {"code": "first = 1"}), tool_call("python", {"code": "second = 2"}), "Both ran.")
+    ip.run_cell_magic("monad", "--session trusted", "Set two variables")
+    assert len(asked) == 1 and (ip.user_ns.pop("first"), ip.user_ns.pop("second")) == (1, 2)
+    ip.run_line_magic("monad", "status")
+    assert 'you chose "allow python for this session"' in capsys.readouterr().out
+    decisions = magics(ip).store.list_events("trusted", kind=ev.APPROVAL)
+    assert [(e.data["decision"], e.data["via"]) for e in decisions] == [
+        ("allow for session", "prompt"),
+        ("run", "session"),
+    ]
+    ip.run_line_magic("monad", "session other")
+    ip.run_line_magic("monad", "status")
+    assert "Python code waits for your approval" in capsys.readouterr().out
+
+
+def test_a_background_compaction_is_reported_once_in_the_cell_of_the_turn_that_lands_it(ip, server, rich, isolated_env):
+    configure(
+        isolated_env,
+        models={"fast": {"model": "scripted-demo"}, "main": {"contextWindow": 4000}},
+        context={"summarize": {"softFraction": 0.05, "hardFraction": 0.95, "keepRecent": 2}},
+    )
+    session = magics(ip).session("bg")
+    shown_per_turn = []
+    for turn in range(4):
+        rich.outputs.clear()
+        server.queue(f"answer {turn}")
+        ip.run_cell_magic("monad", "", f"question {turn}")
+        shown_per_turn.append([t for t in rich.texts() if "summarized" in t])
+        session.wait_for_background()
+    reports = [(turn, text) for turn, texts in enumerate(shown_per_turn) for text in texts]
+    landed = magics(ip).store.list_events("bg", kind=ev.COMPACTION_APPLIED)
+    assert len(reports) == len(landed) >= 1
+    turn, text = reports[0]
+    assert "(prepared in the background)" in text
+    data = landed[0].data
+    assert f"window {data['tokens_before']:,} -> {data['tokens_after']:,} tokens, estimated" in text
+    first_step_of_that_turn = next(r for r in session.prompt_records if r["turn"] == turn + 1)
+    question = first_step_of_that_turn["total_tokens"] - data["tokens_after"]
+    assert 0 <= question <= 12  # it landed as the turn began; only the turn's own question joined after
+
+
+def test_background_warnings_never_reach_stderr_and_show_once_at_the_next_monad_cell(ip, server, rich, capsys):
+    def warn_from_a_worker() -> None:
+        logging.getLogger("monad_notebook.store.tables").warning("optimize failed: disk is busy")
+
+    server.queue("first", "second")
+    ip.run_cell_magic("monad", "--session quiet", "hello")
+    worker = threading.Thread(target=warn_from_a_worker, name="monad-store-optimize")
+    worker.start()
+    worker.join()
+    failing = threading.Thread(
+        target=lambda: magics(ip).session().emit(ev.ERROR, message="Compaction failed, the previous summary is kept")
+    )
+    failing.start()
+    failing.join()
+    assert capsys.readouterr().err == ""
+    rich.outputs.clear()
+    ip.run_cell_magic("monad", "", "again")
+    notes = [t for t in rich.texts() if t.startswith("background")]
+    assert notes == [
+        "background warning optimize failed: disk is busy",
+        "background warning session quiet: Compaction failed, the previous summary is kept",
+    ]
+    rich.outputs.clear()
+    server.queue("third")
+    ip.run_cell_magic("monad", "", "once more")
+    assert not [t for t in rich.texts() if t.startswith("background")]
+
+
+def test_code_puts_the_last_turns_code_into_the_next_cell(ip, server, monkeypatch):
+    server.queue(
+        tool_call("python", {"code": "a = 1"}),
+        "one",
+        tool_call("python", {"code": "b = a + 1"}),
+        tool_call("python", {"code": "1 / 0"}),
+        tool_call("python", {"code": "c = b * 10\nc"}),
+        "two",
+    )
+    ip.run_cell_magic("monad", "--session code", "first")
+    ip.run_cell_magic("monad", "", "second")
+    ip.run_line_magic("monad", "code")
+    assert ip.rl_next_input == "b = a + 1\n\nc = b * 10\nc"
+    for name in ("a", "b", "c"):
+        ip.user_ns.pop(name, None)
+
+
+def test_export_writes_the_session_and_a_bad_path_is_one_line(ip, server, capsys, isolated_env):
+    server.queue(tool_call("python", {"code": "total = 6 * 7\nprint(total)"}), "It is 42.")
+    ip.run_cell_magic("monad", "--session exp", "Multiply")
+    capsys.readouterr()
+    ip.run_line_magic("monad", "export exp.ipynb")
+    assert f"exported session 'exp' to {isolated_env / 'exp.ipynb'} (1 code cell(s)" in capsys.readouterr().out
+    notebook = json.loads((isolated_env / "exp.ipynb").read_text())
+    code = ["".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "code"]
+    assert code == ["total = 6 * 7\nprint(total)"]
+    ip.run_line_magic("monad", "export exp.txt")
+    err = capsys.readouterr().err
+    assert "give a path ending in .ipynb" in err and err.count("\n") == 1
+    ip.user_ns.pop("total", None)

@@ -27,6 +27,8 @@ TRUNCATED_NOTE = (
     '[cut off: the answer reached the output token limit (finish_reason "length"); '
     "ask to continue, or raise models.main.maxOutputTokens]"
 )
+ARGUMENTS_SHOWN = 20_000  # characters of arguments a tool.call.started event carries (the cell shows the code)
+PREVIEW_SHOWN = 2_000  # characters of a result its tool.call.finished event carries
 
 
 @dataclass
@@ -152,7 +154,7 @@ class Turn:
         io = self.io
         results: list[Message] = []
         for index, call in enumerate(calls):
-            io.emit(ev.TOOL_STARTED, tool_call_id=call.id, name=call.name, arguments=call.arguments[:200])
+            io.emit(ev.TOOL_STARTED, tool_call_id=call.id, name=call.name, arguments=call.arguments[:ARGUMENTS_SHOWN])
             started = time.perf_counter()
             try:
                 output = io.run_tool(call)
@@ -169,7 +171,8 @@ class Turn:
                 ev.TOOL_FINISHED,
                 tool_call_id=call.id,
                 name=call.name,
-                preview=result.content[:200],
+                preview=result.content[:PREVIEW_SHOWN],
+                outcome=output.outcome,
                 seconds=round(time.perf_counter() - started, 3),
             )
         return results

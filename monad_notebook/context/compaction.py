@@ -154,7 +154,7 @@ class Compactor:
             self._emit_safely(ev.ERROR, message=f"Compaction skipped, the previous summary is kept: {exc}")
             return None
         except Exception as exc:
-            log.exception("compaction of session %r failed", self.session)
+            log.debug("compaction of session %r failed", self.session, exc_info=True)  # reported by the event
             self._emit_safely(ev.ERROR, message=f"Compaction failed, the previous summary is kept: {exc}")
             return None
 

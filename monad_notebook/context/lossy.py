@@ -125,12 +125,22 @@ class LossyStage:
         result = self.compactor.take_result()
         if result is None:
             return False
-        self._apply(result)
+        self._apply(result, background=True)
         return True
 
-    def _apply(self, result: CompactionResult) -> None:
+    def _apply(self, result: CompactionResult, *, background: bool = False) -> None:
+        """Land ``result`` and say so once, in the units of occupancy: the whole prompt's estimate, before and after."""
+        before = self.window.estimate(self.window.prompt())
         self.window.apply_compaction(result)
         self.compactions += 1
+        self.emit(
+            ev.COMPACTION_APPLIED,
+            tokens_before=before,
+            tokens_after=self.window.estimate(self.window.prompt()),
+            exact=False,
+            messages=len(result.folded_ids),
+            background=background,
+        )
         self.on_landed(result)
 
     # --- thresholds -----------------------------------------------------------------

@@ -81,16 +81,26 @@ def route_to_subshell(comm: Any, wanted: Callable[[Any], bool], subshell_id: str
 
 
 class PendingAnswer:
-    """One question waiting for a click; resolved from whichever thread handles the click."""
+    """One question waiting for a click; resolved from whichever thread handles the click.
+
+    The first answer wins: the cell and the panel may both show the question, and a second
+    click (or a late one) changes nothing.
+    """
 
     def __init__(self) -> None:
         self.id = uuid.uuid4().hex[:12]
         self._done = threading.Event()
+        self._lock = threading.Lock()
         self.answer: bool | None = None
+        self.always = False
+        self.via = ""
 
-    def resolve(self, answer: bool) -> None:
-        self.answer = answer
-        self._done.set()
+    def resolve(self, answer: bool, *, always: bool = False, via: str = "") -> None:
+        with self._lock:
+            if self._done.is_set():
+                return
+            self.answer, self.always, self.via = answer, always and answer, via
+            self._done.set()
 
     def wait(self, timeout: float) -> bool | None:
         """The answer, or None on timeout; waits in short slices so Ctrl-C / interrupt still works."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -168,18 +169,30 @@ class MonadPanel(anywidget.AnyWidget):
         The frontend draws ``lines`` (hidden characters as markers), never the raw ``code``.
         """
         pending = PendingAnswer()
-        previous, self._pending = self._pending, pending
-        if previous is not None:
-            previous.resolve(False)
-        with self._state.lock:
-            self.approval = {"id": pending.id, "code": code, **approval_view(code), "timeout": timeout}
+        clear = self.show_approval(pending, code, timeout=timeout)
         try:
             return pending.wait(timeout)
         finally:
+            clear()
+
+    def show_approval(self, pending: PendingAnswer, code: str, *, timeout: float) -> Callable[[], None]:
+        """Show a question someone else waits on (the cell that asked); a click here resolves it.
+
+        Returns the function that takes the question down once it is answered anywhere.
+        """
+        with self._state.lock:
+            previous, self._pending = self._pending, pending
+            self.approval = {"id": pending.id, "code": code, **approval_view(code), "timeout": timeout}
+        if previous is not None and previous is not pending:
+            previous.resolve(False, via="panel")
+
+        def clear() -> None:
             with self._state.lock:
                 if self._pending is pending:
                     self._pending = None
                     self.approval = {}
+
+        return clear
 
     # --- frontend messages -----------------------------------------------------------
 
@@ -193,7 +206,7 @@ class MonadPanel(anywidget.AnyWidget):
     def _answer_approval(self, content: dict[str, Any]) -> None:
         pending = self._pending
         if pending is not None and content.get("id") == pending.id:
-            pending.resolve(bool(content.get("run")))
+            pending.resolve(bool(content.get("run")), always=bool(content.get("always")), via="panel")
 
     def _targets(self, content: dict[str, Any]) -> list[str]:
         if content.get("all"):

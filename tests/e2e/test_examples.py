@@ -57,7 +57,7 @@ def test_data_exploration_runs_on_the_labelled_scripted_model_and_hands_its_vari
     bars = out.text("bars = (growth")
     assert re.search(r"South +20\.9 +#{30}", bars)
     assert "revenue_share_%" in out.text('read_csv("region_summary.csv"')
-    assert "data-exploration" in out.text("%monad status") and "occupancy" in out.text("%monad status")
+    assert "data-exploration" in out.text("%monad status") and "The window holds" in out.text("%monad status")
     assert "tool_result" in out.text("%monad prompt") and "tools" in out.text("%monad prompt")
     assert WIDGET_VIEW in out.mimes("%monad panel")
     assert "Which region grew fastest last quarter?" in out.text("Recap what we found so far.")

@@ -24,10 +24,10 @@ def answer_in_lab(chromium: Any, workdir: Path, scratch: Path) -> tuple[str, int
             timeout=30_000,
         )
         page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
-        answer = page.locator(".jp-OutputArea-output").filter(has_text="session default")
-        answer.wait_for(timeout=60_000)
+        footer = page.locator(".jp-OutputArea-output").filter(has_text="session default")
+        footer.wait_for(timeout=60_000)  # the turn is over: the answer is drawn in full
         page.wait_for_timeout(1_000)  # time for any image, frame or stylesheet to be requested
-        text = answer.inner_text()
+        text = page.locator(".jp-OutputArea-output").filter(has_text="Here is the chart").inner_text()
         images = page.locator(".jp-OutputArea-output img, .jp-OutputArea-output iframe").count()
         page.close()
         return text, images

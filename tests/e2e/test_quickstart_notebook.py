@@ -42,7 +42,7 @@ def test_quickstart_runs_offline_in_a_real_kernel_and_persists(isolated_env, tmp
     assert "scripted demo model, no LLM" in loaded and "936 rows" in loaded
     assert "South" in by_source["Which region grew fastest last quarter?"]
     assert "region" in by_source['sales.groupby("region")["revenue"].sum().round(0)']
-    assert "occupancy" in by_source["%monad status"] and "scripted-demo" in by_source["%monad status"]
+    assert "The window holds" in by_source["%monad status"] and "scripted-demo" in by_source["%monad status"]
     recap = by_source["Recap what we found so far."]
     assert "Which region grew fastest last quarter?" in recap and "revenue growth" in recap
     store = LanceStore(Path(isolated_env.parent / "monad-home" / "db"))

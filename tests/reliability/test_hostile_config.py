@@ -238,7 +238,7 @@ def test_a_broken_hook_saved_between_cells_shows_one_warning_line_and_the_answer
     magic.run_cell_magic("monad", "", "hello again")
     magic.run_cell_magic("monad", "", "and again")
     captured = capsys.readouterr()
-    (warning,) = [line for line in captured.out.splitlines() if "⚠️" in line]
-    assert warning.startswith("⚠️ agents.json: context.redaction.hook 'no_such_module:redact' cannot be imported")
+    (warning,) = [line for line in captured.out.splitlines() if line.startswith("warning: ")]
+    assert warning.startswith("warning: agents.json: context.redaction.hook 'no_such_module:redact' cannot be imported")
     assert warning.endswith("the last good configuration is still in force")
     assert captured.out.count("scripted demo") == 2 and captured.err == ""

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import html
+import re
 import threading
 import time
 
 import pytest
 
+from monad_notebook.agent.tools.approval import Answer
 from monad_notebook.widget.approval import PendingAnswer, route_to_subshell, supports_busy_routing
+from monad_notebook.widget.cell_approval import CellApproval, ask_in_cell, can_ask_in_cell
 from monad_notebook.widget.panel import MonadPanel, _busy_safe
 from tests.hostile import HIDDEN_CODE, Hidden, invisible_characters
 
@@ -82,14 +86,12 @@ def test_run_click_reaches_a_real_kernel_while_the_asking_cell_is_still_running(
 def shown_for_approval(panel: MonadPanel, code: str) -> dict:
     """What the frontend receives while ``code`` waits for approval; answered Skip afterwards."""
     answers = []
-    asking = threading.Thread(target=lambda: answers.append(panel.approver(timeout=5)(code)))
+    asking = threading.Thread(target=lambda: answers.append(panel.approver(timeout=30)(code)))
     asking.start()
-    deadline = time.monotonic() + 10
-    sent: list[dict] = []
-    while not sent and time.monotonic() < deadline:  # the trait is set a moment before its update is sent
-        sent = [u["approval"] for u in panel.comm.updates() if u.get("approval")]
+    deadline = time.monotonic() + 30
+    while not any(u.get("approval") for u in panel.comm.updates()) and time.monotonic() < deadline:  # sent, not set
         time.sleep(0.01)
-    shown = sent[0]
+    shown = next(u["approval"] for u in panel.comm.updates() if u.get("approval"))
     panel.comm.from_frontend({"type": "approval", "id": shown["id"], "run": False})
     asking.join(5)
     assert answers == [False]
@@ -107,3 +109,124 @@ def test_the_panel_receives_every_hidden_line_and_character_as_visible_text(comm
         assert any(form.marker in line for line in shown["lines"]), shown["lines"]
     assert len(shown["lines"]) == len(form.code.splitlines())
     assert shown["summary"].startswith(f"{len(form.code.splitlines())} line")
+
+
+# --- the question in the running cell --------------------------------------------------------------------------------
+
+
+class CellOutput:
+    """The running cell's output area: the widget shown, then whatever replaced it."""
+
+    def __init__(self) -> None:
+        self.shown: list = []
+
+    def display(self, obj, display_id=False):
+        self.shown.append(obj)
+        outer = self
+
+        class Handle:
+            def update(self, replacement, raw=False):
+                outer.shown[outer.shown.index(obj)] = replacement
+
+        return Handle()
+
+    def widget(self, timeout: float = 5) -> CellApproval:
+        deadline = time.monotonic() + timeout
+        while not any(isinstance(o, CellApproval) for o in self.shown) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return next(o for o in self.shown if isinstance(o, CellApproval))
+
+
+def asking(code: str, output: CellOutput, *, mirrors=(), timeout: float = 5) -> tuple[threading.Thread, list]:
+    answers: list = []
+    thread = threading.Thread(
+        target=lambda: answers.append(ask_in_cell(code, display=output.display, mirrors=mirrors, timeout=timeout))
+    )
+    thread.start()
+    return thread, answers
+
+
+def visible_text(markup: str) -> str:
+    return html.unescape(re.sub(r"<[^>]+>", "", markup))
+
+
+@pytest.mark.parametrize("form", HIDDEN_CODE, ids=lambda form: form.name)
+def test_the_cell_question_shows_every_hidden_line_and_character_as_visible_text(comms, form: Hidden):
+    output = CellOutput()
+    thread, _ = asking(form.code, output)
+    widget = output.widget()
+    rows = re.findall(r'<div class="monad-line" data-n="\d+">(.*?)</div>', widget.request["html"])
+    shown = [visible_text(row) for row in rows]
+    widget.comm.from_frontend({"type": "approval", "id": widget.request["id"], "run": False})
+    thread.join(5)
+    assert invisible_characters("".join(shown) + widget.request["summary"]) == []
+    assert len(shown) == len(form.code.splitlines())
+    if form.row:
+        assert any(row.startswith(form.row) for row in shown), shown
+    if form.marker:
+        assert any(form.marker in row for row in shown), shown
+        assert f'<span class="h">{html.escape(form.marker)}</span>' in widget.request["html"]
+
+
+@pytest.mark.parametrize(
+    ("run", "always", "decision", "record"),
+    [
+        (True, False, "run", "approved: the code ran (answered in this cell)"),
+        (False, False, "skip", "skipped: the code did not run (answered in this cell)"),
+        (True, True, "allow for session", "python is allowed for the rest of this session"),
+    ],
+)
+def test_an_answer_in_the_cell_is_returned_and_leaves_a_one_line_record(comms, run, always, decision, record):
+    output = CellOutput()
+    thread, answers = asking("df.describe()", output)
+    widget = output.widget()
+    assert widget.status == "waiting"
+    widget.comm.from_frontend({"type": "approval", "id": widget.request["id"], "run": run, "always": always})
+    thread.join(5)
+    assert answers == [Answer(run, always=always, via="cell")] and answers[0].decision == decision
+    assert widget.status == decision and widget.comm is None  # closed: the saved notebook keeps the record only
+    (replacement,) = output.shown
+    assert record in replacement["text/html"] and record.split(" (")[0] in replacement["text/plain"]
+
+
+def test_a_new_question_waits_and_ignores_an_answer_meant_for_the_last_one(comms):
+    first_output = CellOutput()
+    thread, _ = asking("first()", first_output)
+    first = first_output.widget()
+    first.comm.from_frontend({"type": "approval", "id": first.request["id"], "run": True})
+    thread.join(5)
+    output = CellOutput()
+    thread, answers = asking("second()", output, timeout=0.5)
+    second = output.widget()
+    assert second.status == "waiting" and second.request["id"] != first.request["id"]
+    second.comm.from_frontend({"type": "approval", "id": first.request["id"], "run": True})
+    thread.join(5)
+    assert answers == [Answer(None, via="cell")]
+    assert "no answer: the code did not run" in output.shown[0]["text/html"]
+
+
+def test_an_open_panel_shows_the_cells_question_and_its_click_answers_it(comms, session):
+    panel = MonadPanel(session)
+    output = CellOutput()
+    mirror = lambda pending, code: panel.show_approval(pending, code, timeout=5)  # noqa: E731
+    thread, answers = asking("import os", output, mirrors=[mirror])
+    widget = output.widget()
+    deadline = time.monotonic() + 5
+    while panel.approval.get("id") != widget.request["id"] and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert panel.approval["lines"] == ["import os"]
+    panel.comm.from_frontend({"type": "approval", "id": widget.request["id"], "run": True, "always": True})
+    thread.join(5)
+    assert answers == [Answer(True, always=True, via="panel")]
+    assert panel.approval == {} and "(answered in the panel)" in output.shown[0]["text/html"]
+
+
+def test_the_cell_asks_only_where_someone_can_click_mid_cell():
+    class Kernel:
+        shell_channel_thread = object()
+        _allow_stdin = True
+
+    assert can_ask_in_cell(Kernel())
+    Kernel._allow_stdin = False  # nbclient, papermill: nobody is there to answer
+    assert not can_ask_in_cell(Kernel())
+    assert not can_ask_in_cell(None)

@@ -35,6 +35,7 @@ class ToolContext:
     redactor: Any = None  # monad_notebook.redaction.redactor.Redactor
     extra: dict[str, Any] = field(default_factory=dict)
     redacted: bool = False  # set once a tool's own redaction took something out
+    outcome: str = ""  # how the call went, when the tool says: "ok", "error" or "refused"
 
     def redact(self, text: str) -> str:
         """Redact ``text`` whole, before a tool cuts, numbers or formats it (the spec's order).
@@ -55,6 +56,7 @@ class ToolOutput:
 
     text: str
     redacted: bool = False
+    outcome: str = ""  # "ok", "error", "refused", or "" when the tool does not say
 
 
 @dataclass(frozen=True)

@@ -242,7 +242,7 @@ def test_stdin_approver_shows_the_code_and_reads_the_answer(monkeypatch, capsys,
     monkeypatch.setattr("builtins.input", _answer(reply))
     assert stdin_approver(KernelShell())("delete_everything()") is expected
     out = capsys.readouterr().out
-    assert "delete_everything()" in out and "Run this code (1 line)? [y/N]" in out
+    assert "delete_everything()" in out and "Run this code (1 line)? [y/N, a = allow python for this session]" in out
 
 
 def test_stdin_approver_returns_none_when_the_kernel_has_no_stdin(monkeypatch):

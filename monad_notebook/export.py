@@ -1,0 +1,239 @@
+"""Keeping the work: a session as a notebook a colleague can run top to bottom, and the last turn's code.
+
+Reads the stored transcript, never the window: each question and answer becomes a Markdown cell
+(through ``sanitize_markdown``), and each python call that ran without an error becomes a code
+cell, in order, with outputs rebuilt from its stored result (the full saved output where the
+window kept a cut copy). Calls that were skipped, refused or failed are left out, so the code
+cells replay the session's working state. The ``.ipynb`` is nbformat v4 JSON written here, so
+exporting needs no extra package.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from monad_notebook import events as ev
+from monad_notebook.errors import UsageError
+from monad_notebook.messages import Message
+from monad_notebook.safe_markdown import sanitize_markdown
+from monad_notebook.store.base import Store
+
+_SECTION = re.compile(r"^(?:(stdout|stderr|displayed|value):\n|(value|error): )", re.M)
+_MAX_LABELS = 400
+_ORDER = ("stdout", "stderr", "displayed", "value", "error")
+_REFUSALS = ("not run:", "the user declined", "interrupted:")
+
+
+@dataclass
+class RunOutput:
+    """A python result split back into what the code printed, displayed and returned."""
+
+    sections: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> bool:
+        return "error" in self.sections
+
+
+def parse_run(text: str) -> RunOutput | None:
+    """The sections of a python tool result (see ``python._Run.render``); None when the code did not run.
+
+    A label can also appear inside printed text, so of every split that ``render`` could have
+    produced (sections in order, a ``value:`` on one line only when it has no line break, an
+    ``error:`` last) the one with the most sections wins.
+    """
+    if text == "(no output)":
+        return RunOutput()
+    heads = [(m.start(), m.end(), m.group(1) or m.group(2), m.group(1) is None) for m in _SECTION.finditer(text)]
+    heads = heads[:_MAX_LABELS]
+    if not heads or heads[0][0] != 0:
+        return None
+    best: list[tuple[int, list[int]]] = [(0, [])] * len(heads)  # per head: (sections, chain) from it to the end
+    for i in range(len(heads) - 1, -1, -1):
+        _, body, name, inline = heads[i]
+        options = [(1, [i])] if _fits(name, inline, text[body:]) else []
+        for j in range(i + 1, len(heads)):
+            after = heads[j]
+            fits = _fits(name, inline, text[body : after[0] - 1])
+            if best[j][0] and _ORDER.index(after[2]) > _ORDER.index(name) and fits:
+                options.append((1 + best[j][0], [i, *best[j][1]]))
+        best[i] = max(options, default=(0, []), key=lambda option: option[0])
+    if not best[0][0]:
+        return None
+    chain = best[0][1]
+    sections = {}
+    for k, i in enumerate(chain):
+        end = heads[chain[k + 1]][0] - 1 if k + 1 < len(chain) else len(text)
+        sections[heads[i][2]] = text[heads[i][1] : end]
+    return RunOutput(sections)
+
+
+def _fits(name: str, inline: bool, body: str) -> bool:
+    """Whether ``render`` could have written ``body`` under this label (``inline``: "label: body")."""
+    if name == "value":
+        return ("\n" in body) is not inline  # "value: x" holds one line; "value:\n..." more than one
+    return bool(body.strip()) or name == "displayed"
+
+
+@dataclass(frozen=True)
+class CodeRun:
+    """One python call that ran: its code, where it sits in the transcript, its stored result."""
+
+    turn: int
+    seq: int
+    code: str
+    result: str
+
+
+def _outcomes(store: Store, session: str) -> dict[str, str]:
+    return {
+        str(e.data.get("tool_call_id")): str(e.data.get("outcome") or "")
+        for e in store.list_events(session, kind=ev.TOOL_FINISHED)
+    }
+
+
+def _ran(result: str, outcome: str) -> bool:
+    """Ran without an error: the tool's own word when it left one, else the result's shape."""
+    if outcome:
+        return outcome == "ok"
+    if result.lstrip().startswith(_REFUSALS):
+        return False
+    parsed = parse_run(result)
+    return parsed is not None and not parsed.failed
+
+
+def code_runs(store: Store, session: str, messages: list[Message] | None = None) -> list[CodeRun]:
+    """Every python call of the session that ran without an error, oldest first."""
+    messages = store.load_messages(session) if messages is None else messages
+    results = {m.tool_call_id: m for m in messages if m.role == "tool"}
+    outcomes = _outcomes(store, session)
+    runs = []
+    for message in messages:
+        for call in message.tool_calls if message.role == "assistant" else []:
+            tool = results.get(call.id)
+            if call.name != "python" or tool is None:
+                continue
+            try:
+                code = call.parsed_arguments().get("code")
+            except ValueError:
+                continue
+            text = store.get_raw_output(session, call.id) or tool.content
+            if isinstance(code, str) and code.strip() and _ran(text, outcomes.get(call.id, "")):
+                runs.append(CodeRun(message.turn, message.seq, code, text))
+    return runs
+
+
+def last_turn_code(store: Store, session: str) -> str:
+    """The code the last turn that ran python ran, as one cell's source."""
+    runs = code_runs(store, session)
+    if not runs:
+        raise UsageError("no python code has run in this session yet")
+    last = runs[-1].turn
+    return "\n\n".join(run.code.strip("\n") for run in runs if run.turn == last)
+
+
+# --- the notebook ---------------------------------------------------------------------------
+
+
+def _lines(text: str) -> list[str]:
+    return text.splitlines(keepends=True)
+
+
+def _markdown(text: str) -> dict[str, Any]:
+    return {"cell_type": "markdown", "metadata": {}, "source": _lines(text)}
+
+
+def _outputs(result: str, count: int) -> list[dict[str, Any]]:
+    parsed = parse_run(result) or RunOutput({"stdout": result})
+    outputs: list[dict[str, Any]] = []
+    for name in ("stdout", "stderr"):
+        if name in parsed.sections:
+            outputs.append({"output_type": "stream", "name": name, "text": _lines(parsed.sections[name] + "\n")})
+    if "displayed" in parsed.sections:
+        data = {"text/plain": _lines(parsed.sections["displayed"])}
+        outputs.append({"output_type": "display_data", "data": data, "metadata": {}})
+    if "value" in parsed.sections:
+        data = {"text/plain": _lines(parsed.sections["value"])}
+        outputs.append({"output_type": "execute_result", "execution_count": count, "data": data, "metadata": {}})
+    return outputs
+
+
+def _code(run: CodeRun, count: int) -> dict[str, Any]:
+    return {
+        "cell_type": "code",
+        "execution_count": count,
+        "metadata": {},
+        "source": _lines(run.code.strip("\n")),
+        "outputs": _outputs(run.result, count),
+    }
+
+
+def build_notebook(store: Store, session: str) -> dict[str, Any]:
+    """The session as an nbformat v4 notebook: questions, code that ran, answers, in order."""
+    messages = store.load_messages(session)
+    runs: dict[int, list[CodeRun]] = {}
+    for run in code_runs(store, session, messages):
+        runs.setdefault(run.seq, []).append(run)
+    stamp = time.strftime("%Y-%m-%d %H:%M")
+    cells = [
+        _markdown(
+            f"# Session {sanitize_markdown(session)}\n\nExported from monad on {stamp}. The code cells are the "
+            "python the agent ran without an error, in order: run them top to bottom."
+        )
+    ]
+    count = 0
+    for message in messages:
+        if message.role == "user" and message.content.strip():
+            cells.append(_markdown(f"**Question**\n\n{sanitize_markdown(message.content)}"))
+        elif message.role == "assistant":
+            if message.content.strip():
+                label = "**Answer**\n\n" if not message.tool_calls else ""
+                cells.append(_markdown(label + sanitize_markdown(message.content)))
+            for run in runs.get(message.seq, []):
+                count += 1
+                cells.append(_code(run, count))
+    return {
+        "cells": cells,
+        "metadata": {
+            "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
+            "language_info": {"name": "python"},
+            "monad": {"session": session, "exported_at": stamp},
+        },
+        "nbformat": 4,
+        "nbformat_minor": 4,
+    }
+
+
+def export_notebook(store: Store, session: str, path: str | Path) -> tuple[Path, int]:
+    """Write the session to ``path`` (an .ipynb) at once or not at all; returns the path and its code cells."""
+    target = Path(path).expanduser()
+    if target.suffix != ".ipynb":
+        raise UsageError(f"export writes a notebook: give a path ending in .ipynb, not {str(path)!r}")
+    if not target.parent.is_dir():
+        raise UsageError(f"cannot export to {target}: the folder {target.parent} does not exist")
+    notebook = build_notebook(store, session)
+    text = json.dumps(notebook, indent=1, ensure_ascii=False) + "\n"
+    try:
+        _write_atomically(target, text)
+    except OSError as exc:
+        raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
+    return target.resolve(), sum(1 for cell in notebook["cells"] if cell["cell_type"] == "code")
+
+
+def _write_atomically(target: Path, text: str) -> None:
+    """A reader sees the old file or the whole new one, never half of it."""
+    fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(temp, target)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise

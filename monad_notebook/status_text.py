@@ -1,0 +1,126 @@
+"""``%monad status`` as sentences, and the figures of a cell's footer, each number with its unit.
+
+The window figure is one whole prompt (what the next request will cost); the footer's "sent"
+figure adds up every request of the turn. Both say whether the provider counted them or they
+are estimates, so the two are never read as the same thing.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from monad_notebook.cell_html import Footer
+
+if TYPE_CHECKING:
+    from monad_notebook.agent.loop import Reply
+    from monad_notebook.session import Session
+
+KNOWN = {
+    "session",
+    "model",
+    "config",
+    "stored_messages",
+    "window_messages",
+    "summary",
+    "occupancy",
+    "context_window",
+    "fraction",
+    "exact",
+    "reclaimed",
+    "messages",
+}
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count:,} {word}" + ("" if count == 1 else "s")
+
+
+def python_sentence(approval: str, allowed_for_session: bool) -> str:
+    if approval == "auto":
+        return 'Python code the agent writes runs without asking (tools.python.approval is "auto").'
+    if approval == "off":
+        return 'The python tool is turned off (tools.python.approval is "off").'
+    if allowed_for_session:
+        return (
+            'Python code runs without asking for the rest of this session: you chose "allow python for this '
+            'session". A new session, or %monad reset, asks again.'
+        )
+    return 'Python code waits for your approval before it runs (tools.python.approval is "ask").'
+
+
+COST_KEYS = {
+    "step_prompt_tokens",
+    "step_cached_tokens",
+    "tokens_sent",
+    "tokens_cached",
+    "billed_input",
+    "cache_discount",
+    "cache_warm",
+}
+
+
+def cost_sentence(status: dict[str, Any]) -> str:
+    """What this kernel has sent to the model, and what that is worth at the endpoint's cache price."""
+    sent, cached = int(status.get("tokens_sent") or 0), int(status.get("tokens_cached") or 0)
+    discount = float(status.get("cache_discount") if status.get("cache_discount") is not None else 1.0)
+    if not sent:
+        return "Nothing has been sent to the model from this kernel yet."
+    if discount >= 1.0:
+        return f"This kernel has sent {sent:,} input tokens; this endpoint is not known to discount cached input."
+    warm = "warm" if status.get("cache_warm") else "cold"
+    return (
+        f"This kernel has sent {sent:,} input tokens, {cached:,} of them served from the provider's cache; "
+        f"at {discount:g}x for cached input that bills as {int(status.get('billed_input') or 0):,} "
+        f"(the cache is {warm} now)."
+    )
+
+
+def status_sentences(status: dict[str, Any], *, approval: str, allowed_for_session: bool) -> str:
+    """``Session.status()`` told as a few sentences a person reads top to bottom."""
+    window = int(status.get("context_window") or 0)
+    occupancy = int(status.get("occupancy") or 0)
+    share = f"{occupancy / window:.0%}" if window else "?"
+    counted = "as counted by the provider for the last request" if status.get("exact") else "estimated"
+    lines = [
+        f'Session "{status.get("session")}" talks to {status.get("model")}; its configuration comes from '
+        f"{status.get('config')}.",
+        f"The window holds {occupancy:,} of {window:,} tokens ({share}, {counted}) in "
+        f"{_plural(int(status.get('window_messages') or 0), 'message')}.",
+        f"The store keeps {_plural(int(status.get('stored_messages') or 0), 'message')} of this session; "
+        + (
+            "older ones are folded into a rolling summary."
+            if status.get("summary")
+            else "none has been summarized yet."
+        ),
+    ]
+    reclaimed = int(status.get("reclaimed") or 0)
+    if reclaimed:
+        lines.append(f"Clearing old tool results has saved {reclaimed:,} tokens; each stays readable by its handle.")
+    lines.append(cost_sentence(status))
+    lines.append(python_sentence(approval, allowed_for_session))
+    extra = {k: v for k, v in status.items() if k not in KNOWN and k not in COST_KEYS}
+    if extra:
+        lines.append("Also: " + ", ".join(f"{k} {v}" for k, v in extra.items()) + ".")
+    return "\n".join(lines)
+
+
+def footer_for(session: Session, reply: Reply) -> Footer:
+    usage = session.usage_snapshot()
+    try:
+        suggestions = len(session.memory.pending_suggestions(session.name))
+    except Exception:  # the footer must not fail an answered turn
+        suggestions = 0
+    return Footer(
+        occupancy=int(usage.get("occupancy") or 0),
+        context_window=int(usage.get("context_window") or 0),
+        exact=bool(usage.get("exact")),
+        sent=reply.prompt_tokens,
+        sent_estimated=reply.estimated,
+        requests=reply.steps,
+        tool_calls=reply.tool_calls,
+        session=session.name,
+        model=session.model.name,
+        reclaimed=int(usage.get("reclaimed") or 0),
+        suggestions=suggestions,
+        truncated=reply.truncated,
+    )

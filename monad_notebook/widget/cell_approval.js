@@ -1,0 +1,125 @@
+// "Run this code?" inside the running cell: plain ESM for anywidget, no build step.
+// The kernel sends the code already escaped and highlighted (hidden characters as markers);
+// the answer goes back as one custom message. Enter runs, Esc skips, while the question has focus.
+
+/**
+ * @typedef {{id?: string, summary?: string, html?: string}} Request
+ * @typedef {{
+ *   get(name: string): any,
+ *   on(event: string, callback: Function): void,
+ *   off(event: string, callback: Function): void,
+ *   send(content: object): void,
+ * }} Model
+ */
+
+const DONE = {
+  run: "Approved: the code ran.",
+  skip: "Skipped: the code did not run.",
+  "allow for session": "Approved, and python is allowed for the rest of this session.",
+  "no answer": "No answer: the code did not run.",
+  cancelled: "Interrupted: the code did not run.",
+};
+
+/**
+ * @param {string} tag
+ * @param {Record<string, string>} [attrs]
+ * @param {(Node | string)[]} [children]
+ * @returns {HTMLElement}
+ */
+function h(tag, attrs = {}, children = []) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) node.setAttribute(key, value);
+  for (const child of children) node.append(child);
+  return node;
+}
+
+/** True while the user is typing somewhere: taking the focus then would eat their keystrokes. */
+function typing() {
+  const active = document.activeElement;
+  if (!active || active === document.body) return false;
+  return active.matches("input, textarea, select, [contenteditable], [contenteditable] *") || !!active.closest(".cm-editor");
+}
+
+/**
+ * @param {{ model: Model, el: HTMLElement }} context
+ * @returns {() => void} cleanup
+ */
+function render({ model, el }) {
+  /** @type {Request} */
+  const request = model.get("request") || {};
+  const box = h("div", { class: "monad-ask", tabindex: "0", "data-role": "cell-approval", "data-id": request.id || "" });
+  const run = h("button", { class: "monad-ask-btn monad-ask-primary", "data-role": "run" }, ["Run"]);
+  const skip = h("button", { class: "monad-ask-btn", "data-role": "skip" }, ["Skip"]);
+  const always = h("button", { class: "monad-ask-btn", "data-role": "allow-session" }, ["Allow python for this session"]);
+  const note = h("div", { class: "monad-ask-note", "data-role": "status" }, ["Enter runs · Esc skips"]);
+  const code = h("div", { "data-role": "approval-code" });
+  code.innerHTML = request.html || ""; // built and escaped by the kernel (code_html.py)
+  box.append(
+    h("div", { class: "monad-ask-title" }, [
+      h("span", { class: "monad-ask-flag" }, ["waiting for you"]),
+      " The agent wants to run this code ",
+      h("span", { class: "monad-ask-dim", "data-role": "approval-summary" }, [`(${request.summary || ""})`]),
+    ]),
+    code,
+    h("div", { class: "monad-ask-actions" }, [run, skip, always]),
+    note,
+  );
+  el.replaceChildren(box);
+
+  let sent = false;
+  const answer = (/** @type {boolean} */ yes, /** @type {boolean} */ forSession) => {
+    if (sent || model.get("status") !== "waiting") return;
+    sent = true;
+    model.send({ type: "approval", id: request.id, run: yes, always: forSession });
+    for (const button of [run, skip, always]) button.setAttribute("disabled", "");
+    note.textContent = "sending your answer…";
+  };
+  const onRun = () => answer(true, false);
+  const onSkip = () => answer(false, false);
+  const onAlways = () => answer(true, true);
+  const onKey = (/** @type {KeyboardEvent} */ event) => {
+    if (event.target instanceof HTMLButtonElement && event.key === "Enter") return; // the button's own click
+    if (event.key !== "Enter" && event.key !== "Escape") return;
+    event.preventDefault();
+    event.stopPropagation();
+    answer(event.key === "Enter", false);
+  };
+  const onStatus = () => {
+    const status = model.get("status");
+    if (status === "waiting") return;
+    box.classList.add("monad-ask-answered");
+    box.setAttribute("data-status", status);
+    for (const button of [run, skip, always]) button.setAttribute("disabled", "");
+    note.textContent = DONE[status] || status;
+  };
+  run.addEventListener("click", onRun);
+  skip.addEventListener("click", onSkip);
+  always.addEventListener("click", onAlways);
+  box.addEventListener("keydown", onKey);
+  model.on("change:status", onStatus);
+  onStatus();
+  // The view is drawn before the page attaches it: focus once it is in the document.
+  let frames = 0;
+  let frame = 0;
+  const takeFocus = () => {
+    if (model.get("status") !== "waiting") return;
+    if (!box.isConnected) {
+      if (frames++ < 120) frame = requestAnimationFrame(takeFocus);
+      return;
+    }
+    box.scrollIntoView({ block: "nearest" });
+    if (!typing()) box.focus({ preventScroll: true });
+  };
+  takeFocus();
+
+  return () => {
+    cancelAnimationFrame(frame);
+    model.off("change:status", onStatus);
+    run.removeEventListener("click", onRun);
+    skip.removeEventListener("click", onSkip);
+    always.removeEventListener("click", onAlways);
+    box.removeEventListener("keydown", onKey);
+  };
+}
+
+export default { render };

@@ -1,0 +1,95 @@
+"""Approvals in the running cell, in JupyterLab and Notebook 7: a real kernel, a real browser, real keys and clicks."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from monad_notebook import events as ev
+from monad_notebook.testing import FakeOpenAIServer, tool_call
+from tests.e2e.test_panel_browser import ARTIFACTS, browser, jupyter_server, write_notebook  # noqa: F401 - fixture
+
+QUESTION = "[data-role=cell-approval]"
+
+
+def printing(word: str) -> dict:
+    """Code whose output ("RAN-<WORD>") does not appear in its own source."""
+    return {"code": f"print('RAN-' + '{word}')"}
+
+
+def wait_for_question(page, word: str):
+    question = page.locator(QUESTION).filter(has_text=word)
+    try:
+        question.wait_for(timeout=30_000)
+    except Exception:
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / f"cell-approval-missing-{word}.png"), full_page=True)
+        raise
+    return question
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("app", ["lab", "notebook"])
+def test_enter_runs_escape_skips_and_allow_for_session_stops_asking(browser, isolated_env, tmp_path, app):  # noqa: F811
+    module = {"lab": "jupyterlab", "notebook": "notebook"}[app]
+    pytest.importorskip(module, reason=f"{module} is not installed (pip install {module})")
+    from monad_notebook.store.lance import LanceStore
+
+    with FakeOpenAIServer() as model:
+        model.queue(
+            tool_call("python", printing("KEYRUN")),
+            tool_call("python", printing("KEYSKIP")),
+            "First answer.",
+            tool_call("python", printing("SESSION1")),
+            tool_call("python", printing("SESSION2")),
+            "Second answer.",
+        )
+        config = {
+            "models": {"main": {"model": "gpt-4.1-mini", "baseUrl": model.base_url, "maxRetries": 0}},
+            "tools": {"python": {"approval": "ask"}},
+        }
+        (isolated_env / "agents.json").write_text(json.dumps(config))
+        cells = [
+            "%load_ext monad_notebook",
+            "%%monad --session lab\nRun two snippets.",
+            "%%monad\nAnd two more.",
+            "%monad status",
+        ]
+        write_notebook(isolated_env / "ask.ipynb", cells)
+        with jupyter_server(app, isolated_env, tmp_path, "ask.ipynb") as url:
+            page = browser.new_page(viewport={"width": 1200, "height": 1400})
+            page.goto(url)
+            page.wait_for_function(
+                "window.jupyterapp?.shell?.currentWidget?.context?.sessionContext?.session?.kernel?.status === 'idle'",
+                timeout=30_000,
+            )
+            page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+
+            first = wait_for_question(page, "KEYRUN")
+            assert "waiting for you" in first.inner_text()
+            ARTIFACTS.mkdir(exist_ok=True)
+            page.screenshot(path=str(ARTIFACTS / f"cell-approval-{app}.png"), full_page=True)
+            page.keyboard.press("Enter")
+            wait_for_question(page, "KEYSKIP")
+            page.keyboard.press("Escape")
+            third = wait_for_question(page, "SESSION1")
+            third.locator("[data-role=allow-session]").click()
+            status = page.locator(".jp-OutputArea-output").filter(has_text="runs without asking for the rest")
+            status.wait_for(timeout=60_000)
+
+            outputs = page.locator(".jp-OutputArea-output")
+            shown = "\n".join(outputs.all_inner_texts())
+            page.screenshot(path=str(ARTIFACTS / f"cell-answered-{app}.png"), full_page=True)
+            page.close()
+
+    assert "RAN-KEYRUN" in shown and "RAN-SESSION1" in shown and "RAN-SESSION2" in shown
+    assert "RAN-KEYSKIP" not in shown
+    assert shown.count("answered in this cell") == 3
+    assert "First answer." in shown and "Second answer." in shown
+    store = LanceStore(isolated_env.parent / "monad-home" / "db")
+    try:
+        decided = [(e.data["decision"], e.data["via"]) for e in store.list_events("lab", kind=ev.APPROVAL)]
+    finally:
+        store.close()
+    assert decided == [("run", "cell"), ("skip", "cell"), ("allow for session", "cell"), ("run", "session")]
