@@ -28,7 +28,7 @@ from monad_notebook.context.lossless import LosslessStage
 from monad_notebook.context.tokens import TokenCounter
 from monad_notebook.context.window import Frame, Window
 from monad_notebook.errors import ConfigError, StoreError, UsageError
-from monad_notebook.events import ERROR, Event, EventBus
+from monad_notebook.events import ERROR, RESET, Event, EventBus
 from monad_notebook.memory import MemoryService
 from monad_notebook.messages import Message, ToolCall
 from monad_notebook.provider import ChatModel, TextCallback, context_window_for
@@ -239,8 +239,11 @@ class Session:
         return ToolOutput(text, redacted=ctx.redacted)
 
     def emit(self, kind: str, **data: Any) -> None:
-        """Tell listeners now; persisted kinds are written with the step, or at once from a worker thread."""
-        event = Event(kind=kind, session=self.name, data=data)
+        """Tell listeners now; persisted kinds are written with the step, or at once from a worker thread.
+
+        Each event carries the turn and step it happened in, so a replay places it where it happened.
+        """
+        event = Event(kind=kind, session=self.name, data={"turn": self.window.turn, "step": self.window.step, **data})
         if event.persisted:
             with self._events_lock:
                 self._pending_events.append(event)
@@ -311,10 +314,14 @@ class Session:
         return self.cascade.compact()
 
     def reset(self) -> None:
-        """Forget this session's conversation (its record stays)."""
+        """Forget this session's conversation (its record stays); listeners hear ``session.reset``."""
         self.cascade.lossy.discard_pending()
+        with self._events_lock:
+            self._pending_events.clear()  # the forgotten conversation's, not yet written
         self.store.reset_session(self.name)
         self.window.reset(self.store)
+        self.emit(RESET)
+        self.flush_events()
 
     def branch(self, name: str) -> SessionRecord:
         """Copy this session (messages, summary, spilled outputs) into ``name``."""

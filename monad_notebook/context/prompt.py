@@ -36,8 +36,17 @@ class Prompt:
         """A JSON-able account of this prompt, for the inspector and the panel."""
         parts = [{"kind": "tools", "role": "tools", "tokens": tools_tokens, "text": f"{len(self.tools)} tool schemas"}]
         for group in self.groups:
-            parts.extend({"kind": p.kind, "role": p.role, "tokens": p.tokens, "text": p.text} for p in group)
+            parts.extend(
+                {"kind": p.kind, "role": p.role, "tokens": p.tokens, "text": p.text, **_calls(p)} for p in group
+            )
         return {"turn": turn, "step": step, "total_tokens": total, "parts": parts}
+
+
+def _calls(part: PromptPart) -> dict[str, Any]:
+    """The tool calls an assistant part carries: its text is often empty, the calls are what it said."""
+    if part.source is None or not part.source.tool_calls:
+        return {}
+    return {"calls": [{"name": c.name, "arguments": c.arguments} for c in part.source.tool_calls]}
 
 
 def _kind_of(message: Message) -> str:

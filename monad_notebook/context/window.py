@@ -73,6 +73,8 @@ class Window:
         """After the stored conversation was forgotten: reload, and start the counts over."""
         self.load(store)
         self.turn = 0
+        self.step = 0
+        self.records = []
         self.last_real = None
         self.last_estimate = 0
         self.reclaimed = 0
@@ -176,6 +178,17 @@ class Window:
         Window messages are counted once each (cached by id and eviction state), so a step
         costs a sum over the window rather than re-tokenizing it.
         """
+        self.last_raw = self.raw_tokens(prompt)
+        self.last_estimate = round(self.last_raw * self.counter.calibration)
+        return self.last_estimate
+
+    def projected(self) -> int:
+        """What the next request would cost as the window stands now, calibrated; changes no figure
+        (the panel compares it with what was sent after eviction and compaction acted)."""
+        return round(self.raw_tokens(self.prompt()) * self.counter.calibration)
+
+    def raw_tokens(self, prompt: Prompt) -> int:
+        """The uncalibrated count of ``prompt``, kept on it."""
         raw = prompt.raw_tokens
         if raw is None:
             pure = [len(g) == 1 and g[0].source is not None for g in prompt.groups]
@@ -185,9 +198,7 @@ class Window:
                 self.message_tokens(g[0].source) for g, is_pure in zip(prompt.groups, pure, strict=True) if is_pure
             )
             prompt.raw_tokens = raw
-        self.last_raw = raw
-        self.last_estimate = round(raw * self.counter.calibration)
-        return self.last_estimate
+        return raw
 
     def message_tokens(self, message: Message) -> int:
         key = (message.id, message.evicted)
