@@ -243,7 +243,9 @@ class Session:
 
         Each event carries the turn and step it happened in, so a replay places it where it happened.
         """
-        event = Event(kind=kind, session=self.name, data={"turn": self.window.turn, "step": self.window.step, **data})
+        data.setdefault("turn", self.window.turn)
+        data.setdefault("step", self.window.step)
+        event = Event(kind=kind, session=self.name, data=data)
         if event.persisted:
             with self._events_lock:
                 self._pending_events.append(event)
