@@ -124,8 +124,12 @@ panel""",
 
 @pytest.mark.slow
 @pytest.mark.parametrize("theme", THEMES)
-def test_the_panel_in_jupyterlab_is_readable_in_its_light_and_dark_theme(browser, isolated_env, tmp_path, shots, theme):
-    pytest.importorskip("jupyterlab", reason="jupyterlab is not installed (pip install jupyterlab)")
+@pytest.mark.parametrize("app", ["lab", "notebook"])
+def test_the_panel_in_jupyter_is_readable_in_its_light_and_dark_theme(
+    browser, isolated_env, tmp_path, shots, app, theme
+):
+    module = {"lab": "jupyterlab", "notebook": "notebook"}[app]
+    pytest.importorskip(module, reason=f"{module} is not installed (pip install {module})")
     from monad_notebook.demo import dataset_path
 
     (isolated_env / "data").mkdir()
@@ -137,7 +141,7 @@ def test_the_panel_in_jupyterlab_is_readable_in_its_light_and_dark_theme(browser
     (isolated_env / "agents.json").write_text(json.dumps(agents))
     write_notebook(isolated_env / "themes.ipynb", THEME_CELLS)
     settings = DARK_THEME if theme == "dark" else NO_NEWS
-    with jupyter_server("lab", isolated_env, tmp_path, "themes.ipynb", settings=settings) as url:
+    with jupyter_server(app, isolated_env, tmp_path, "themes.ipynb", settings=settings) as url:
         page = browser.new_page(viewport={"width": 1400, "height": 1400})
         page.goto(url)
         page.wait_for_function(
@@ -145,7 +149,7 @@ def test_the_panel_in_jupyterlab_is_readable_in_its_light_and_dark_theme(browser
             timeout=60_000,
         )
         assert page.evaluate("document.body.dataset.jpThemeLight") == ("false" if theme == "dark" else "true")
-        page.evaluate("() => { window.jupyterapp.shell.collapseLeft(); window.jupyterapp.shell.collapseRight(); }")
+        page.evaluate("() => { window.jupyterapp.shell.collapseLeft?.(); window.jupyterapp.shell.collapseRight?.(); }")
         page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
         # The notebook renders cells below the fold lazily: keep the panel in view while it fills.
         page.wait_for_function(
@@ -164,12 +168,12 @@ def test_the_panel_in_jupyterlab_is_readable_in_its_light_and_dark_theme(browser
             page.set_viewport_size({"width": width, "height": 1400})
             page.wait_for_timeout(400)
             panel.scroll_into_view_if_needed()
-            panel.screenshot(path=str(shots / f"jupyterlab-{theme}-{width}.png"))
+            panel.screenshot(path=str(shots / f"{module}-{theme}-{width}.png"))
             measured = page.evaluate(AUDIT, ".monad-panel")
             assert {"run", "skip", "approval-title", "save", "dismiss", "fact"} <= {m["role"] for m in measured}
             assert unreadable(measured) == [], (theme, width)
             print(
-                f"JupyterLab {theme} {width}px: min font {min(m['size'] for m in measured)} px, "
+                f"{module} {theme} {width}px: min font {min(m['size'] for m in measured)} px, "
                 f"min contrast {min(m['contrast'] for m in measured)}:1 over {len(measured)} texts"
             )
             assert box(page, ".monad-panel [data-role=inspector-body]")["height"] <= INSPECTOR_MAX
