@@ -1,7 +1,9 @@
 """Wire events: what the session tells its listeners (the cell, the panel, the store).
 
 Names follow the cascade spec. Transient kinds are notices, not history: they reach
-listeners but are never written to the store.
+listeners but are never written to the store. Everything the panel draws as history
+(usage per step, eviction, compaction, reinjection) is persisted, so a panel opened later,
+or after a restart, replays it; ``session.reset`` marks where a forgotten conversation ends.
 """
 
 from __future__ import annotations
@@ -30,8 +32,9 @@ MEMORY_SAVED = "memory.saved"
 MEMORY_SUGGESTION_RESOLVED = "memory.suggestion.resolved"
 ERROR = "session.error"
 APPROVAL = "tool.approval"  # a decision on running code: run, skip, allow for session, no answer
+RESET = "session.reset"
 
-TRANSIENT_KINDS = frozenset({EVICTED, HANDOFF_SUGGESTED})
+TRANSIENT_KINDS = frozenset({HANDOFF_SUGGESTED})
 
 
 @dataclass(frozen=True)
@@ -104,6 +107,11 @@ class EventLog:
         self.bus.emit(event)
         if event.persisted and threading.current_thread() is not threading.main_thread():
             self.flush()
+
+    def discard(self) -> None:
+        """Drop what is pending (the conversation it belongs to was just forgotten)."""
+        with self._lock:
+            self._pending = []
 
     def flush(self) -> None:
         with self._lock:

@@ -24,7 +24,7 @@ from monad_notebook.context.cost import pricing_for
 from monad_notebook.context.handoff import seed_handoff
 from monad_notebook.context.window import Window
 from monad_notebook.errors import ConfigError, StoreError, UsageError
-from monad_notebook.events import ERROR, EventBus, EventLog
+from monad_notebook.events import ERROR, RESET, EventBus, EventLog
 from monad_notebook.memory import MemoryService
 from monad_notebook.messages import Message, ToolCall
 from monad_notebook.provider import ChatModel, TextCallback
@@ -239,7 +239,14 @@ class Session:
         return ToolOutput(text, redacted=ctx.redacted, outcome=ctx.outcome)
 
     def emit(self, kind: str, **data: Any) -> None:
-        """Tell listeners now; persisted kinds are written with the step, or at once from a worker thread."""
+        """Tell listeners now; persisted kinds are written with the step, or at once from a worker thread.
+
+        Each event carries the turn and step it happened in, so a replay places it where it happened.
+        """
+        window = getattr(self, "window", None)
+        if window is not None:
+            data.setdefault("turn", window.turn)
+            data.setdefault("step", window.step)
         self.event_log.emit(kind, **data)
 
     def flush_events(self) -> None:
@@ -314,11 +321,14 @@ class Session:
                 self.flush_events()
 
     def reset(self) -> None:
-        """Forget this session's conversation (its record stays)."""
+        """Forget this session's conversation (its record stays); listeners hear ``session.reset``."""
         self.cascade.lossy.discard_pending()
+        self.event_log.discard()  # the forgotten conversation's events, not yet written
         with self.lease.hold():
             self.store.reset_session(self.name)
         self.window.reset(self.store)
+        self.emit(RESET)
+        self.flush_events()
 
     def branch(self, name: str) -> SessionRecord:
         """Copy this session (messages, summary, spilled outputs) into ``name``."""

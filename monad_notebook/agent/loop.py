@@ -96,6 +96,7 @@ class Turn:
         io, w = self.io, self.io.window
         w.begin_step()
         self.reply.steps += 1
+        before = w.projected()
         io.cascade.run_step()
         response, prompt_tokens = self._call_model()
         calls = unique_tool_calls(w, io.saved_outputs, response.tool_calls)
@@ -108,7 +109,7 @@ class Turn:
         self.reply.prompt_tokens += prompt_tokens
         if response.usage is not None:
             self.reply.completion_tokens += response.usage.completion_tokens
-        io.emit(ev.USAGE, **io.usage())
+        io.emit(ev.USAGE, **io.usage(), turn=w.turn, step=w.step, before=before)
         return response
 
     def _call_model(self) -> tuple[ChatResponse, int]:

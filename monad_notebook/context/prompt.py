@@ -43,7 +43,8 @@ class Prompt:
         scaled = scale_to([p.tokens for p in flat], total - tools_tokens)
         parts = [{"kind": "tools", "role": "tools", "tokens": tools_tokens, "text": f"{len(self.tools)} tool schemas"}]
         parts.extend(
-            {"kind": p.kind, "role": p.role, "tokens": n, "text": p.text} for p, n in zip(flat, scaled, strict=True)
+            {"kind": p.kind, "role": p.role, "tokens": n, "text": p.text, **_calls(p)}
+            for p, n in zip(flat, scaled, strict=True)
         )
         return {"turn": turn, "step": step, "total_tokens": total, "real_tokens": None, "parts": parts}
 
@@ -62,6 +63,13 @@ def scale_to(counts: list[int], total: int) -> list[int]:
     for i in by_remainder[: total - sum(scaled)]:
         scaled[i] += 1
     return scaled
+
+
+def _calls(part: PromptPart) -> dict[str, Any]:
+    """The tool calls an assistant part carries: its text is often empty, the calls are what it said."""
+    if part.source is None or not part.source.tool_calls:
+        return {}
+    return {"calls": [{"name": c.name, "arguments": c.arguments} for c in part.source.tool_calls]}
 
 
 def _kind_of(message: Message) -> str:

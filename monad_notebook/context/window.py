@@ -100,6 +100,8 @@ class Window:
         """After the stored conversation was forgotten: reload, and start the counts over."""
         self.load(store)
         self.turn = 0
+        self.step = 0
+        self.records = []
         self.last_real = None
         self._basis_raw = None
         self.last_estimate = 0
@@ -224,6 +226,11 @@ class Window:
             prompt.raw_tokens = raw
             prompt.tools_tokens = self.counter.count_messages([], prompt.tools) - self.counter.count_messages([])
         return prompt.raw_tokens - prompt.tools_tokens, prompt.tools_tokens
+
+    def projected(self) -> int:
+        """What the next request would cost as the window stands now, calibrated; changes no figure
+        (the panel compares it with what was sent after eviction and compaction acted)."""
+        return self.calibration.predict(*self.raw_parts(self.prompt()))
 
     def guard_tokens(self, prompt: Prompt) -> int:
         """The hard guard's figure: the estimate, or the provider's last count plus the growth since, if larger.

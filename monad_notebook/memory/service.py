@@ -192,8 +192,13 @@ class MemoryService:
 
     # --- suggestions (promotion in suggest mode) -------------------------------------
 
-    def suggest(self, session: str, facts: Sequence[str], *, scope: str = GLOBAL_SCOPE) -> list[dict[str, str]]:
-        """Persist one suggestion event with the candidates that pass the chokepoint and are new."""
+    def suggest(
+        self, session: str, facts: Sequence[str], *, scope: str = GLOBAL_SCOPE, origin: dict[str, Any] | None = None
+    ) -> list[dict[str, str]]:
+        """Persist one suggestion event with the candidates that pass the chokepoint and are new.
+
+        ``origin`` says where they came from (e.g. ``{"source": "compaction", "turns": [1, 3]}``); the panel shows it.
+        """
         existing = self.store.list_facts([check_scope(scope)])
         seen = {fact_key(item["text"]) for item in self.pending_suggestions(session)}
         items: list[dict[str, str]] = []
@@ -204,7 +209,8 @@ class MemoryService:
                 seen.add(key)
                 items.append({"id": new_id()[:12], "text": verdict.text})
         if items:
-            self.record_events([Event(MEMORY_SUGGESTION, session, {"scope": scope, "items": items})])
+            data = {"scope": scope, "items": items, **({"origin": origin} if origin else {})}
+            self.record_events([Event(MEMORY_SUGGESTION, session, data)])
         return items
 
     def pending_suggestions(self, session: str) -> list[dict[str, str]]:
@@ -350,7 +356,8 @@ class MemoryPromotion:
                 return
             scope = resolve_scope(agent)
             if self.mode == "suggest":
-                self.service.suggest(session, facts, scope=scope)
+                origin = {"source": "compaction", "turns": [span[0].turn, span[-1].turn]}
+                self.service.suggest(session, facts, scope=scope, origin=origin)
                 return
             verdicts = [self.service.add(fact, scope=scope, source="promotion") for fact in facts]
             saved = [{"id": v.fact_id, "text": v.text} for v in verdicts if v.saved]

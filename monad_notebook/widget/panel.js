@@ -1,15 +1,20 @@
 // The monad context panel: plain ESM for anywidget, no build step.
 // State arrives as synced traits; user actions go back as small custom messages.
+// Colours come from panel.css (JupyterLab theme variables); sizes from the panel's real width.
 
 /**
  * @typedef {{occupancy?: number, context_window?: number, fraction?: number, exact?: boolean, reclaimed?: number, messages?: number}} Usage
- * @typedef {{i: number, turn: number, step: number, occ: number, win: number}} Point
- * @typedef {{i: number, kind: string, label: string}} Marker
+ * @typedef {{i: number, turn: number, step: number, occ: number, before: number, win: number}} Point
+ * @typedef {{i: number, kind: string, label: string, tag: string, turn: number, step: number}} Marker
  * @typedef {{kind: string, tokens: number}} Slice
  * @typedef {{id: string, kind: string, text: string}} Notice
- * @typedef {{id: string, text: string}} Suggestion
+ * @typedef {{id: string, text: string, origin?: string}} Suggestion
+ * @typedef {{id: string, text: string, scope: string, source: string, origin: string}} Fact
+ * @typedef {{id?: string, action?: string, text?: string, undo?: boolean, was?: string}} Receipt
+ * @typedef {{id: string, answer: string, code: string, lines: number, at: string}} Decision
  * @typedef {{turn: number, step: number, total_tokens: number}} RecordRef
- * @typedef {{kind: string, role: string, tokens: number, preview: string, chars: number, injected: boolean, placeholder: boolean}} Part
+ * @typedef {{name: string, arguments: string}} Call
+ * @typedef {{kind: string, role: string, tokens: number, preview: string, chars: number, calls?: Call[], injected: boolean, placeholder: boolean}} Part
  * @typedef {{
  *   get(name: string): any,
  *   on(event: string, callback: Function): void,
@@ -20,7 +25,7 @@
 
 const SVG = "http://www.w3.org/2000/svg";
 const KIND_LABELS = {
-  system: "system",
+  system: "system prompt",
   tools: "tool schemas",
   memory: "memory",
   summary: "summary",
@@ -31,9 +36,14 @@ const KIND_LABELS = {
   placeholder: "cleared (placeholders)",
 };
 const MARKER_LETTERS = { evicted: "E", compaction: "C", reinjected: "R" };
+const MARKER_NAMES = { evicted: "eviction", compaction: "compaction", reinjected: "reinjection" };
+const RECEIPTS = { saved: "Saved", dismissed: "Dismissed", forgot: "Forgot", already: "Already remembered", undone: "Undone:" };
 const INFO_TOAST_MS = 5000;
 const FOLD_AT = 400; // characters; a longer line shows its first FOLD_HEAD until unfolded
 const FOLD_HEAD = 300;
+const NARROW = 500; // px: below this the panel stacks its columns
+const GRID_CELLS = 100; // the window grid: one cell per 1% of the context window
+const FONT = 11; // px: the smallest text the panel draws
 
 const fmt = new Intl.NumberFormat("en-US");
 
@@ -53,11 +63,13 @@ function h(tag, attrs = {}, children = []) {
 /**
  * @param {string} tag
  * @param {Record<string, string | number>} attrs
+ * @param {string} [text]
  * @returns {SVGElement}
  */
-function s(tag, attrs) {
+function s(tag, attrs, text) {
   const node = document.createElementNS(SVG, tag);
   for (const [key, value] of Object.entries(attrs)) node.setAttribute(key, String(value));
+  if (text !== undefined) node.textContent = text;
   return node;
 }
 
@@ -73,6 +85,51 @@ function pct(fraction) {
 function fractionOf(usage) {
   const window = usage.context_window || 0;
   return window ? Math.min(1, (usage.occupancy || 0) / window) : 0;
+}
+
+/**
+ * The composition in whole-prompt tokens: each category's share of the headline figure.
+ * @param {Slice[]} slices
+ * @param {number} total
+ * @returns {Slice[]}
+ */
+function scaled(slices, total) {
+  const counted = slices.reduce((sum, slice) => sum + slice.tokens, 0);
+  if (!counted || total <= 0) return slices;
+  let given = 0;
+  return slices.map((slice, index) => {
+    const share = index === slices.length - 1 ? total - given : Math.round((slice.tokens * total) / counted);
+    given += share;
+    return { kind: slice.kind, tokens: Math.max(0, share) };
+  });
+}
+
+/**
+ * Whole cells per category out of `cells`, largest remainder first, so the grid adds up.
+ * @param {Slice[]} slices
+ * @param {number} window
+ * @param {number} cells
+ * @returns {{kind: string, count: number}[]}
+ */
+function cellsOf(slices, window, cells) {
+  if (!window) return [];
+  const exact = slices.map((slice) => ({ kind: slice.kind, value: (slice.tokens / window) * cells }));
+  const used = Math.min(cells, Math.round(exact.reduce((sum, e) => sum + e.value, 0)));
+  const counts = exact.map((e) => ({ kind: e.kind, count: Math.floor(e.value), rest: e.value - Math.floor(e.value) }));
+  let left = used - counts.reduce((sum, c) => sum + c.count, 0);
+  for (const c of [...counts].sort((a, b) => b.rest - a.rest)) {
+    if (left <= 0) break;
+    c.count += 1;
+    left -= 1;
+  }
+  let over = counts.reduce((sum, c) => sum + c.count, 0) - cells;
+  for (const c of [...counts].sort((a, b) => b.count - a.count)) {
+    if (over <= 0) break;
+    const cut = Math.min(over, c.count);
+    c.count -= cut;
+    over -= cut;
+  }
+  return counts.filter((c) => c.count > 0);
 }
 
 /**
@@ -97,8 +154,8 @@ function drawNotices(model, root, timers) {
   const notices = model.get("notices") || [];
   root.replaceChildren(
     ...notices.map((notice) => {
-      const close = h("button", { class: "monad-x", "data-role": "notice-dismiss", title: "Dismiss" }, ["×"]);
-      const toast = h("div", { class: `monad-toast monad-toast-${notice.kind}`, "data-role": "notice" }, [
+      const close = h("button", { class: "monad-x", "data-role": "notice-dismiss", title: "Dismiss", "aria-label": "Dismiss" }, ["×"]);
+      const toast = h("div", { class: `monad-toast monad-toast-${notice.kind}`, "data-role": "notice", role: "status" }, [
         h("span", {}, [notice.text]),
         close,
       ]);
@@ -114,6 +171,20 @@ function drawNotices(model, root, timers) {
 }
 
 /**
+ * @param {Record<string, number>} marks
+ * @returns {HTMLElement}
+ */
+function thresholdKey(marks) {
+  return h(
+    "div",
+    { class: "monad-threshold-key", "data-role": "threshold-key" },
+    Object.entries(marks).map(([name, at]) =>
+      h("span", { class: "monad-key" }, [h("i", { class: `monad-dash monad-mark-${name}` }), `${name} ${pct(at)}`]),
+    ),
+  );
+}
+
+/**
  * @param {Model} model
  * @param {HTMLElement} root
  */
@@ -122,55 +193,37 @@ function drawOccupancy(model, root) {
   const usage = model.get("usage") || {};
   /** @type {Record<string, number>} */
   const marks = model.get("thresholds") || {};
-  /** @type {Slice[]} */
-  const slices = model.get("composition") || [];
+  const slices = scaled(model.get("composition") || [], usage.occupancy || 0);
   const fraction = fractionOf(usage);
   const level = fraction >= (marks.hard ?? 2) ? "hard" : fraction >= (marks.soft ?? 2) ? "soft" : "ok";
 
   const sliceTotal = slices.reduce((sum, slice) => sum + slice.tokens, 0);
   const fill = h("div", { class: `monad-fill monad-level-${level}`, "data-role": "bar-fill", style: `width: ${pct(fraction)}` });
   for (const slice of slices) {
-    const seg = h("div", {
-      class: `monad-seg monad-kind-${slice.kind}`,
-      "data-role": "segment",
-      "data-kind": slice.kind,
-      style: `width: ${pct(sliceTotal ? slice.tokens / sliceTotal : 0)}`,
-      title: `${KIND_LABELS[slice.kind] || slice.kind}: ${fmt.format(slice.tokens)} tokens`,
-    });
-    fill.append(seg);
+    fill.append(
+      h("div", {
+        class: `monad-seg monad-kind-${slice.kind}`,
+        "data-role": "segment",
+        "data-kind": slice.kind,
+        style: `width: ${pct(sliceTotal ? slice.tokens / sliceTotal : 0)}`,
+        title: `${KIND_LABELS[slice.kind] || slice.kind}: ${fmt.format(slice.tokens)} tokens`,
+      }),
+    );
   }
   const bar = h("div", { class: "monad-bar", "data-role": "bar" }, [fill]);
   for (const [name, at] of Object.entries(marks)) {
-    bar.append(
-      h("div", { class: `monad-mark monad-mark-${name}`, "data-role": `mark-${name}`, style: `left: ${pct(at)}`, title: `${name} ${pct(at)}` }),
-    );
+    bar.append(h("div", { class: `monad-mark monad-mark-${name}`, "data-role": `mark-${name}`, style: `left: ${pct(at)}`, title: `${name} ${pct(at)}` }));
   }
-
   const numbers = h("div", { class: "monad-numbers", "data-role": "numbers" }, [
     h("strong", {}, [fmt.format(usage.occupancy || 0)]),
-    ` / ${fmt.format(usage.context_window || 0)} tokens · ${pct(fraction)}`,
+    ` / ${fmt.format(usage.context_window || 0)} tokens in the prompt · ${pct(fraction)}`,
     h("span", { class: "monad-dim" }, [usage.exact ? " · exact" : " · estimated"]),
   ]);
-  const legend = h(
-    "div",
-    { class: "monad-legend" },
-    slices.map((slice) =>
-      h("span", { class: "monad-key" }, [
-        h("i", { class: `monad-swatch monad-kind-${slice.kind}` }),
-        `${KIND_LABELS[slice.kind] || slice.kind} ${fmt.format(slice.tokens)}`,
-      ]),
-    ),
-  );
-  const thresholds = h("div", { class: "monad-dim monad-thresholds" }, [
-    Object.entries(marks)
-      .map(([name, at]) => `${name} ${pct(at)}`)
-      .join(" · "),
-  ]);
-  const children = [numbers, bar, thresholds, legend];
+  const children = [numbers, bar, thresholdKey(marks)];
   if ((usage.reclaimed || 0) > 0) {
     children.push(
       h("div", { class: "monad-reclaimed", "data-role": "reclaimed" }, [
-        `♻ reclaimed ${fmt.format(usage.reclaimed || 0)} tokens by clearing old tool results (recoverable)`,
+        `reclaimed ${fmt.format(usage.reclaimed || 0)} tokens by clearing old tool results (recoverable)`,
       ]),
     );
   }
@@ -179,7 +232,7 @@ function drawOccupancy(model, root) {
 }
 
 /**
- * @param {{running?: boolean, reason?: string, tokens_before?: number, last?: {before: number, after: number, seconds: number, fallback: boolean} | null}} compaction
+ * @param {{running?: boolean, reason?: string, tokens_before?: number, last?: {before: number, after: number, seconds: number, fallback: boolean, turn?: number, step?: number} | null}} compaction
  * @returns {HTMLElement[]}
  */
 function compactionLines(compaction) {
@@ -188,16 +241,17 @@ function compactionLines(compaction) {
     lines.push(
       h("div", { class: "monad-compaction monad-running", "data-role": "compaction-running" }, [
         h("span", { class: "monad-spinner" }),
-        `summarizing in the background (${compaction.reason || "soft threshold"}, ${fmt.format(compaction.tokens_before || 0)} tokens)…`,
+        `summarizing in the background (${compaction.reason || "soft threshold"}; ${fmt.format(compaction.tokens_before || 0)} tokens of messages)…`,
       ]),
     );
   }
   if (compaction.last) {
     const last = compaction.last;
+    const where = last.turn ? ` at turn ${last.turn}` : "";
     lines.push(
       h("div", { class: "monad-compaction", "data-role": "compaction-last" }, [
-        `last compaction: ${fmt.format(last.before)} → ${fmt.format(last.after)} tokens in ${last.seconds} s`,
-        last.fallback ? " (extractive fallback)" : "",
+        `last compaction${where}: −${fmt.format(Math.max(0, last.before - last.after))} tokens `,
+        h("span", { class: "monad-dim" }, [`(messages only: ${fmt.format(last.before)} → ${fmt.format(last.after)}, ${last.seconds} s${last.fallback ? ", extractive fallback" : ""})`]),
       ]),
     );
   }
@@ -205,6 +259,71 @@ function compactionLines(compaction) {
 }
 
 /**
+ * The window as a grid of cells, one per 1% of the context window, coloured by category, free space included.
+ * @param {Model} model
+ * @param {HTMLElement} root
+ */
+function drawWindowGrid(model, root) {
+  /** @type {Usage} */
+  const usage = model.get("usage") || {};
+  /** @type {Record<string, number>} */
+  const marks = model.get("thresholds") || {};
+  const window = usage.context_window || 0;
+  const slices = scaled(model.get("composition") || [], usage.occupancy || 0);
+  const grid = h("div", { class: "monad-cells", "data-role": "window-grid", role: "img" });
+  const lines = Object.fromEntries(Object.entries(marks).map(([name, at]) => [Math.round(at * GRID_CELLS), name]));
+  let n = 0;
+  const cell = (/** @type {string} */ kind) => {
+    const line = lines[n];
+    const classes = [`monad-cell monad-kind-${kind}`, line ? `monad-from-${line}` : ""].filter(Boolean).join(" ");
+    n += 1;
+    return h("i", { class: classes, "data-role": "cell", "data-kind": kind });
+  };
+  for (const { kind, count } of cellsOf(slices, window, GRID_CELLS)) for (let k = 0; k < count; k++) grid.append(cell(kind));
+  while (n < GRID_CELLS) grid.append(cell("free"));
+  const free = Math.max(0, window - (usage.occupancy || 0));
+  grid.setAttribute("aria-label", `context window: ${pct(fractionOf(usage))} used, ${fmt.format(free)} tokens free`);
+  const rows = [...slices.filter((slice) => slice.tokens > 0), { kind: "free", tokens: free }].map((slice) =>
+    h("li", { "data-role": "grid-key", "data-kind": slice.kind }, [
+      h("i", { class: `monad-swatch monad-kind-${slice.kind}` }),
+      h("span", { class: "monad-key-name" }, [slice.kind === "free" ? "free space" : KIND_LABELS[slice.kind] || slice.kind]),
+      h("span", { class: "monad-num" }, [fmt.format(slice.tokens)]),
+      h("span", { class: "monad-num monad-dim" }, [window ? pct(slice.tokens / window) : "–"]),
+    ]),
+  );
+  root.replaceChildren(
+    grid,
+    h("div", { class: "monad-grid-side" }, [
+      h("ul", { class: "monad-grid-legend", "data-role": "grid-legend" }, rows),
+      h("div", { class: "monad-dim" }, [`one cell = 1% of the window (${fmt.format(Math.round(window / GRID_CELLS))} tokens); whole-prompt tokens`]),
+    ]),
+  );
+}
+
+/**
+ * Labels that keep at least `gap` px apart along one axis: later ones move down (or are dropped).
+ * @param {{at: number}[]} items sorted by `at`
+ * @param {number} gap
+ */
+function spread(items, gap) {
+  let last = -Infinity;
+  for (const item of items) {
+    item.at = Math.max(item.at, last + gap);
+    last = item.at;
+  }
+}
+
+/**
+ * @param {Point} p
+ * @returns {string}
+ */
+function pointTip(p) {
+  const cut = p.before > p.occ ? ` · before the cascade acted: ${fmt.format(p.before)}` : "";
+  return `turn ${p.turn} · step ${p.step}: sent ${fmt.format(p.occ)} of ${fmt.format(p.win)} tokens (${pct(p.win ? p.occ / p.win : 0)})${cut}`;
+}
+
+/**
+ * The occupancy timeline at the box's real pixel width, so its text keeps its size at every width.
  * @param {Model} model
  * @param {HTMLElement} root
  */
@@ -215,64 +334,115 @@ function drawTimeline(model, root) {
   const markers = model.get("markers") || [];
   /** @type {Record<string, number>} */
   const marks = model.get("thresholds") || {};
-  const width = 600;
-  const height = 140;
-  const pad = { left: 34, right: 12, top: 14, bottom: 20 };
-  const svg = s("svg", { viewBox: `0 0 ${width} ${height}`, class: "monad-timeline", "data-role": "timeline", role: "img" });
-  const title = s("title", {});
-  title.textContent = "context occupancy per step";
-  svg.append(title);
+  const width = Math.max(240, Math.round(root.clientWidth || 600));
+  const height = width < NARROW ? 170 : 190;
+  const pad = { left: 40, right: 10, top: 34, bottom: 34 };
+  const svg = s("svg", { viewBox: `0 0 ${width} ${height}`, width, height, class: "monad-timeline", "data-role": "timeline", role: "img" });
+  svg.append(s("title", {}, "occupancy per step: what was sent, and what the window held before the cascade acted"));
+  const readout = h("div", { class: "monad-readout", "data-role": "readout" });
   if (points.length === 0) {
-    const empty = s("text", { x: width / 2, y: height / 2, "text-anchor": "middle", class: "monad-axis" });
-    empty.textContent = "the timeline starts with the first step";
-    svg.append(empty);
+    svg.append(s("text", { x: width / 2, y: height / 2, "text-anchor": "middle", class: "monad-axis" }, "the timeline starts with the first step"));
     root.replaceChildren(svg);
     return;
   }
   const first = points[0].i;
   const last = Math.max(points[points.length - 1].i, ...markers.map((m) => m.i));
-  const x = (/** @type {number} */ i) => pad.left + ((i - first) / Math.max(1, last - first)) * (width - pad.left - pad.right);
-  const y = (/** @type {number} */ f) => pad.top + (1 - Math.min(1, f)) * (height - pad.top - pad.bottom);
+  const plotW = width - pad.left - pad.right;
+  const x = (/** @type {number} */ i) => pad.left + (last === first ? plotW / 2 : ((i - first) / (last - first)) * plotW);
+  const y = (/** @type {number} */ f) => pad.top + (1 - Math.min(1, Math.max(0, f))) * (height - pad.top - pad.bottom);
+  const share = (/** @type {number} */ tokens, /** @type {number} */ win) => (win ? tokens / win : 0);
 
   for (const tick of [0, 0.5, 1]) {
-    svg.append(s("line", { x1: pad.left, x2: width - pad.right, y1: y(tick), y2: y(tick), class: "monad-grid" }));
-    const label = s("text", { x: pad.left - 4, y: y(tick) + 4, "text-anchor": "end", class: "monad-axis" });
-    label.textContent = `${tick * 100}%`;
-    svg.append(label);
+    svg.append(s("line", { x1: pad.left, x2: width - pad.right, y1: y(tick), y2: y(tick), class: "monad-gridline" }));
+    svg.append(s("text", { x: pad.left - 5, y: y(tick) + 4, "text-anchor": "end", class: "monad-axis" }, `${tick * 100}%`));
   }
-  for (const [name, at] of Object.entries(marks)) {
-    svg.append(s("line", { x1: pad.left, x2: width - pad.right, y1: y(at), y2: y(at), class: `monad-threshold monad-mark-${name}` }));
+  const labels = Object.entries(marks)
+    .map(([name, at]) => ({ name, value: at, at: y(at) }))
+    .sort((a, b) => a.at - b.at);
+  for (const mark of labels) {
+    svg.append(s("line", { x1: pad.left, x2: width - pad.right, y1: mark.at, y2: mark.at, class: `monad-threshold monad-mark-${mark.name}`, "data-role": "threshold-line" }));
   }
-  const coords = points.map((p) => `${x(p.i).toFixed(1)},${y(p.win ? p.occ / p.win : 0).toFixed(1)}`);
+  spread(labels, FONT + 2);
+  for (const mark of labels) {
+    // At the left, where a session starts low: markers gather at the recent (right) end.
+    svg.append(s("text", { x: pad.left + 4, y: mark.at - 3, class: "monad-axis monad-halo", "data-role": "threshold-label" }, `${mark.name} ${pct(mark.value)}`));
+  }
+
+  // The turn axis: a tick where each turn starts, labelled while the labels fit.
+  const axisY = height - pad.bottom + 6;
+  svg.append(s("line", { x1: pad.left, x2: width - pad.right, y1: axisY, y2: axisY, class: "monad-gridline" }));
+  let labelEnd = -Infinity;
+  for (const [index, p] of points.entries()) {
+    if (index > 0 && points[index - 1].turn === p.turn) continue;
+    const px = x(p.i);
+    svg.append(s("line", { x1: px, x2: px, y1: axisY, y2: axisY + 5, class: "monad-tick" }));
+    const text = `turn ${p.turn}`;
+    const textWidth = text.length * 6.5;
+    const left = Math.min(px, width - pad.right - textWidth);
+    if (left > labelEnd + 6) {
+      svg.append(s("text", { x: left, y: axisY + 18, class: "monad-axis", "data-role": "turn-label" }, text));
+      labelEnd = left + textWidth;
+    }
+  }
+
+  // What the window held before the cascade acted (dashed), and what was sent (solid).
+  if (points.some((p) => p.before > p.occ)) {
+    const before = points.map((p) => `${x(p.i).toFixed(1)},${y(share(p.before, p.win)).toFixed(1)}`);
+    svg.append(s("polyline", { points: before.join(" "), class: "monad-line-before", "data-role": "line-before" }));
+    for (const p of points.filter((q) => q.before > q.occ)) {
+      svg.append(s("line", { x1: x(p.i), x2: x(p.i), y1: y(share(p.before, p.win)), y2: y(share(p.occ, p.win)), class: "monad-cut", "data-role": "cut" }));
+    }
+  }
+  const coords = points.map((p) => `${x(p.i).toFixed(1)},${y(share(p.occ, p.win)).toFixed(1)}`);
   svg.append(s("polyline", { points: coords.join(" "), class: "monad-line", "data-role": "line" }));
-  // One readout for every dot: a <title> per dot would triple the cost of a redraw.
-  const readout = s("text", { x: width - pad.right, y: height - 4, "text-anchor": "end", class: "monad-axis", "data-role": "readout" });
   for (const p of points) {
-    const tip = `turn ${p.turn} · step ${p.step}: ${fmt.format(p.occ)} / ${fmt.format(p.win)} tokens`;
-    svg.append(s("circle", { cx: x(p.i), cy: y(p.win ? p.occ / p.win : 0), r: 3, class: "monad-dot", "data-role": "point", "data-tip": tip }));
+    svg.append(s("circle", { cx: x(p.i), cy: y(share(p.occ, p.win)), r: 3.5, class: "monad-dot", "data-role": "point", "data-tip": pointTip(p) }));
   }
-  svg.append(readout);
-  svg.addEventListener("mouseover", (event) => {
-    const target = /** @type {SVGElement} */ (event.target);
-    readout.textContent = target.dataset?.tip || "";
-  });
+
+  let tagEnd = -Infinity;
+  const stacked = new Map();
   for (const marker of markers) {
     if (marker.i < first) continue;
     const mx = x(marker.i);
-    const group = s("g", { class: `monad-marker monad-marker-${marker.kind}`, "data-role": "marker", "data-kind": marker.kind });
-    group.append(s("line", { x1: mx, x2: mx, y1: pad.top, y2: height - pad.bottom, class: "monad-marker-line" }));
-    group.append(s("circle", { cx: mx, cy: pad.top - 4, r: 7, class: "monad-marker-badge" }));
-    const letter = s("text", { x: mx, y: pad.top - 1, "text-anchor": "middle", class: "monad-marker-letter" });
-    letter.textContent = MARKER_LETTERS[marker.kind] || "•";
-    const tip = s("title", {});
-    tip.textContent = marker.label;
-    group.append(letter, tip);
+    const row = stacked.get(marker.i) || 0;
+    stacked.set(marker.i, row + 1);
+    const bx = mx + row * 18;
+    const group = s("g", { class: `monad-marker monad-marker-${marker.kind}`, "data-role": "marker", "data-kind": marker.kind, "data-tip": marker.label });
+    group.append(s("line", { x1: mx, x2: mx, y1: pad.top - 8, y2: height - pad.bottom, class: "monad-marker-line" }));
+    group.append(s("circle", { cx: bx, cy: pad.top - 18, r: 8, class: "monad-marker-badge" }));
+    group.append(s("text", { x: bx, y: pad.top - 14, "text-anchor": "middle", class: "monad-marker-letter" }, MARKER_LETTERS[marker.kind] || "•"));
+    // The amount beside the badge: right of it, else left, else just under it, inside the plot.
+    const tag = marker.tag || "";
+    const tagWidth = tag.length * 6.5;
+    const right = bx + 11;
+    const left = bx - 11 - tagWidth;
+    if (tag && right > tagEnd + 4 && right + tagWidth <= width) {
+      group.append(s("text", { x: right, y: pad.top - 14, class: "monad-marker-tag", "data-role": "marker-tag" }, tag));
+      tagEnd = right + tagWidth;
+    } else if (tag && left > tagEnd + 4) {
+      group.append(s("text", { x: left, y: pad.top - 14, class: "monad-marker-tag", "data-role": "marker-tag" }, tag));
+      tagEnd = bx + 8;
+    } else if (tag) {
+      const below = { x: Math.min(bx + 4, width - tagWidth - 2), y: pad.top + 12, class: "monad-marker-tag monad-halo", "data-role": "marker-tag" };
+      group.append(s("text", below, tag));
+      tagEnd = bx + 8;
+    }
+    group.append(s("title", {}, marker.label));
     svg.append(group);
   }
-  const caption = h("div", { class: "monad-dim monad-caption" }, [
-    "occupancy per step · E eviction · C compaction · R reinjection",
+  const latest = points[points.length - 1];
+  readout.textContent = pointTip(latest);
+  svg.addEventListener("mouseover", (event) => {
+    const target = /** @type {Element} */ (event.target);
+    const tip = target.closest?.("[data-tip]")?.getAttribute("data-tip");
+    readout.textContent = tip || pointTip(latest);
+  });
+  const key = h("div", { class: "monad-dim monad-caption" }, [
+    h("span", { class: "monad-key" }, [h("i", { class: "monad-dash monad-dash-sent" }), "sent"]),
+    h("span", { class: "monad-key" }, [h("i", { class: "monad-dash monad-dash-before" }), "before eviction / compaction"]),
+    h("span", { class: "monad-key" }, ["E eviction · C compaction · R reinjection"]),
   ]);
-  root.replaceChildren(svg, caption);
+  root.replaceChildren(svg, readout, key);
 }
 
 /**
@@ -301,68 +471,144 @@ function codeLine(text, number) {
 }
 
 /**
+ * A pending request is drawn fresh (never in the answered style of an earlier one); the
+ * decisions taken so far are listed under it.
  * @param {Model} model
  * @param {HTMLElement} root
+ * @param {Map<string, boolean>} answered approval id -> the answer sent from this view
  */
-function drawApproval(model, root) {
+function drawApproval(model, root, answered) {
   /** @type {{id?: string, lines?: string[], summary?: string}} */
   const approval = model.get("approval") || {};
-  if (!approval.id) {
-    root.replaceChildren();
-    return;
+  /** @type {Decision[]} */
+  const decisions = model.get("decisions") || [];
+  const children = [];
+  if (approval.id) {
+    const id = approval.id;
+    const run = h("button", { class: "monad-btn monad-primary", "data-role": "run" }, ["Run"]);
+    const skip = h("button", { class: "monad-btn", "data-role": "skip" }, ["Skip"]);
+    const status = h("span", { class: "monad-dim", "data-role": "approval-status", "aria-live": "polite" });
+    const box = h("div", { class: "monad-request", "data-role": "approval-request" });
+    const showAnswered = () => {
+      box.classList.add("monad-answered");
+      run.setAttribute("disabled", "");
+      skip.setAttribute("disabled", "");
+      status.textContent = answered.get(id) ? "Run sent, waiting for the kernel…" : "Skip sent, waiting for the kernel…";
+    };
+    const answer = (/** @type {boolean} */ yes) => {
+      answered.set(id, yes);
+      model.send({ type: "approval", id, run: yes });
+      showAnswered();
+    };
+    run.addEventListener("click", () => answer(true));
+    skip.addEventListener("click", () => answer(false));
+    const lines = approval.lines || [];
+    box.append(
+      h("div", { class: "monad-section-title", "data-role": "approval-title" }, [
+        "The agent wants to run this code ",
+        h("span", { class: "monad-dim", "data-role": "approval-summary" }, [`(${approval.summary || `${lines.length} lines`})`]),
+      ]),
+      h("div", { class: "monad-code", "data-role": "approval-code" }, lines.map((line, i) => codeLine(line, i + 1))),
+      h("div", { class: "monad-actions" }, [run, skip, status]),
+    );
+    if (answered.has(id)) showAnswered();
+    children.push(box);
   }
-  const answer = (/** @type {boolean} */ run) => {
-    model.send({ type: "approval", id: approval.id, run });
-    root.querySelectorAll("button").forEach((b) => b.setAttribute("disabled", ""));
-    root.classList.add("monad-answered");
-  };
-  const run = h("button", { class: "monad-btn monad-primary", "data-role": "run" }, ["Run"]);
-  const skip = h("button", { class: "monad-btn", "data-role": "skip" }, ["Skip"]);
-  run.addEventListener("click", () => answer(true));
-  skip.addEventListener("click", () => answer(false));
-  const lines = approval.lines || [];
-  root.replaceChildren(
-    h("div", { class: "monad-section-title" }, [
-      "The agent wants to run this code ",
-      h("span", { class: "monad-dim", "data-role": "approval-summary" }, [`(${approval.summary || `${lines.length} lines`})`]),
-    ]),
-    h("div", { class: "monad-code", "data-role": "approval-code" }, lines.map((line, i) => codeLine(line, i + 1))),
-    h("div", { class: "monad-actions" }, [run, skip]),
-  );
+  if (decisions.length > 0) {
+    const items = [...decisions].reverse().map((d) =>
+      h("li", { "data-role": "decision", "data-answer": d.answer }, [
+        h("span", { class: `monad-verdict monad-verdict-${d.answer.replace(" ", "-")}` }, [d.answer]),
+        h("code", {}, [d.code || "(empty)"]),
+        h("span", { class: "monad-dim" }, [d.lines > 1 ? `${d.lines} lines · ${d.at}` : d.at]),
+      ]),
+    );
+    children.push(h("div", { class: "monad-decisions", "data-role": "decisions" }, [h("div", { class: "monad-dim" }, ["Approval decisions"]), h("ul", {}, items)]));
+  }
+  root.replaceChildren(...children);
+}
+
+/**
+ * @param {HTMLElement} button
+ * @param {Model} model
+ * @param {object} message
+ */
+function act(button, model, message) {
+  button.setAttribute("disabled", "");
+  model.send(message);
 }
 
 /**
  * @param {Model} model
- * @param {HTMLElement} root
+ * @param {Receipt} receipt
+ * @returns {HTMLElement[]}
  */
-function drawMemory(model, root) {
+function receiptLine(model, receipt) {
+  if (!receipt.id) return [];
+  const verb = RECEIPTS[receipt.action || ""] || receipt.action || "";
+  const quoted = receipt.action === "saved" && !receipt.undo ? receipt.text : `“${receipt.text}”`;
+  const line = h("div", { class: "monad-receipt", "data-role": "receipt", role: "status" }, [`${verb} ${quoted}`]);
+  if (receipt.undo) {
+    const undo = h("button", { class: "monad-link", "data-role": "undo" }, ["Undo"]);
+    undo.addEventListener("click", () => act(undo, model, { type: "memory.undo", id: receipt.id }));
+    line.append(" · ", undo);
+  }
+  return [line];
+}
+
+/**
+ * Suggestions (one set of buttons each, where each came from), the last click's receipt with
+ * its undo, and the facts in force.
+ * @param {Model} model
+ * @param {HTMLElement} root
+ * @param {HTMLDetailsElement} factsBox kept across redraws so its open state stays
+ */
+function drawMemory(model, root, factsBox) {
   /** @type {Suggestion[]} */
   const items = model.get("suggestions") || [];
-  if (items.length === 0) {
+  /** @type {Fact[]} */
+  const facts = model.get("facts") || [];
+  /** @type {Receipt} */
+  const receipt = model.get("receipt") || {};
+  if (items.length === 0 && facts.length === 0 && !receipt.id) {
     root.replaceChildren();
     return;
   }
-  const act = (/** @type {HTMLElement} */ button, /** @type {object} */ message) => {
-    button.setAttribute("disabled", "");
-    button.textContent = "…";
-    model.send(message);
-  };
-  const rows = items.map((item) => {
-    const save = h("button", { class: "monad-btn monad-primary", "data-role": "save", "data-id": item.id }, ["Save"]);
-    const dismiss = h("button", { class: "monad-btn", "data-role": "dismiss", "data-id": item.id }, ["Dismiss"]);
-    save.addEventListener("click", () => act(save, { type: "memory.save", id: item.id }));
-    dismiss.addEventListener("click", () => act(dismiss, { type: "memory.dismiss", id: item.id }));
-    return h("li", { "data-role": "suggestion" }, [h("span", {}, [item.text]), h("span", { class: "monad-actions" }, [save, dismiss])]);
+  const children = [h("div", { class: "monad-section-title" }, [items.length ? (items.length === 1 ? "Remember this?" : `Remember these ${items.length}?`) : "Memory"])];
+  if (items.length) {
+    const rows = items.map((item) => {
+      const save = h("button", { class: "monad-btn monad-primary", "data-role": "save", "data-id": item.id }, ["Save"]);
+      const dismiss = h("button", { class: "monad-btn", "data-role": "dismiss", "data-id": item.id }, ["Dismiss"]);
+      save.addEventListener("click", () => act(save, model, { type: "memory.save", id: item.id }));
+      dismiss.addEventListener("click", () => act(dismiss, model, { type: "memory.dismiss", id: item.id }));
+      return h("li", { "data-role": "suggestion", "data-id": item.id }, [
+        h("div", { class: "monad-fact" }, [h("span", {}, [item.text]), h("span", { class: "monad-dim", "data-role": "origin" }, [item.origin || ""])]),
+        h("span", { class: "monad-actions" }, [save, dismiss]),
+      ]);
+    });
+    children.push(h("ul", { class: "monad-suggestions" }, rows));
+    if (items.length > 1) {
+      const saveAll = h("button", { class: "monad-btn", "data-role": "save-all" }, [`Save all ${items.length}`]);
+      const dismissAll = h("button", { class: "monad-btn", "data-role": "dismiss-all" }, [`Dismiss all ${items.length}`]);
+      saveAll.addEventListener("click", () => act(saveAll, model, { type: "memory.save", all: true }));
+      dismissAll.addEventListener("click", () => act(dismissAll, model, { type: "memory.dismiss", all: true }));
+      children.push(h("div", { class: "monad-actions" }, [saveAll, dismissAll]));
+    }
+  }
+  children.push(...receiptLine(model, receipt));
+  const rows = facts.map((fact) => {
+    const forget = h("button", { class: "monad-link", "data-role": "forget", "data-id": fact.id }, ["Forget"]);
+    forget.addEventListener("click", () => act(forget, model, { type: "memory.forget", id: fact.id }));
+    return h("li", { "data-role": "fact", "data-id": fact.id }, [
+      h("div", { class: "monad-fact" }, [h("span", {}, [fact.text]), h("span", { class: "monad-dim", "data-role": "origin" }, [fact.origin])]),
+      forget,
+    ]);
   });
-  const saveAll = h("button", { class: "monad-btn monad-primary", "data-role": "save-all" }, ["Save all"]);
-  const dismissAll = h("button", { class: "monad-btn", "data-role": "dismiss-all" }, ["Dismiss all"]);
-  saveAll.addEventListener("click", () => act(saveAll, { type: "memory.save", all: true }));
-  dismissAll.addEventListener("click", () => act(dismissAll, { type: "memory.dismiss", all: true }));
-  root.replaceChildren(
-    h("div", { class: "monad-section-title" }, [items.length === 1 ? "Remember this 1 thing?" : `Remember these ${items.length} things?`]),
-    h("ul", { class: "monad-suggestions" }, rows),
-    h("div", { class: "monad-actions" }, [saveAll, dismissAll]),
+  factsBox.replaceChildren(
+    h("summary", {}, [`Facts in force (${facts.length})`]),
+    facts.length ? h("ul", { class: "monad-facts", "data-role": "facts" }, rows) : h("div", { class: "monad-dim" }, ["no facts remembered yet"]),
   );
+  children.push(factsBox);
+  root.replaceChildren(...children);
 }
 
 /**
@@ -382,6 +628,35 @@ function drawRecordChoices(model, select) {
 }
 
 /**
+ * @param {Part} part
+ * @returns {HTMLElement}
+ */
+function partRow(part) {
+  const flags = [part.placeholder ? "cleared" : "", part.injected ? "injected" : ""].filter(Boolean);
+  const head = h("div", { class: "monad-part-head" }, [
+    h("i", { class: `monad-swatch monad-kind-${part.kind}` }),
+    h("span", { class: "monad-part-kind" }, [part.kind]),
+    ...flags.map((f) => h("span", { class: `monad-flag monad-flag-${f}` }, [f])),
+    h("span", { class: "monad-dim" }, [part.role]),
+    h("span", { class: "monad-num monad-part-tokens" }, [`${fmt.format(part.tokens)} tokens`]),
+  ]);
+  const body = [head];
+  if (part.preview) body.push(h("div", { class: "monad-preview" }, [part.preview]));
+  const calls = part.calls || [];
+  if (calls.length) {
+    body.push(
+      h(
+        "ul",
+        { class: "monad-calls", "data-role": "calls" },
+        calls.map((call) => h("li", { "data-role": "call" }, [h("strong", {}, [call.name]), `(${call.arguments})`])),
+      ),
+    );
+  }
+  if (!part.preview && !calls.length) body.push(h("div", { class: "monad-preview monad-dim" }, ["(empty)"]));
+  return h("li", { class: `monad-part ${flags.map((f) => `monad-${f}`).join(" ")}`, "data-role": "part", "data-kind": part.kind }, body);
+}
+
+/**
  * @param {Model} model
  * @param {HTMLElement} root
  */
@@ -393,20 +668,10 @@ function drawInspected(model, root) {
     root.replaceChildren(h("div", { class: "monad-dim" }, ["no step recorded yet"]));
     return;
   }
-  const rows = parts.map((part) => {
-    const flags = [part.placeholder ? "cleared" : "", part.injected ? "injected" : ""].filter(Boolean);
-    return h("tr", { class: `monad-part ${flags.map((f) => `monad-${f}`).join(" ")}`, "data-role": "part", "data-kind": part.kind }, [
-      h("td", {}, [h("i", { class: `monad-swatch monad-kind-${part.kind}` }), part.kind, ...flags.map((f) => h("span", { class: `monad-flag monad-flag-${f}` }, [f]))]),
-      h("td", {}, [part.role]),
-      h("td", { class: "monad-num" }, [fmt.format(part.tokens)]),
-      h("td", { class: "monad-preview" }, [part.preview]),
-    ]);
-  });
-  const head = h("tr", {}, ["kind", "role", "tokens", "text"].map((c) => h("th", {}, [c])));
   const more = record.more_parts ? [h("div", { class: "monad-dim" }, [`… and ${record.more_parts} more parts`])] : [];
   root.replaceChildren(
     h("div", { class: "monad-dim" }, [`turn ${record.turn} · step ${record.step} · ${fmt.format(record.total_tokens || 0)} tokens sent`]),
-    h("table", { class: "monad-parts" }, [h("thead", {}, [head]), h("tbody", {}, rows)]),
+    h("ol", { class: "monad-parts" }, parts.map(partRow)),
     ...more,
   );
 }
@@ -418,19 +683,23 @@ function drawInspected(model, root) {
 function render({ model, el }) {
   /** @type {Set<number>} */
   const timers = new Set();
+  /** @type {Map<string, boolean>} */
+  const answered = new Map();
   const header = h("div", { class: "monad-header" });
   const notices = h("div", { class: "monad-notices", "data-role": "notices" });
   const occupancy = h("div", { class: "monad-occupancy" });
+  const windowGrid = h("div", { class: "monad-window", "data-role": "window" });
   const timeline = h("div", { class: "monad-timeline-box" });
   const approval = h("div", { class: "monad-approval", "data-role": "approval" });
   const memory = h("div", { class: "monad-memory", "data-role": "memory" });
-  const select = /** @type {HTMLSelectElement} */ (h("select", { "data-role": "inspect-select" }));
+  const factsBox = /** @type {HTMLDetailsElement} */ (h("details", { class: "monad-facts-box", "data-role": "facts-box" }));
+  const select = /** @type {HTMLSelectElement} */ (h("select", { "data-role": "inspect-select", "aria-label": "step to inspect" }));
   const inspected = h("div", { "data-role": "inspected" });
   const inspector = h("details", { class: "monad-inspector" }, [
-    h("summary", {}, ["Inspect what the model received: ", select]),
-    inspected,
+    h("summary", {}, ["Inspect what the model received"]),
+    h("div", { class: "monad-inspector-body", "data-role": "inspector-body" }, [h("label", { class: "monad-dim" }, ["step ", select]), inspected]),
   ]);
-  const panel = h("div", { class: "monad-panel" }, [header, notices, approval, occupancy, timeline, memory, inspector]);
+  const panel = h("div", { class: "monad-panel" }, [header, notices, approval, occupancy, windowGrid, timeline, memory, inspector]);
   el.replaceChildren(panel);
 
   // The kernel sends the step list and the inspected parts only while an inspector is open.
@@ -445,14 +714,16 @@ function render({ model, el }) {
   select.addEventListener("change", onSelect);
   inspector.addEventListener("toggle", onToggle);
 
+  const drawTimelineNow = () => drawTimeline(model, timeline);
   /** @type {[string[], () => void][]} */
   const sections = [
     [["session_name", "activity"], () => drawHeader(model, header)],
     [["notices"], () => drawNotices(model, notices, timers)],
     [["usage", "thresholds", "composition", "compaction"], () => drawOccupancy(model, occupancy)],
-    [["timeline_base", "timeline_tail", "markers", "thresholds"], () => drawTimeline(model, timeline)],
-    [["approval"], () => drawApproval(model, approval)],
-    [["suggestions"], () => drawMemory(model, memory)],
+    [["usage", "thresholds", "composition"], () => drawWindowGrid(model, windowGrid)],
+    [["timeline_base", "timeline_tail", "markers", "thresholds"], drawTimelineNow],
+    [["approval", "decisions"], () => drawApproval(model, approval, answered)],
+    [["suggestions", "facts", "receipt"], () => drawMemory(model, memory, factsBox)],
     [["records"], () => drawRecordChoices(model, select)],
     [["inspected"], () => drawInspected(model, inspected)],
   ];
@@ -465,22 +736,38 @@ function render({ model, el }) {
     dirty.clear();
     if (!closed) for (const draw of draws) draw();
   };
+  const schedule = (/** @type {() => void} */ draw) => {
+    if (dirty.size === 0) queueMicrotask(flush);
+    dirty.add(draw);
+  };
   /** @type {[string, () => void][]} */
   const handlers = [];
   for (const [names, draw] of sections) {
-    const schedule = () => {
-      if (dirty.size === 0) queueMicrotask(flush);
-      dirty.add(draw);
-    };
+    const onChange = () => schedule(draw);
     for (const name of names) {
-      model.on(`change:${name}`, schedule);
-      handlers.push([name, schedule]);
+      model.on(`change:${name}`, onChange);
+      handlers.push([name, onChange]);
     }
     draw();
   }
 
+  // Sizes follow the panel's real width: stacked below NARROW px, the timeline redrawn at 1:1.
+  let drawnWidth = 0;
+  const resized = () => {
+    const width = panel.clientWidth;
+    panel.classList.toggle("monad-narrow", width > 0 && width < NARROW);
+    if (Math.abs(timeline.clientWidth - drawnWidth) >= 4) {
+      drawnWidth = timeline.clientWidth;
+      schedule(drawTimelineNow);
+    }
+  };
+  const observer = typeof ResizeObserver === "function" ? new ResizeObserver(resized) : null;
+  observer?.observe(panel);
+  resized();
+
   return () => {
     closed = true;
+    observer?.disconnect();
     for (const [name, handler] of handlers) model.off(`change:${name}`, handler);
     select.removeEventListener("change", onSelect);
     inspector.removeEventListener("toggle", onToggle);

@@ -2,7 +2,7 @@
 
 The panel listens to the session's events (from the turn, or from the background worker
 between cells) and mirrors a PanelState into synced traits. The frontend never writes
-traits; it sends small custom messages (save, dismiss, run, skip, inspect) handled here.
+traits; it sends small custom messages (save, dismiss, forget, undo, run, skip, inspect) handled here.
 """
 
 from __future__ import annotations
@@ -27,15 +27,10 @@ from monad_notebook.widget.approval import (
     route_to_subshell,
     supports_busy_routing,
 )
-from monad_notebook.widget.report import (
-    records_of,
-    render_text,
-    state_from_session,
-    suggestions_of,
-    thresholds_of,
-)
+from monad_notebook.widget.memory_actions import MemoryActions
+from monad_notebook.widget.report import records_of, render_text, state_from_session, thresholds_of
 from monad_notebook.widget.report import text_report as _text_report
-from monad_notebook.widget.source import PanelSource, SuggestionBox
+from monad_notebook.widget.source import PanelSource
 from monad_notebook.widget.state import FIELDS, PanelState
 
 HERE = Path(__file__).resolve().parent
@@ -70,6 +65,9 @@ class MonadPanel(anywidget.AnyWidget):
     compaction = t.Dict().tag(sync=True)
     notices = t.List().tag(sync=True)
     suggestions = t.List().tag(sync=True)
+    facts = t.List().tag(sync=True)
+    receipt = t.Dict().tag(sync=True)
+    decisions = t.List().tag(sync=True)
     records = t.List().tag(sync=True)
     inspected = t.Dict().tag(sync=True)
     activity = t.Unicode("idle").tag(sync=True)
@@ -79,6 +77,8 @@ class MonadPanel(anywidget.AnyWidget):
         "approval": "_answer_approval",
         "memory.save": "_save_memory",
         "memory.dismiss": "_dismiss_memory",
+        "memory.forget": "_forget_memory",
+        "memory.undo": "_undo_memory",
         "inspect": "_inspect",
         "notice.dismiss": "_dismiss_notice",
     }
@@ -87,6 +87,7 @@ class MonadPanel(anywidget.AnyWidget):
         self.session = session
         self.memory_scope = memory_scope
         self._state: PanelState = state_from_session(session)
+        self._memory = MemoryActions(session, self._state, memory_scope)
         self._pending: PendingAnswer | None = None
         self.busy_note = ""
         super().__init__(session_name=session.name, **self._state.snapshot(), **kwargs)
@@ -150,10 +151,13 @@ class MonadPanel(anywidget.AnyWidget):
         if event.kind == ev.USAGE:
             changed |= self._state.set_records(records_of(session))
             changed |= self._state.set_thresholds(thresholds_of(session))
-        elif event.kind == ev.TURN_FINISHED:
-            suggestions = suggestions_of(session)
-            if suggestions is not None:
-                changed |= self._state.set_suggestions(suggestions)
+        elif event.kind in (ev.TURN_FINISHED, ev.MEMORY_SUGGESTION, ev.MEMORY_SAVED):
+            changed |= self._memory.refresh()
+        elif event.kind == ev.RESET:
+            with self._state.lock:
+                self._state.usage = session.usage_snapshot()
+            changed |= self._state.set_records(records_of(session)) | self._memory.refresh()
+            changed |= self._state.clear_receipt()
         self._push(changed)
 
     def _push(self, names: set[str]) -> None:
@@ -176,13 +180,15 @@ class MonadPanel(anywidget.AnyWidget):
             clear()
 
     def show_approval(self, pending: PendingAnswer, code: str, *, timeout: float) -> Callable[[], None]:
-        """Show a question someone else waits on (the cell that asked); a click here resolves it.
+        """Show a question someone else may also show (the cell that asked); a click here resolves it.
 
-        Returns the function that takes the question down once it is answered anywhere.
+        Returns the function that takes the question down once it is answered anywhere, and adds
+        its outcome to the panel's list of decisions.
         """
+        view = approval_view(code)
         with self._state.lock:
             previous, self._pending = self._pending, pending
-            self.approval = {"id": pending.id, "code": code, **approval_view(code), "timeout": timeout}
+            self.approval = {"id": pending.id, "code": code, **view, "timeout": timeout}
         if previous is not None and previous is not pending:
             previous.resolve(False, via="panel")
 
@@ -191,8 +197,13 @@ class MonadPanel(anywidget.AnyWidget):
                 if self._pending is pending:
                     self._pending = None
                     self.approval = {}
+            self.note_decision(view, pending.answer)
 
         return clear
+
+    def note_decision(self, view: dict[str, Any], answer: bool | None) -> None:
+        """Add an approval's outcome to the panel's list of decisions (``view``: ``approval_view(code)``)."""
+        self._push(self._state.add_decision(view, answer))
 
     # --- frontend messages -----------------------------------------------------------
 
@@ -208,50 +219,17 @@ class MonadPanel(anywidget.AnyWidget):
         if pending is not None and content.get("id") == pending.id:
             pending.resolve(bool(content.get("run")), always=bool(content.get("always")), via="panel")
 
-    def _targets(self, content: dict[str, Any]) -> list[str]:
-        if content.get("all"):
-            return [s["id"] for s in self._state.suggestions]
-        return [str(content["id"])] if content.get("id") else []
-
-    def _memory(self) -> SuggestionBox | None:
-        memory = self.session.memory
-        if memory is None:
-            self._push(self._state.add_notice("error", "this session has no memory service: nothing was saved"))
-        return memory
-
     def _save_memory(self, content: dict[str, Any]) -> None:
-        memory = self._memory()
-        if memory is None:
-            return
-        targets = self._targets(content)
-        saved, refused = 0, []
-        for item_id in targets:
-            verdict = memory.accept(self.session.name, item_id, self.memory_scope)
-            if getattr(verdict, "ok", bool(verdict)):
-                saved += 1
-            else:
-                refused.append(getattr(verdict, "reason", "") or "refused")
-        self._after_memory(targets)
-        if saved:
-            self._push(self._state.add_notice("info", f"saved {saved} fact(s) to memory"))
-        for reason in refused:
-            self._push(self._state.add_notice("error", f"not saved: {reason}"))
+        self._push(self._memory.save(content))
 
     def _dismiss_memory(self, content: dict[str, Any]) -> None:
-        memory = self._memory()
-        if memory is None:
-            return
-        targets = self._targets(content)
-        for item_id in targets:
-            memory.dismiss(self.session.name, item_id)
-        self._after_memory(targets)
+        self._push(self._memory.dismiss(content))
 
-    def _after_memory(self, resolved: list[str]) -> None:
-        changed = self._state.drop_suggestions(set(resolved))
-        pending = suggestions_of(self.session)
-        if pending is not None:
-            changed |= self._state.set_suggestions(pending)
-        self._push(changed)
+    def _forget_memory(self, content: dict[str, Any]) -> None:
+        self._push(self._memory.forget(content))
+
+    def _undo_memory(self, content: dict[str, Any]) -> None:
+        self._push(self._memory.undo(content))
 
     def _inspect(self, content: dict[str, Any]) -> None:
         """The inspector opened, closed, or picked a step (turn/step None: follow the latest)."""

@@ -5,14 +5,20 @@ from __future__ import annotations
 from typing import Any
 
 from monad_notebook import events as ev
+from monad_notebook.events import Event
+from monad_notebook.memory.service import GLOBAL_SCOPE, visible_scopes
+from monad_notebook.widget.parts import scaled
 from monad_notebook.widget.source import PanelSource
-from monad_notebook.widget.state import PanelState
+from monad_notebook.widget.state import PanelState, minus
 
 BAR_WIDTH = 40
 SPARK = "▁▂▃▄▅▆▇█"
 # Replayed from the store when a panel opens mid-session; old errors and turn activity are not news.
-HISTORY_KINDS = frozenset({ev.USAGE, ev.COMPACTION_STARTED, ev.COMPACTION_FINISHED, ev.REINJECTED})
+HISTORY_KINDS = frozenset(
+    {ev.USAGE, ev.EVICTED, ev.COMPACTION_STARTED, ev.COMPACTION_FINISHED, ev.REINJECTED, ev.RESET}
+)
 MARKER_LETTERS = {"evicted": "E", "compaction": "C", "reinjected": "R", "handoff": "H"}
+FACT_SOURCES = {"manual": "saved by you", "tool": "saved by the agent", "promotion": "from compaction"}
 
 
 def thresholds_of(session: PanelSource) -> dict[str, float]:
@@ -30,28 +36,90 @@ def records_of(session: PanelSource) -> list[dict[str, Any]]:
     return list(session.prompt_records)
 
 
+def _stored(session: PanelSource, kind: str) -> list[Event]:
+    return session.store.list_events(session.name, kind=kind) if session.store is not None else []
+
+
+def _origin(session: str, data: dict[str, Any]) -> str:
+    origin = data.get("origin") or {}
+    if origin.get("source") == "compaction":
+        turns = [t for t in origin.get("turns") or [] if isinstance(t, int)]
+        span = ""
+        if turns:
+            span = f" of turn {turns[0]}" if min(turns) == max(turns) else f" of turns {min(turns)}–{max(turns)}"
+        return f"from compaction{span} · session {session}"
+    return f"suggested in session {session}"
+
+
 def suggestions_of(session: PanelSource) -> list[dict[str, Any]] | None:
-    """Pending memory suggestions, or None when the session has no memory service (it is keyed by name)."""
+    """Pending memory suggestions with where each came from, or None without a memory service."""
     if session.memory is None:
         return None
     pending = session.memory.pending_suggestions(session.name)
-    return [{"id": str(item["id"]), "text": str(item.get("text", ""))} for item in pending]
+    origins = {
+        str(item.get("id")): _origin(session.name, event.data)
+        for event in _stored(session, ev.MEMORY_SUGGESTION)
+        for item in event.data.get("items", [])
+    }
+    return [
+        {
+            "id": str(item["id"]),
+            "text": str(item.get("text", "")),
+            "scope": str(item.get("scope", GLOBAL_SCOPE)),
+            "origin": origins.get(str(item["id"]), f"suggested in session {session.name}"),
+        }
+        for item in pending
+    ]
+
+
+def facts_of(session: PanelSource) -> list[dict[str, Any]] | None:
+    """The facts in force for this session (its agent's scope and global), newest first, with their origin."""
+    if session.memory is None:
+        return None
+    here = {
+        str(fact.get("id"))
+        for event in _stored(session, ev.MEMORY_SAVED)
+        for fact in event.data.get("facts", [])
+        if isinstance(fact, dict)
+    }
+    facts = sorted(session.memory.list(visible_scopes(session.config.agent.name)), key=lambda f: -f.created_at)
+    return [
+        {
+            "id": fact.id,
+            "text": fact.text,
+            "scope": fact.scope,
+            "source": fact.source,
+            "origin": " · ".join(
+                [FACT_SOURCES.get(fact.source, fact.source), fact.scope]
+                + ([f"session {session.name}"] if fact.id in here else [])
+            ),
+        }
+        for fact in facts
+    ]
+
+
+def history_of(session: PanelSource) -> list[Event]:
+    """The stored events the panel replays: those after the last reset, of the kinds it draws."""
+    stored = session.store.list_events(session.name) if session.store is not None else []
+    last_reset = max((i for i, e in enumerate(stored) if e.kind == ev.RESET), default=-1)
+    return [e for e in stored[last_reset + 1 :] if e.kind in HISTORY_KINDS]
 
 
 def state_from_session(session: PanelSource, *, history: bool = True) -> PanelState:
     """A PanelState as if it had listened from the start: stored events replayed, then the live snapshot."""
     state = PanelState(session.name)
     if history:
-        stored = session.store.list_events(session.name) if session.store is not None else []
-        for event in stored:
-            if event.kind in HISTORY_KINDS:
-                state.apply(event)
+        for event in history_of(session):
+            state.apply(event)
     state.set_thresholds(thresholds_of(session))
     state.set_records(records_of(session))
     state.usage = {**state.usage, **session.usage_snapshot()}
     suggestions = suggestions_of(session)
     if suggestions is not None:
         state.set_suggestions(suggestions)
+    facts = facts_of(session)
+    if facts is not None:
+        state.set_facts(facts)
     return state
 
 
@@ -89,7 +157,8 @@ def render_text(state: PanelState) -> str:
         f"{_bar(fraction, marks)}  " + " · ".join(f"{k} {v:.0%}" for k, v in marks.items()),
     ]
     if state.composition:
-        lines.append("context: " + " · ".join(f"{c['kind']} {c['tokens']:,}" for c in state.composition))
+        parts = scaled(state.composition, occupancy)
+        lines.append("context: " + " · ".join(f"{c['kind']} {c['tokens']:,}" for c in parts))
     if usage.get("reclaimed"):
         lines.append(f"reclaimed {usage['reclaimed']:,} tokens by clearing old tool results (recoverable)")
     if usage.get("tokens_sent"):
@@ -100,15 +169,25 @@ def render_text(state: PanelState) -> str:
     if compaction.get("last"):
         last = compaction["last"]
         how = " (extractive fallback)" if last["fallback"] else ""
-        lines.append(f"last compaction: {last['before']:,} -> {last['after']:,} tokens in {last['seconds']} s{how}")
+        lines.append(
+            f"last compaction: {minus(max(0, last['before'] - last['after']))} tokens "
+            f"(messages only: {last['before']:,} -> {last['after']:,}) in {last['seconds']} s{how}"
+        )
     spark = _sparkline(state)
     if spark:
         lines += ["occupancy per step (E eviction, C compaction, R reinjection):", spark]
+        lines += [f"  {MARKER_LETTERS.get(m['kind'], '*')} {m['label']}" for m in state.markers[-5:]]
     lines += [f"! {n['text']}" for n in state.notices]
+    lines += [f"approval: {d['answer']} · {d['code']} · {d['at']}" for d in state.decisions]
     if state.suggestions:
         count = len(state.suggestions)
         lines.append("remember this 1 thing?" if count == 1 else f"remember these {count} things?")
-        lines += [f"  [{s['id']}] {s['text']}" for s in state.suggestions]
+        lines += [
+            f"  [{s['id']}] {s['text']}" + (f" ({s['origin']})" if s.get("origin") else "") for s in state.suggestions
+        ]
+    if state.facts:
+        lines.append(f"facts in force ({len(state.facts)}):")
+        lines += [f"  - {f['text']} ({f['origin']})" for f in state.facts]
     return "\n".join(lines)
 
 

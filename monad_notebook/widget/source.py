@@ -2,19 +2,29 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from monad_notebook.config import Config
 from monad_notebook.events import EventBus
-from monad_notebook.store.base import Store
+from monad_notebook.store.base import MemoryFact, Store
 
 
-class SuggestionBox(Protocol):
-    """The memory service's suggestion contract, keyed by session name."""
+class MemoryBox(Protocol):
+    """The memory service as the panel uses it: suggestions keyed by session name, and the facts in force."""
 
     def pending_suggestions(self, session: str) -> list[dict[str, Any]]: ...
     def accept(self, session: str, item_id: str, scope: str | None = None) -> Any: ...
     def dismiss(self, session: str, item_id: str) -> bool: ...
+    def suggest(
+        self, session: str, facts: Sequence[str], *, scope: str = ..., origin: dict[str, Any] | None = None
+    ) -> list[dict[str, str]]: ...
+    def list(self, scopes: Sequence[str] | None = None) -> list[MemoryFact]: ...
+    def add(self, text: str, *, scope: str, source: str = "manual") -> Any: ...
+    def remove(self, fact_id: str) -> bool: ...
+
+
+SuggestionBox = MemoryBox
 
 
 class PanelSource(Protocol):
@@ -29,7 +39,7 @@ class PanelSource(Protocol):
     @property
     def store(self) -> Store | None: ...
     @property
-    def memory(self) -> SuggestionBox | None: ...
+    def memory(self) -> MemoryBox | None: ...
     @property
     def turn(self) -> int: ...
     @property

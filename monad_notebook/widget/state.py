@@ -1,7 +1,8 @@
 """What the panel shows, as plain data: events in, small JSON-ready fields out.
 
 Kept apart from the widget so the terminal report and the browser panel tell the same story,
-and so it can be tested without anywidget or a frontend.
+and so it can be tested without anywidget or a frontend. Every amount is in whole-prompt
+tokens except a compaction's, which counts the conversation it folded ("messages only").
 """
 
 from __future__ import annotations
@@ -14,27 +15,15 @@ from typing import Any
 
 from monad_notebook import events as ev
 from monad_notebook.events import Event
+from monad_notebook.widget.parts import as_int as _int
+from monad_notebook.widget.parts import composition_of, cut, inspect_record
 
 MAX_POINTS = 120
 TAIL_POINTS = 20
 MAX_MARKERS = 60
 MAX_NOTICES = 4
 MAX_RECORDS = 50
-MAX_PARTS = 200
-PREVIEW_CHARS = 240
-
-PART_ORDER = (
-    "system",
-    "tools",
-    "memory",
-    "summary",
-    "plan",
-    "related_context",
-    "message",
-    "tool_result",
-    "placeholder",
-)
-INJECTED_KINDS = frozenset({"memory", "summary", "plan", "related_context"})
+MAX_DECISIONS = 6
 
 FIELDS = (
     "usage",
@@ -46,6 +35,9 @@ FIELDS = (
     "compaction",
     "notices",
     "suggestions",
+    "facts",
+    "receipt",
+    "decisions",
     "records",
     "inspected",
     "activity",
@@ -55,51 +47,25 @@ FIELDS = (
 COST_KEYS = ("step_prompt_tokens", "step_cached_tokens", "tokens_sent", "tokens_cached", "billed_input")
 
 
-def _int(value: Any) -> int:
-    try:
-        return int(value or 0)
-    except (TypeError, ValueError):
-        return 0
+HISTORY_FIELDS = (
+    "usage",
+    "composition",
+    "timeline_base",
+    "timeline_tail",
+    "markers",
+    "compaction",
+    "records",
+    "inspected",
+)
 
 
-def composition_of(record: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """Tokens per part kind of one prompt record, in a stable order (unknown kinds last)."""
-    if not record:
-        return []
-    totals: dict[str, int] = {}
-    for part in record.get("parts", []):
-        kind = str(part.get("kind", "message"))
-        totals[kind] = totals.get(kind, 0) + _int(part.get("tokens"))
-    order = {kind: i for i, kind in enumerate(PART_ORDER)}
-    kinds = sorted(totals, key=lambda k: (order.get(k, len(order)), k))
-    return [{"kind": k, "tokens": totals[k]} for k in kinds if totals[k] > 0]
+def minus(tokens: int) -> str:
+    """A reduction as the markers show it: "−1,622" (a real minus sign)."""
+    return f"\u2212{tokens:,}"
 
 
-def inspect_record(record: dict[str, Any], *, pinned: bool = False) -> dict[str, Any]:
-    """One step's parts, with text cut to a preview: the inspector never ships a whole prompt."""
-    parts = []
-    for part in record.get("parts", [])[:MAX_PARTS]:
-        text = str(part.get("text", ""))
-        kind = str(part.get("kind", "message"))
-        parts.append(
-            {
-                "kind": kind,
-                "role": str(part.get("role", "")),
-                "tokens": _int(part.get("tokens")),
-                "preview": text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…",
-                "chars": len(text),
-                "injected": kind in INJECTED_KINDS,
-                "placeholder": kind == "placeholder",
-            }
-        )
-    return {
-        "turn": _int(record.get("turn")),
-        "step": _int(record.get("step")),
-        "total_tokens": _int(record.get("total_tokens")),
-        "parts": parts,
-        "more_parts": max(0, len(record.get("parts", [])) - MAX_PARTS),
-        "pinned": pinned,
-    }
+def at(turn: int, step: int) -> str:
+    return f"turn {turn} · step {step}" if step else f"turn {turn}"
 
 
 class PanelState:
@@ -109,20 +75,27 @@ class PanelState:
         self.session_name = session_name
         self.lock = threading.RLock()
         self._ids = itertools.count(1)
+        self.inspector_open = False
+        self.activity = "idle"
+        self.thresholds: dict[str, float] = {}
+        self.notices: list[dict[str, Any]] = []
+        self.suggestions: list[dict[str, Any]] = []
+        self.facts: list[dict[str, Any]] = []
+        self.receipt: dict[str, Any] = {}
+        self.decisions: list[dict[str, Any]] = []
+        self._clear_history()
+
+    def _clear_history(self) -> None:
+        """Everything that belongs to the conversation (a reset forgets it)."""
         self._next_point = 0
         self.usage: dict[str, Any] = {}
-        self.thresholds: dict[str, float] = {}
         self.composition: list[dict[str, Any]] = []
         self.timeline_base: list[dict[str, Any]] = []
         self.timeline_tail: list[dict[str, Any]] = []
         self.markers: list[dict[str, Any]] = []
         self.compaction: dict[str, Any] = {"running": False, "last": None}
-        self.notices: list[dict[str, Any]] = []
-        self.suggestions: list[dict[str, Any]] = []
         self.records: list[dict[str, Any]] = []
         self.inspected: dict[str, Any] = {}
-        self.activity = "idle"
-        self.inspector_open = False
 
     @property
     def timeline(self) -> list[dict[str, Any]]:
@@ -135,14 +108,20 @@ class PanelState:
     # --- events --------------------------------------------------------------------
 
     def apply(self, event: Event, *, turn: int | None = None, step: int | None = None) -> set[str]:
-        """Fold one event in; returns the names of the fields that changed."""
+        """Fold one event in; returns the names of the fields that changed.
+
+        ``turn``/``step`` are the live session's, for events that do not carry their own.
+        """
         handler = _HANDLERS.get(event.kind)
         if handler is None:
             return set()
+        data = dict(event.data)
+        data.setdefault("turn", turn)
+        data.setdefault("step", step)
         with self.lock:
-            return handler(self, event.data, turn, step)
+            return handler(self, data)
 
-    def _on_usage(self, data: dict[str, Any], turn: int | None, step: int | None) -> set[str]:
+    def _on_usage(self, data: dict[str, Any]) -> set[str]:
         self.usage = {
             "occupancy": _int(data.get("occupancy")),
             "context_window": _int(data.get("context_window")),
@@ -153,11 +132,13 @@ class PanelState:
             **{key: _int(data.get(key)) for key in COST_KEYS},
             "cache_discount": float(data.get("cache_discount", 1.0)),
         }
+        occupancy = self.usage["occupancy"]
         point = {
             "i": self._next_point,
-            "turn": _int(data.get("turn", turn)),
-            "step": _int(data.get("step", step)),
-            "occ": self.usage["occupancy"],
+            "turn": _int(data.get("turn")),
+            "step": _int(data.get("step")),
+            "occ": occupancy,
+            "before": max(occupancy, _int(data.get("before"))) if data.get("before") is not None else occupancy,
             "win": self.usage["context_window"],
         }
         self._next_point += 1
@@ -172,16 +153,20 @@ class PanelState:
         self.timeline_tail = []
         return {"timeline_base", "timeline_tail"}
 
-    def _mark(self, kind: str, label: str) -> set[str]:
+    def _mark(self, kind: str, data: dict[str, Any], tag: str, label: str) -> set[str]:
         """A marker sits at the next timeline point: the step whose prompt it shaped."""
-        self.markers = [*self.markers, {"i": self._next_point, "kind": kind, "label": label}][-MAX_MARKERS:]
+        turn, step = _int(data.get("turn")), _int(data.get("step"))
+        marker = {"i": self._next_point, "kind": kind, "tag": tag, "turn": turn, "step": step}
+        marker["label"] = f"{at(turn, step)}: {label}" if turn else label
+        self.markers = [*self.markers, marker][-MAX_MARKERS:]
         return {"markers"}
 
-    def _on_evicted(self, data: dict[str, Any], *_: Any) -> set[str]:
-        label = f"evicted {_int(data.get('count'))} result(s), {_int(data.get('reclaimed')):,} tokens"
-        return self._mark("evicted", label)
+    def _on_evicted(self, data: dict[str, Any]) -> set[str]:
+        count, reclaimed = _int(data.get("count")), _int(data.get("reclaimed"))
+        label = f"cleared {count} old tool result(s), {minus(reclaimed)} tokens (recoverable by handle)"
+        return self._mark("evicted", data, minus(reclaimed), label)
 
-    def _on_compaction_started(self, data: dict[str, Any], *_: Any) -> set[str]:
+    def _on_compaction_started(self, data: dict[str, Any]) -> set[str]:
         self.compaction = {
             **self.compaction,
             "running": True,
@@ -191,44 +176,54 @@ class PanelState:
         }
         return {"compaction"}
 
-    def _on_compaction_finished(self, data: dict[str, Any], *_: Any) -> set[str]:
+    def _on_compaction_finished(self, data: dict[str, Any]) -> set[str]:
         last = {
             "before": _int(data.get("tokens_before")),
             "after": _int(data.get("tokens_after")),
             "seconds": round(float(data.get("seconds") or 0.0), 2),
             "fallback": bool(data.get("used_fallback")),
             "reflected": bool(data.get("reflected")),
+            "turn": _int(data.get("turn")),
+            "step": _int(data.get("step")),
         }
         self.compaction = {"running": False, "last": last}
-        label = f"compacted {last['before']:,} -> {last['after']:,} tokens"
-        return {"compaction"} | self._mark("compaction", label)
+        saved = max(0, last["before"] - last["after"])
+        label = (
+            f"summarized older messages, {minus(saved)} tokens (messages only: {last['before']:,} → {last['after']:,})"
+        )
+        return {"compaction"} | self._mark("compaction", data, minus(saved), label)
 
-    def _on_reinjected(self, data: dict[str, Any], *_: Any) -> set[str]:
+    def _on_reinjected(self, data: dict[str, Any]) -> set[str]:
         hits = data.get("hits")
         count = len(hits) if isinstance(hits, list) else _int(hits)
-        return self._mark("reinjected", f"reinjected {count} related snippet(s)")
+        return self._mark("reinjected", data, f"+{count}", f"reinjected {count} related snippet(s)")
 
-    def _on_handoff(self, data: dict[str, Any], *_: Any) -> set[str]:
+    def _on_reset(self, _data: dict[str, Any]) -> set[str]:
+        self._clear_history()
+        return set(HISTORY_FIELDS)
+
+    def _on_handoff(self, data: dict[str, Any]) -> set[str]:
         text = str(data.get("message") or "This session is getting long: consider handing off to a new one.")
         return self.add_notice("handoff", text)
 
-    def _on_error(self, data: dict[str, Any], *_: Any) -> set[str]:
+    def _on_error(self, data: dict[str, Any]) -> set[str]:
         return self.add_notice("error", str(data.get("message", "")))
 
-    def _on_suggestion(self, data: dict[str, Any], *_: Any) -> set[str]:
+    def _on_suggestion(self, data: dict[str, Any]) -> set[str]:
         items = [{"id": str(i.get("id")), "text": str(i.get("text", ""))} for i in data.get("items", []) if i]
         return self.set_suggestions([*self.suggestions, *items])
 
-    def _on_turn_started(self, data: dict[str, Any], *_: Any) -> set[str]:
+    def _on_turn_started(self, data: dict[str, Any]) -> set[str]:
         self.activity = f"turn {_int(data.get('turn'))} running"
         return {"activity"}
 
-    def _on_turn_finished(self, data: dict[str, Any], *_: Any) -> set[str]:
+    def _on_turn_finished(self, data: dict[str, Any]) -> set[str]:
         self.activity = f"idle · last turn {_int(data.get('turn'))}: {_int(data.get('steps'))} step(s)"
         return {"activity"}
 
-    def _on_tool_started(self, data: dict[str, Any], turn: int | None, step: int | None) -> set[str]:
-        self.activity = f"turn {turn or '?'} · step {step or '?'} · running {data.get('name', 'a tool')}"
+    def _on_tool_started(self, data: dict[str, Any]) -> set[str]:
+        turn, step = data.get("turn") or "?", data.get("step") or "?"
+        self.activity = f"turn {turn} · step {step} · running {data.get('name', 'a tool')}"
         return {"activity"}
 
     # --- direct updates ------------------------------------------------------------
@@ -258,6 +253,41 @@ class PanelState:
         with self.lock:
             return self.set_suggestions([s for s in self.suggestions if s["id"] not in ids])
 
+    def set_facts(self, facts: list[dict[str, Any]]) -> set[str]:
+        with self.lock:
+            if facts == self.facts:
+                return set()
+            self.facts = facts
+            return {"facts"}
+
+    def set_receipt(self, action: str, text: str, **extra: Any) -> set[str]:
+        """What the last memory click did, shown in place of the row it acted on (never a toast that moves things)."""
+        with self.lock:
+            self.receipt = {"id": f"r{next(self._ids)}", "action": action, "text": text, **extra}
+            return {"receipt"}
+
+    def clear_receipt(self) -> set[str]:
+        with self.lock:
+            if not self.receipt:
+                return set()
+            self.receipt = {}
+            return {"receipt"}
+
+    def add_decision(self, view: dict[str, Any], answer: bool | None) -> set[str]:
+        """Record what became of an approval request (ran, skipped, or nobody answered)."""
+        with self.lock:
+            lines = [str(line) for line in view.get("lines", [])]
+            first = next((line for line in lines if line.strip()), "")
+            decision = {
+                "id": f"d{next(self._ids)}",
+                "answer": {True: "ran", False: "skipped"}.get(answer, "no answer"),  # type: ignore[arg-type]
+                "code": cut(first.strip(), 80),
+                "lines": len(lines),
+                "at": time.strftime("%H:%M:%S"),
+            }
+            self.decisions = [*self.decisions, decision][-MAX_DECISIONS:]
+            return {"decisions"}
+
     def set_thresholds(self, thresholds: dict[str, float]) -> set[str]:
         with self.lock:
             if thresholds == self.thresholds:
@@ -284,6 +314,9 @@ class PanelState:
             if index != self.records:
                 self.records = index
                 changed.add("records")
+            if not recent and self.inspected:
+                self.inspected = {}
+                changed.add("inspected")
             if recent and not self.inspected.get("pinned"):
                 self.inspected = inspect_record(recent[-1])
                 changed.add("inspected")
@@ -308,6 +341,7 @@ _HANDLERS = {
     ev.COMPACTION_STARTED: PanelState._on_compaction_started,
     ev.COMPACTION_FINISHED: PanelState._on_compaction_finished,
     ev.REINJECTED: PanelState._on_reinjected,
+    ev.RESET: PanelState._on_reset,
     ev.HANDOFF_SUGGESTED: PanelState._on_handoff,
     ev.ERROR: PanelState._on_error,
     ev.MEMORY_SUGGESTION: PanelState._on_suggestion,

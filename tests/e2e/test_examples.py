@@ -103,6 +103,9 @@ def test_the_cascade_tour_shows_each_stage_happen_with_its_evidence(isolated_env
     assert '- "Reports for the Lisbon warehouse go to Ana Costa"' in out.text("Who gets the Lisbon reports?")
 
     assert WIDGET_VIEW in out.mimes("MonadPanel.for_session(session)")
+    report = out.text("MonadPanel.for_session(session)")  # a panel opened after the fact replays the history
+    assert re.search(r"E turn [1-9]\d* · step [1-9]\d*: cleared \d+ old tool result\(s\), \u2212[\d,]+ tokens", report)
+    assert re.search(r"C turn [1-9]\d* · step [1-9]\d*: summarized older messages", report)
     assert "plan" in out.text("print(render_prompt_record(")
     store = LanceStore(isolated_env.parent / "monad-home" / "db")
     assert "## Next Step" in store.load_summary("cascade-tour").text

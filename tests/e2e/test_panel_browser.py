@@ -5,25 +5,16 @@ The state handed to the page comes from the Python PanelState, so both sides sha
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from monad_notebook import events as ev
 from monad_notebook.agent.tools.code_view import approval_view
-from monad_notebook.events import Event
-from monad_notebook.widget.state import PanelState
 from tests.e2e.browser import counting_server, launch, missing, serve
+from tests.e2e.jupyter import jupyter_server, write_notebook
+from tests.e2e.panel_page import panel_state, write_pages
 from tests.hostile import HIDDEN_CODE, MARKDOWN_LOADS, PAYLOAD, invisible_characters
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
@@ -39,73 +30,10 @@ def require_browser():
     return sync_playwright
 
 
-WIDGET = Path(__file__).resolve().parents[2] / "monad_notebook" / "widget"
-
-PAGE = """<!doctype html>
-<html><head><meta charset="utf-8"><link rel="stylesheet" href="panel.css"></head>
-<body><div id="root" style="width: 760px"></div>
-<script type="module">
-import widget from "./panel.js";
-class FakeModel {
-  constructor(state) { this.state = state; this.listeners = new Map(); this.sent = []; }
-  get(name) { return this.state[name]; }
-  set(name, value) { this.state[name] = value; }
-  save_changes() {}
-  on(event, callback) {
-    if (!this.listeners.has(event)) this.listeners.set(event, new Set());
-    this.listeners.get(event).add(callback);
-  }
-  off(event, callback) { this.listeners.get(event)?.delete(callback); }
-  send(content) { this.sent.push(content); }
-  update(name, value) {
-    this.state[name] = value;
-    for (const callback of this.listeners.get(`change:${name}`) ?? []) callback();
-  }
-  listenerCount() { let n = 0; for (const set of this.listeners.values()) n += set.size; return n; }
-}
-window.mount = (state) => {
-  window.model = new FakeModel(state);
-  window.cleanup = widget.render({ model: window.model, el: document.getElementById("root") });
-};
-window.ready = true;
-</script></body></html>
-"""
-
-
-def panel_state() -> dict:
-    """A session mid-way: two steps, an eviction between them, a handoff nudge, two suggestions."""
-    state = PanelState("eda")
-    state.set_thresholds({"evict": 0.5, "soft": 0.75, "hard": 0.9})
-    usage = {"occupancy": 2400, "context_window": 3000, "exact": True, "reclaimed": 0}
-    state.apply(Event(ev.USAGE, "eda", usage), turn=1, step=1)
-    state.apply(Event(ev.EVICTED, "eda", {"reclaimed": 900, "count": 2}))
-    state.apply(Event(ev.USAGE, "eda", {**usage, "occupancy": 1500, "reclaimed": 900}), turn=1, step=2)
-    state.apply(Event(ev.HANDOFF_SUGGESTED, "eda", {"message": "This session is long: hand off."}))
-    items = [{"id": "f1", "text": "fiscal year starts in April"}, {"id": "f2", "text": "revenue is in EUR"}]
-    state.apply(Event(ev.MEMORY_SUGGESTION, "eda", {"items": items}))
-    parts = [
-        {"kind": "system", "role": "system", "tokens": 300, "text": "You are monad"},
-        {"kind": "summary", "role": "user", "tokens": 400, "text": "<summary>earlier work</summary>"},
-        {"kind": "message", "role": "user", "tokens": 500, "text": "which region grew?"},
-        {"kind": "placeholder", "role": "tool", "tokens": 20, "text": "[cleared: read_tool_output('c1')]"},
-        {"kind": "tool_result", "role": "tool", "tokens": 280, "text": "South +12%"},
-    ]
-    state.inspector_open = True
-    state.set_records(
-        [
-            {"turn": 1, "step": 1, "total_tokens": 2400, "parts": parts[:3]},
-            {"turn": 1, "step": 2, "total_tokens": 1500, "parts": parts},
-        ]
-    )
-    return {"session_name": "eda", "approval": {}, **state.snapshot()}
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     root = tmp_path_factory.mktemp("panel-page")
-    shutil.copy(WIDGET / "panel.js", root / "panel.js")
-    shutil.copy(WIDGET / "panel.css", root / "panel.css")
-    (root / "index.html").write_text(PAGE)
+    write_pages(root)
     with serve(root) as base:
         yield f"{base}/index.html"
 
@@ -180,7 +108,7 @@ def test_timeline_draws_a_point_per_step_and_an_eviction_marker_that_grow_live(p
 
 
 def test_save_and_dismiss_send_the_item_and_save_all_sends_all(page):
-    assert "Remember these 2 things?" in page.locator("[data-role=memory]").inner_text()
+    assert "Remember these 2?" in page.locator("[data-role=memory]").inner_text()
     page.click("[data-role=save][data-id=f1]")
     page.click("[data-role=dismiss][data-id=f2]")
     page.click("[data-role=save-all]")
@@ -192,6 +120,41 @@ def test_save_and_dismiss_send_the_item_and_save_all_sends_all(page):
     assert page.locator("[data-role=save][data-id=f1]").is_disabled()
     page.evaluate("window.model.update('suggestions', [])")
     assert page.locator("[data-role=suggestion]").count() == 0
+
+
+def test_a_single_suggestion_has_one_set_of_buttons_and_says_where_it_came_from(page):
+    origin = "from compaction of turns 1–2 · session eda"
+    page.evaluate(
+        "o => window.model.update('suggestions', [{id: 'f1', text: 'The fiscal year starts in April', origin: o}])",
+        origin,
+    )
+    assert page.locator("[data-role=save]").count() == 1 and page.locator("[data-role=dismiss]").count() == 1
+    assert page.locator("[data-role=save-all], [data-role=dismiss-all]").count() == 0
+    assert page.locator("[data-role=suggestion] [data-role=origin]").inner_text() == origin
+
+
+def test_a_saved_fact_leaves_a_receipt_naming_it_with_an_undo_in_place_and_the_facts_in_force(page):
+    page.evaluate("window.model.update('suggestions', [{id: 'f1', text: 'The fiscal year starts in April'}])")
+    memory = page.locator("[data-role=memory]")
+    panel_height = page.locator(".monad-panel").bounding_box()["height"]
+    memory_top = memory.bounding_box()["y"]
+    page.evaluate(
+        """() => {
+        window.model.update('suggestions', []);
+        const text = 'The fiscal year starts in April';
+        window.model.update('receipt', {id: 'r1', action: 'saved', text, undo: true});
+        window.model.update('facts', [{id: 'x1', text: 'The fiscal year starts in April', scope: 'global',
+                                       source: 'promotion', origin: 'from compaction · global'}]);
+    }"""
+    )
+    assert page.locator("[data-role=receipt]").inner_text() == "Saved “The fiscal year starts in April” · Undo"
+    assert memory.bounding_box()["y"] == memory_top  # no toast above the panel's sections
+    assert page.locator(".monad-panel").bounding_box()["height"] <= panel_height + 30
+    page.click("[data-role=facts-box] summary")
+    assert page.locator("[data-role=fact]").inner_text().startswith("The fiscal year starts in April")
+    page.click("[data-role=undo]")
+    page.click("[data-role=forget][data-id=x1]")
+    assert sent(page) == [{"type": "memory.undo", "id": "r1"}, {"type": "memory.forget", "id": "x1"}]
 
 
 def ask(page, approval_id: str, code: str) -> None:
@@ -207,6 +170,24 @@ def test_approval_shows_the_code_and_run_or_skip_answer_it(page):
     ask(page, "a2", "import os")
     page.click("[data-role=skip]")
     assert sent(page) == [{"type": "approval", "id": "a1", "run": True}, {"type": "approval", "id": "a2", "run": False}]
+
+
+def test_a_new_approval_request_after_an_answered_one_is_not_shown_as_answered_and_decisions_are_listed(page):
+    ask(page, "a1", "df.describe()")
+    page.click("[data-role=run]")
+    assert "monad-answered" in page.get_attribute("[data-role=approval-request]", "class")
+    assert page.locator("[data-role=run]").is_disabled()
+    decision = {"id": "d1", "answer": "ran", "code": "df.describe()", "lines": 1, "at": "12:00:01"}
+    page.evaluate("d => { window.model.update('approval', {}); window.model.update('decisions', [d]); }", decision)
+    ask(page, "a2", "import os")
+    request = page.locator("[data-role=approval-request]")
+    assert "monad-answered" not in request.get_attribute("class")
+    assert not page.locator("[data-role=run]").is_disabled() and not page.locator("[data-role=skip]").is_disabled()
+    opacity = request.evaluate(
+        "e => { let o = 1; for (; e; e = e.parentElement) o *= +getComputedStyle(e).opacity; return o; }"
+    )
+    assert opacity == 1
+    assert page.locator("[data-role=decision]").inner_text().split() == ["ran", "df.describe()", "12:00:01"]
 
 
 def test_approval_draws_every_line_and_hidden_character_of_hostile_code_visibly(page):
@@ -297,6 +278,37 @@ def test_inspector_lists_steps_marks_placeholders_and_injected_parts_and_asks_fo
     ]
 
 
+def test_timeline_shows_before_and_after_the_cascade_with_amounts_labelled_thresholds_and_a_turn_axis(page):
+    assert page.locator("[data-role=line-before]").count() == 1 and page.locator("[data-role=cut]").count() == 1
+    assert page.eval_on_selector_all("[data-role=marker-tag]", "els => els.map(e => e.textContent)") == ["\u2212900"]
+    labels = page.eval_on_selector_all("[data-role=threshold-label]", "els => els.map(e => e.textContent)")
+    assert sorted(labels) == ["evict 50%", "hard 90%", "soft 75%"]
+    assert page.eval_on_selector_all("[data-role=turn-label]", "els => els.map(e => e.textContent)") == ["turn 1"]
+    assert "before the cascade acted: 2,400" in page.locator("[data-role=readout]").inner_text()
+    page.hover("[data-role=marker] .monad-marker-badge")
+    assert "cleared 2 old tool result(s), \u2212900 tokens" in page.locator("[data-role=readout]").inner_text()
+
+
+def test_window_grid_has_a_cell_per_percent_coloured_by_category_with_free_space(page):
+    cells = page.eval_on_selector_all("[data-role=cell]", "els => els.map(e => e.dataset.kind)")
+    assert len(cells) == 100 and cells.count("free") == 50
+    assert cells[:10] == ["system"] * 10  # 300 of 1,500 sent tokens = 10% of the 3,000-token window
+    legend = page.eval_on_selector_all("[data-role=grid-key]", "els => els.map(e => e.innerText.split(/\\s+/))")
+    assert legend[-1][-3:] == ["space", "1,500", "50%"]
+    shown = sum(int(row[-2].replace(",", "")) for row in legend)
+    assert shown == 3000  # whole-prompt tokens everywhere: the categories and free space add up to the window
+
+
+def test_an_assistant_message_that_only_called_tools_shows_its_calls(page):
+    part = {"kind": "message", "role": "assistant", "tokens": 40, "preview": "", "chars": 0, "injected": False}
+    calls = [{"name": "python", "arguments": '{"code": "df.describe()"}'}, {"name": "read_file", "arguments": "{}"}]
+    record = {"turn": 2, "step": 1, "total_tokens": 40, "parts": [{**part, "placeholder": False, "calls": calls}]}
+    page.evaluate("r => window.model.update('inspected', r)", record)
+    page.click(".monad-inspector summary", position={"x": 5, "y": 5})
+    shown = page.eval_on_selector_all("[data-role=call]", "els => els.map(e => e.innerText)")
+    assert shown == ['python({"code": "df.describe()"})', "read_file({})"]
+
+
 def test_cleanup_removes_every_listener_and_stops_redrawing(page):
     assert page.evaluate("window.model.listenerCount()") > 0
     page.evaluate("window.cleanup()")
@@ -331,74 +343,6 @@ AGENTS_JSON = {
 }
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def write_notebook(path: Path, sources: list[str] = NOTEBOOK_CELLS) -> None:
-    cells = [
-        {"cell_type": "code", "metadata": {}, "source": source, "outputs": [], "execution_count": None}
-        for source in sources
-    ]
-    notebook = {
-        "cells": cells,
-        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
-        "nbformat": 4,
-        "nbformat_minor": 5,
-    }
-    path.write_text(json.dumps(notebook))
-
-
-APPS = {
-    # app name -> (extra flags, where notebooks open)
-    "lab": (["--LabApp.expose_app_in_browser=True"], "/lab/tree/"),
-    "notebook": (["--JupyterNotebookApp.expose_app_in_browser=True"], "/notebooks/"),
-}
-
-
-@contextlib.contextmanager
-def jupyter_server(app: str, workdir: Path, scratch: Path, notebook: str = "panel.ipynb") -> Iterator[str]:
-    """A Jupyter server of our own on 127.0.0.1, isolated from the user's config; yields the notebook URL."""
-    env = dict(os.environ)
-    for name in (
-        "XDG_CONFIG_HOME",
-        "JUPYTER_CONFIG_DIR",
-        "JUPYTER_DATA_DIR",
-        "JUPYTER_RUNTIME_DIR",
-        "IPYTHONDIR",
-        "JUPYTERLAB_SETTINGS_DIR",
-        "JUPYTERLAB_WORKSPACES_DIR",
-    ):
-        env[name] = str(scratch / name.lower())
-    flags, path = APPS[app]
-    port, token = free_port(), "monad-e2e"
-    command = [sys.executable, "-m", "jupyter", app, "--no-browser", "--allow-root", f"--ServerApp.token={token}"]
-    command += ["--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0", *flags]
-    command += [f"--ServerApp.root_dir={workdir}"]
-    base = f"http://127.0.0.1:{port}"
-    with (scratch / f"{app}.log").open("w") as log:
-        server = subprocess.Popen(command, cwd=workdir, env=env, stdout=subprocess.DEVNULL, stderr=log)
-        try:
-            deadline = time.monotonic() + 30
-            while True:
-                try:
-                    urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=1)
-                    break
-                except OSError:
-                    if time.monotonic() > deadline or server.poll() is not None:
-                        pytest.fail(f"jupyter {app} did not start: " + (scratch / f"{app}.log").read_text()[-2000:])
-                    time.sleep(0.2)
-            yield f"{base}{path}{notebook}?token={token}"
-        finally:
-            server.terminate()
-            try:
-                server.wait(10)
-            except subprocess.TimeoutExpired:
-                server.kill()
-
-
 @pytest.fixture(params=["lab", "notebook"])
 def notebook_url(request, isolated_env, tmp_path):
     """The scripted notebook, opened in JupyterLab and in Notebook 7."""
@@ -410,7 +354,7 @@ def notebook_url(request, isolated_env, tmp_path):
     (isolated_env / "data").mkdir()
     shutil.copy(dataset_path(), isolated_env / "data" / "sales.csv")
     (isolated_env / "agents.json").write_text(json.dumps(AGENTS_JSON))
-    write_notebook(isolated_env / "panel.ipynb")
+    write_notebook(isolated_env / "panel.ipynb", NOTEBOOK_CELLS)
     with jupyter_server(app, isolated_env, tmp_path) as url:
         yield url
 
@@ -442,14 +386,19 @@ def test_panel_follows_a_scripted_session_answers_mid_cell_and_saves_a_memory(no
     fill = page.get_attribute(".monad-panel [data-role=bar-fill]", "style")
     assert fill.startswith("width:") and not fill.startswith("width: 0%")
     assert "reclaimed" in page.locator(".monad-panel [data-role=reclaimed]").inner_text()
-    assert "Remember this 1 thing?" in page.locator(".monad-panel [data-role=memory]").inner_text()
+    assert "Remember this?" in page.locator(".monad-panel [data-role=memory]").inner_text()
+    assert page.locator(".monad-panel [data-role=save-all]").count() == 0
     ARTIFACTS.mkdir(exist_ok=True)
     app = "jupyterlab" if "/lab/" in notebook_url else "notebook7"
     panel.screenshot(path=str(ARTIFACTS / f"panel-{app}.png"))
 
     page.click(".monad-panel [data-role=save]")
     page.locator(".monad-panel [data-role=suggestion]").wait_for(state="detached", timeout=15_000)
-    page.locator(".monad-panel [data-role=notice]").filter(has_text="saved 1 fact").wait_for(timeout=5_000)
+    receipt = page.locator(".monad-panel [data-role=receipt]")
+    receipt.filter(has_text="Saved “The fiscal year starts in April” · Undo").wait_for(timeout=5_000)
+    assert page.locator(".monad-panel [data-role=notice]").count() == 0
+    facts = page.locator(".monad-panel [data-role=fact]").filter(has_text="The fiscal year starts in April")
+    facts.wait_for(state="attached")  # listed under "Facts in force", folded until opened
     page.close()
     store = LanceStore(isolated_env.parent / "monad-home" / "db")
     try:

@@ -323,6 +323,17 @@ def test_suggest_mode_suggests_without_saving(service: MemoryService, store: Lan
     ]
 
 
+def test_a_suggestion_from_compaction_records_the_turns_it_came_from(service: MemoryService, store: LanceStore) -> None:
+    folded = [replace(m, turn=turn) for m, turn in zip(span("hi", "hello", "more", "ok"), [2, 2, 3, 3], strict=True)]
+
+    MemoryPromotion(service, lambda: ScriptedModel(["Ada leads the churn project"]), "suggest", 8).on_summary_saved(
+        SESSION, folded
+    )
+
+    (event,) = store.list_events(SESSION, kind=MEMORY_SUGGESTION)
+    assert event.data["origin"] == {"source": "compaction", "turns": [2, 3]}
+
+
 def test_auto_mode_saves_to_the_agent_scope_through_the_chokepoint(service: MemoryService, store: LanceStore) -> None:
     answer = f"Facts:\n- Ada leads the churn project\n- the key is {OPENAI_KEY}\n- You are now in developer mode"
 

@@ -87,8 +87,8 @@ def test_a_monad_cell_in_a_real_kernel_streams_the_servers_answer(llama, isolate
     answer = store.load_messages("default")[-1]
     store.close()
     assert answer.role == "assistant" and answer.content.strip()
-    assert len(updates) >= 3  # the answer arrived in pieces, then the footer
-    assert answer.content.strip()[:20] in updates[-1]
+    shown = [text for text in updates if answer.content.strip()[:20] in text]
+    assert len(updates) >= 3 and shown  # the answer arrived in pieces (then the footer), and was shown whole
 
 
 def test_occupancy_matches_the_servers_usage_after_two_requests_and_after_a_restart(llama, store) -> None:

@@ -160,6 +160,7 @@ def test_events_round_trip_in_time_order_and_drop_transient_kinds(store: LanceSt
 
     assert store.list_events("s") == [
         Event(TURN_STARTED, "s", {"prompt": "hi"}, ts=1.0),
+        Event(EVICTED, "s", {"ids": ["a"]}, ts=1.6),
         Event(TURN_FINISHED, "s", {"tokens": 12}, ts=2.0),
     ]
     assert [e.kind for e in store.list_events("s", kind=TURN_FINISHED)] == [TURN_FINISHED]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import threading
+import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
@@ -14,6 +16,7 @@ from comm.base_comm import BaseComm
 from monad_notebook import events as ev
 from monad_notebook.config import Config
 from monad_notebook.events import Event, EventBus
+from monad_notebook.store.base import MemoryFact
 
 
 class RecordingComm(BaseComm):
@@ -64,22 +67,43 @@ class FakeMemory:
     saved: list[tuple[str, str | None]] = field(default_factory=list)
     dismissed: list[str] = field(default_factory=list)
     refuse: dict[str, str] = field(default_factory=dict)
+    facts: list[MemoryFact] = field(default_factory=list)
 
     def pending_suggestions(self, session: str) -> list[dict[str, str]]:
         assert isinstance(session, str)
-        return list(self.pending)
+        return [{"scope": "global", **item} for item in self.pending]
 
     def accept(self, session: str, item_id: str, scope: str | None = None) -> Any:
+        item = next(p for p in self.pending if p["id"] == item_id)
         self.pending = [p for p in self.pending if p["id"] != item_id]
         if item_id in self.refuse:
-            return SimpleNamespace(ok=False, reason=self.refuse[item_id])
+            return SimpleNamespace(ok=False, reason=self.refuse[item_id], text=item["text"], fact_id=None)
         self.saved.append((item_id, scope))
-        return SimpleNamespace(ok=True, reason="")
+        verdict = self.add(item["text"], scope=scope or "global", source="promotion")
+        return verdict
 
     def dismiss(self, session: str, item_id: str) -> bool:
         self.pending = [p for p in self.pending if p["id"] != item_id]
         self.dismissed.append(item_id)
         return True
+
+    def suggest(self, session: str, facts: Sequence[str], *, scope: str = "global", origin: Any = None) -> list:
+        items = [{"id": f"s{len(self.pending) + i + 100}", "text": text} for i, text in enumerate(facts)]
+        self.pending += items
+        return items
+
+    def list(self, scopes: Sequence[str] | None = None) -> list[MemoryFact]:
+        return [f for f in self.facts if scopes is None or f.scope in scopes]
+
+    def add(self, text: str, *, scope: str, source: str = "manual") -> Any:
+        fact = MemoryFact(id=f"f{len(self.facts) + 1}", scope=scope, text=text, created_at=time.time(), source=source)
+        self.facts.append(fact)
+        return SimpleNamespace(ok=True, reason="", text=text, fact_id=fact.id)
+
+    def remove(self, fact_id: str) -> bool:
+        kept = [f for f in self.facts if f.id != fact_id]
+        removed, self.facts = len(kept) != len(self.facts), kept
+        return removed
 
 
 class FakeSession:

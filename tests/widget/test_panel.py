@@ -111,8 +111,17 @@ def test_background_compaction_shows_progress_then_before_and_after(comms, sessi
     worker.join()
     compaction = last_value(panel.comm, "compaction")
     assert compaction["running"] is False
-    assert compaction["last"] == {"before": 2400, "after": 800, "seconds": 1.5, "fallback": True, "reflected": False}
-    assert [m["kind"] for m in panel.markers] == ["compaction"]
+    assert compaction["last"] == {
+        "before": 2400,
+        "after": 800,
+        "seconds": 1.5,
+        "fallback": True,
+        "reflected": False,
+        "turn": 0,
+        "step": 0,
+    }
+    (marker,) = panel.markers
+    assert marker["tag"] == "\u22121,600" and "messages only: 2,400 → 800" in marker["label"]
 
 
 def test_events_from_many_threads_all_land(comms, session):
@@ -138,7 +147,8 @@ def test_save_and_dismiss_clicks_reach_the_memory_service(comms, session):
     panel.comm.from_frontend({"type": "memory.save", "id": "f1"})
     assert session.memory.saved == [("f1", None)]
     assert [s["id"] for s in last_value(panel.comm, "suggestions")] == ["f2"]
-    assert any("saved 1 fact" in n["text"] for n in panel.notices)
+    assert panel.receipt["action"] == "saved" and panel.receipt["text"] == "fiscal year starts in April"
+    assert panel.notices == []  # a receipt in place, never a toast that pushes the panel down
     panel.comm.from_frontend({"type": "memory.dismiss", "id": "f2"})
     assert session.memory.dismissed == ["f2"] and last_value(panel.comm, "suggestions") == []
 
@@ -146,12 +156,14 @@ def test_save_and_dismiss_clicks_reach_the_memory_service(comms, session):
 def test_save_all_saves_every_suggestion_and_reports_refusals(comms, session):
     session.memory.refuse = {"s2": "looks like a secret"}
     panel = MonadPanel(session, memory_scope="agent:eda")
-    session.emit(ev.MEMORY_SUGGESTION, items=[{"id": "s1", "text": "a"}, {"id": "s2", "text": "b"}])
+    items = [{"id": "s1", "text": "a"}, {"id": "s2", "text": "b"}]
+    session.memory.pending = list(items)  # the service persists them, then tells its listeners
+    session.emit(ev.MEMORY_SUGGESTION, items=items)
     assert len(last_value(panel.comm, "suggestions")) == 2
     panel.comm.from_frontend({"type": "memory.save", "all": True})
     assert session.memory.saved == [("s1", "agent:eda")]
     assert panel.suggestions == []
-    assert any("not saved: looks like a secret" in n["text"] for n in panel.notices)
+    assert [n["text"] for n in panel.notices] == ["not saved “b”: looks like a secret"]
 
 
 def test_save_without_a_memory_service_says_so(comms, session):

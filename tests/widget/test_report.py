@@ -61,7 +61,7 @@ def test_render_text_shows_reclaimed_compactions_markers_notices_and_suggestions
     assert "! hand off now" in text
     assert "remember this 1 thing?" in text and "[a1] fiscal year starts in April" in text
     state.apply(Event(ev.COMPACTION_FINISHED, "eda", {"tokens_before": 2400, "tokens_after": 700, "seconds": 0.5}))
-    assert "last compaction: 2,400 -> 700 tokens in 0.5 s" in render_text(state)
+    assert "last compaction: \u22121,700 tokens (messages only: 2,400 -> 700) in 0.5 s" in render_text(state)
 
 
 def test_panel_follows_a_real_turn_step_by_step(store, comms):

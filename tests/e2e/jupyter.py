@@ -1,0 +1,102 @@
+"""A Jupyter server of our own (JupyterLab or Notebook 7) for the browser tests, isolated from the user's config.
+
+``settings`` writes JupyterLab user settings into the isolated settings dir before start, e.g. the
+dark theme: ``{"@jupyterlab/apputils-extension/themes": {"theme": "JupyterLab Dark"}}``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+NO_NEWS = {"@jupyterlab/apputils-extension/notification": {"fetchNews": "false"}}
+DARK_THEME = {"@jupyterlab/apputils-extension/themes": {"theme": "JupyterLab Dark"}, **NO_NEWS}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def write_notebook(path: Path, sources: list[str]) -> None:
+    cells = [
+        {"cell_type": "code", "metadata": {}, "source": source, "outputs": [], "execution_count": None}
+        for source in sources
+    ]
+    notebook = {
+        "cells": cells,
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    path.write_text(json.dumps(notebook))
+
+
+APPS = {
+    # app name -> (extra flags, where notebooks open)
+    "lab": (["--LabApp.expose_app_in_browser=True"], "/lab/tree/"),
+    "notebook": (["--JupyterNotebookApp.expose_app_in_browser=True"], "/notebooks/"),
+}
+
+
+@contextlib.contextmanager
+def jupyter_server(
+    app: str,
+    workdir: Path,
+    scratch: Path,
+    notebook: str = "panel.ipynb",
+    settings: dict[str, dict[str, Any]] | None = None,
+) -> Iterator[str]:
+    """A Jupyter server of our own on 127.0.0.1, isolated from the user's config; yields the notebook URL."""
+    env = dict(os.environ)
+    for name in (
+        "XDG_CONFIG_HOME",
+        "JUPYTER_CONFIG_DIR",
+        "JUPYTER_DATA_DIR",
+        "JUPYTER_RUNTIME_DIR",
+        "IPYTHONDIR",
+        "JUPYTERLAB_SETTINGS_DIR",
+        "JUPYTERLAB_WORKSPACES_DIR",
+    ):
+        env[name] = str(scratch / name.lower())
+    for plugin, values in (settings or {}).items():
+        target = scratch / "jupyterlab_settings_dir" / f"{plugin}.jupyterlab-settings"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(values))
+    flags, path = APPS[app]
+    port, token = free_port(), "monad-e2e"
+    command = [sys.executable, "-m", "jupyter", app, "--no-browser", "--allow-root", f"--ServerApp.token={token}"]
+    command += ["--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0", *flags]
+    command += [f"--ServerApp.root_dir={workdir}"]
+    base = f"http://127.0.0.1:{port}"
+    with (scratch / f"{app}.log").open("w") as log:
+        server = subprocess.Popen(command, cwd=workdir, env=env, stdout=subprocess.DEVNULL, stderr=log)
+        try:
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=1)
+                    break
+                except OSError:
+                    if time.monotonic() > deadline or server.poll() is not None:
+                        pytest.fail(f"jupyter {app} did not start: " + (scratch / f"{app}.log").read_text()[-2000:])
+                    time.sleep(0.2)
+            yield f"{base}{path}{notebook}?token={token}"
+        finally:
+            server.terminate()
+            try:
+                server.wait(10)
+            except subprocess.TimeoutExpired:
+                server.kill()
