@@ -487,21 +487,22 @@ function drawApproval(model, root, answered) {
     const id = approval.id;
     const run = h("button", { class: "monad-btn monad-primary", "data-role": "run" }, ["Run"]);
     const skip = h("button", { class: "monad-btn", "data-role": "skip" }, ["Skip"]);
+    const always = h("button", { class: "monad-btn", "data-role": "always" }, ["Allow python for this session"]);
     const status = h("span", { class: "monad-dim", "data-role": "approval-status", "aria-live": "polite" });
     const box = h("div", { class: "monad-request", "data-role": "approval-request" });
     const showAnswered = () => {
       box.classList.add("monad-answered");
-      run.setAttribute("disabled", "");
-      skip.setAttribute("disabled", "");
+      for (const button of [run, skip, always]) button.setAttribute("disabled", "");
       status.textContent = answered.get(id) ? "Run sent, waiting for the kernel…" : "Skip sent, waiting for the kernel…";
     };
-    const answer = (/** @type {boolean} */ yes) => {
+    const answer = (/** @type {boolean} */ yes, allowForSession = false) => {
       answered.set(id, yes);
-      model.send({ type: "approval", id, run: yes });
+      model.send({ type: "approval", id, run: yes, always: allowForSession });
       showAnswered();
     };
     run.addEventListener("click", () => answer(true));
     skip.addEventListener("click", () => answer(false));
+    always.addEventListener("click", () => answer(true, true));
     const lines = approval.lines || [];
     box.append(
       h("div", { class: "monad-section-title", "data-role": "approval-title" }, [
@@ -509,7 +510,7 @@ function drawApproval(model, root, answered) {
         h("span", { class: "monad-dim", "data-role": "approval-summary" }, [`(${approval.summary || `${lines.length} lines`})`]),
       ]),
       h("div", { class: "monad-code", "data-role": "approval-code" }, lines.map((line, i) => codeLine(line, i + 1))),
-      h("div", { class: "monad-actions" }, [run, skip, status]),
+      h("div", { class: "monad-actions" }, [run, skip, always, status]),
     );
     if (answered.has(id)) showAnswered();
     children.push(box);

@@ -169,7 +169,13 @@ def test_approval_shows_the_code_and_run_or_skip_answer_it(page):
     page.click("[data-role=run]")
     ask(page, "a2", "import os")
     page.click("[data-role=skip]")
-    assert sent(page) == [{"type": "approval", "id": "a1", "run": True}, {"type": "approval", "id": "a2", "run": False}]
+    ask(page, "a3", "print(1)")
+    page.click("[data-role=always]")
+    assert sent(page) == [
+        {"type": "approval", "id": "a1", "run": True, "always": False},
+        {"type": "approval", "id": "a2", "run": False, "always": False},
+        {"type": "approval", "id": "a3", "run": True, "always": True},
+    ]
 
 
 def test_a_new_approval_request_after_an_answered_one_is_not_shown_as_answered_and_decisions_are_listed(page):
