@@ -17,15 +17,15 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 
 from monad_notebook import events as ev
 from monad_notebook.agent.tools.approval import ApprovalGate
-from monad_notebook.asking import notebook_gate
-from monad_notebook.background import Inbox
-from monad_notebook.cell_html import one_line
-from monad_notebook.cell_view import CellView
+from monad_notebook.cell.asking import notebook_gate
+from monad_notebook.cell.background import Inbox
+from monad_notebook.cell.html import one_line
+from monad_notebook.cell.status import footer_for, status_sentences
+from monad_notebook.cell.view import CellView
 from monad_notebook.config import ConfigWatcher
 from monad_notebook.errors import MonadError, UsageError
 from monad_notebook.events import Event
 from monad_notebook.export import export_notebook, last_turn_code
-from monad_notebook.status_text import footer_for, status_sentences
 
 if TYPE_CHECKING:  # the session pulls in LanceDB and openai: loaded on the first cell, or warmed up in the background
     from monad_notebook.session import Session

@@ -17,7 +17,7 @@ PACKAGE = Path(monad_notebook.__file__).parent
 
 # Top to bottom; a module may import from its own layer's other rooms or any layer below.
 LAYERS: list[set[str]] = [
-    {"monad_notebook", "magics", "cli", "asking", "cell_view", "cell_html", "status_text", "background"},
+    {"monad_notebook", "magics", "cli", "cell"},
     {"session", "setup"},
     {"agent", "context", "memory", "widget", "branching", "demo", "testing", "safe_markdown", "export"},
     {"store", "redaction"},

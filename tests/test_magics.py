@@ -236,7 +236,7 @@ def test_a_rich_cell_renders_model_markdown_and_tool_previews_without_loading_an
     )
     server.queue(raw, "Done.\n\n" + "\n\n".join(hostile))
     ip.run_cell_magic("monad", "", "Plot it")
-    from monad_notebook.cell_html import STYLE
+    from monad_notebook.cell.html import STYLE
 
     assert "url(" not in STYLE and "@import" not in STYLE  # the cell's own stylesheet loads nothing
     drawn = [render(md) for md in rich.markdown()] + [shown.replace(STYLE, "") for shown in rich.html()]

@@ -20,8 +20,8 @@ from typing import Any
 from IPython.display import Markdown, display
 
 from monad_notebook import events as ev
-from monad_notebook.background import Inbox, Notice, on_worker_thread
-from monad_notebook.cell_html import Footer, ToolBlock, note_html, one_line
+from monad_notebook.cell.background import Inbox, Notice, on_worker_thread
+from monad_notebook.cell.html import Footer, ToolBlock, note_html, one_line
 from monad_notebook.events import Event
 from monad_notebook.safe_markdown import sanitize_markdown
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from monad_notebook.cell_html import Footer
+from monad_notebook.cell.html import Footer
 
 if TYPE_CHECKING:
     from monad_notebook.agent.loop import Reply
