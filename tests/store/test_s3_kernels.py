@@ -37,8 +37,9 @@ class Kernel:
         return self.client.execute(code)
 
     def collect(self, msg_id: str, timeout: float = 180) -> str:
-        """What the cell shows: its printed text, then the latest state of its display."""
-        printed, shown = [], ""
+        """What the cell shows: its printed text, then the latest state of each of its displays."""
+        printed: list[str] = []
+        shown: dict[str, str] = {}
         while True:
             msg = self.client.get_iopub_msg(timeout=timeout)
             if msg["parent_header"].get("msg_id") != msg_id:
@@ -50,9 +51,10 @@ class Kernel:
                 printed.append(content["text"])  # one print may arrive in several chunks
             elif kind in ("display_data", "update_display_data", "execute_result"):
                 data: dict[str, Any] = content["data"]
-                shown = data.get("text/markdown") or data.get("text/plain", "")  # updated in place
+                key = content.get("transient", {}).get("display_id") or str(len(shown))  # updated in place
+                shown[key] = data.get("text/markdown") or data.get("text/plain", "")
             elif kind == "status" and content["execution_state"] == "idle":
-                return "".join(printed) + shown
+                return "".join(printed) + "\n".join(shown.values())
 
     def run(self, code: str) -> str:
         return self.collect(self.send(code))
