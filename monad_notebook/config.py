@@ -225,6 +225,13 @@ class RetrievalConfig(_Section):
     snippet_chars: PositiveInt = 600
 
 
+class RecallConfig(_Section):
+    enabled: bool = True
+    max_results: Annotated[int, Field(gt=0, le=20)] = 6
+    snippet_chars: Annotated[int, Field(ge=80, le=2000)] = 320
+    embed_max_chars: NonNegativeInt = 200_000
+
+
 class MemoryPromotionConfig(_Section):
     mode: Literal["off", "suggest", "auto"] = "off"
     max_facts: PositiveInt = 8
@@ -258,6 +265,7 @@ class ContextConfig(_Section):
     summarize: SummarizeConfig = Field(default_factory=SummarizeConfig)
     recitation: RecitationConfig = Field(default_factory=RecitationConfig)
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
+    recall: RecallConfig = Field(default_factory=RecallConfig)
     memory_promotion: MemoryPromotionConfig = Field(default_factory=MemoryPromotionConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     handoff: HandoffConfig = Field(default_factory=HandoffConfig)

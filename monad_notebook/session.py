@@ -141,6 +141,7 @@ class Session:
         tools = configured_tools(
             python_approval=cfg.tools.python.approval,
             persist_raw=cfg.context.tool_output.persist_raw,
+            recall_on=cfg.context.recall.enabled,
             extra=self._extra_tools,
         )
         frame = Frame(cfg.agent.system_prompt or SYSTEM_PROMPT, [t.schema() for t in tools.values()])
@@ -233,6 +234,8 @@ class Session:
                 "tool_output_max_chars": self.config.context.tool_output.max_chars,
                 "memory": self.memory,
                 "memory_scope": self.memory_scope,
+                "recall": self.cascade.recall,
+                "recall_snippet_chars": self.config.context.recall.snippet_chars,
             },
         )
         text = run_tool(self.tools, ctx, call.name, call.arguments)
