@@ -199,7 +199,8 @@ class SummarizeConfig(_Section):
     hard_fraction: Fraction = 0.9
     keep_recent: PositiveInt = 8
     reflect_at_tokens: PositiveInt = 4000
-    ledger_max_items: PositiveInt = 80
+    ledger_max_items: PositiveInt = 150
+    ledger_max_tokens: PositiveInt = 1500
 
     @field_validator("hard_fraction")
     @classmethod

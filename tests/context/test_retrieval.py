@@ -7,8 +7,8 @@ import threading
 import pytest
 
 from monad_notebook.config import RetrievalConfig
-from monad_notebook.context.eviction import PLACEHOLDER_PREFIX
 from monad_notebook.context.chunks import indexed_text
+from monad_notebook.context.eviction import PLACEHOLDER_PREFIX
 from monad_notebook.context.indexing import RecallIndexer
 from monad_notebook.context.retrieval import Retrieval, identifier_terms
 from monad_notebook.errors import ModelError, StoreError
@@ -184,7 +184,9 @@ def test_indexed_text_skips_system_prompts_empty_messages_and_placeholders_and_k
     assert indexed_text(Message(role="system", content="You are helpful.")) == ""
     assert indexed_text(Message(role="assistant", content="  ")) == ""
     assert indexed_text(Message(role="tool", content=f"{PLACEHOLDER_PREFIX} output of c1")) == ""
-    assert indexed_text(Message(role="assistant", content="", tool_calls=[call])) == "run_python: df = load()\ndf.head()"
+    assert (
+        indexed_text(Message(role="assistant", content="", tool_calls=[call])) == "run_python: df = load()\ndf.head()"
+    )
     assert len(indexed_text(Message(role="tool", content="x" * 10_000))) == 10_000
     assert indexed_text(Message(role="tool", content="head [... cut ...] tail"), raw="the whole output") == (
         "the whole output"
