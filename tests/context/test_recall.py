@@ -136,7 +136,7 @@ def test_vectors_bring_back_a_paraphrase_with_no_word_in_common(store):
     messages = [Message("user", t, session="s", seq=i) for i, t in enumerate(["feline", "pizza night"])]
     embedder._vector = lambda text: (
         [1.0, 0, 0, 0, 0, 0, 0.05] if "feline" in text or "cat" in text else [0, 0, 1.0, 0, 0, 0, 0.05]
-    )  # type: ignore[method-assign]  # noqa: E501
+    )  # type: ignore[method-assign]
     index(store, embedder, "s", messages)
 
     passages = Recall(store, embedder).search("s", "my cat", 1)

@@ -120,7 +120,7 @@ def test_each_item_says_where_it_was_seen():
     ledger = Ledger()
     ledger.add_span(t.messages)
 
-    items, notes = ledger.top(400, 50, COUNTER.count_text)
+    _, notes = ledger.top(400, 50, COUNTER.count_text)
 
     assert notes["data/a.csv"] == "file; user, turn 1"
     assert notes["b_frame"] == "variable; describe call, turn 1"
