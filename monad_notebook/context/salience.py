@@ -12,6 +12,7 @@ where it was seen, and read-back handles of folded outputs get at most a quarter
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -31,6 +32,8 @@ CLOSED_ERROR = 2.0
 HANDLE_WEIGHT = 3.0
 RECURRENCE_BONUS, RECURRENCE_MAX = 0.5, 2.0
 HANDLE_SHARE = 0.25
+FAMILY_MIN, FAMILY_SHOWN = 3, 2
+_DIGITS = re.compile(r"\d+")
 
 
 def _weight(place: str, kind: str) -> float:
@@ -116,13 +119,47 @@ class Ledger:
         Read-back handles get at most ``HANDLE_SHARE`` of the budget, so identifiers always
         have room; whatever they leave, identifiers may use.
         """
-        ranked = sorted(self.entries.values(), key=lambda e: (-e.score, -e.seq, e.item))
+        ranked, notes = collapse(sorted(self.entries.values(), key=lambda e: (-e.score, -e.seq, e.item)))
         handles = [e for e in ranked if e.kind == "output"]
         names = [e for e in ranked if e.kind != "output"]
-        shown_handles, used = _fit(handles, int(max_tokens * HANDLE_SHARE), max_items // 4, count_tokens)
-        shown_names, _ = _fit(names, max_tokens - used, max_items - len(shown_handles), count_tokens)
+        shown_handles, used = _fit(handles, notes, int(max_tokens * HANDLE_SHARE), max_items // 4, count_tokens)
+        shown_names, _ = _fit(names, notes, max_tokens - used, max_items - len(shown_handles), count_tokens)
         shown = sorted([*shown_names, *shown_handles], key=lambda e: (-e.score, -e.seq, e.item))
-        return [e.item for e in shown], {e.item: note(e) for e in shown}
+        return [e.item for e in shown], {e.item: notes[e.item] for e in shown}
+
+
+def collapse(ranked: list[LedgerEntry]) -> tuple[list[LedgerEntry], dict[str, str]]:
+    """Names that differ only in their digits (``part_0001.parquet``, ``part_0002.parquet``...) as one line.
+
+    A loop that reads a new file every step makes hundreds of such names, each as salient by
+    kind as the one file the session is really about; beyond the ``FAMILY_SHOWN`` most salient,
+    they are shown as one pattern (digits as ``*``) with their count, where they took space
+    from names that each say something. What the user or the agent wrote is never grouped.
+    Returns the entries to rank (patterns in place of their hidden members) and each one's note.
+    """
+    families: dict[str, list[LedgerEntry]] = {}
+    for entry in ranked:
+        if entry.kind != "output" and entry.source not in ("user", "assistant") and _DIGITS.search(entry.item):
+            families.setdefault(_DIGITS.sub("*", entry.item), []).append(entry)
+    stand_in: dict[str, LedgerEntry] = {}
+    hidden: set[str] = set()
+    notes: dict[str, str] = {}
+    for pattern, members in families.items():
+        if len(members) < FAMILY_MIN:
+            continue
+        rest = members[FAMILY_SHOWN:]
+        hidden.update(e.item for e in rest)
+        turns = sorted(e.turn for e in members)
+        stand_in[rest[0].item] = LedgerEntry(pattern, "family", rest[0].score, len(members), rest[0].seq, turns[-1])
+        notes[pattern] = f"{len(members)} {members[0].kind} names like this, turns {turns[0]}-{turns[-1]}"
+    out = []
+    for entry in ranked:
+        if entry.item in stand_in:
+            out.append(stand_in[entry.item])
+        elif entry.item not in hidden:
+            out.append(entry)
+            notes[entry.item] = note(entry)
+    return out, notes
 
 
 def note(entry: LedgerEntry) -> str:
@@ -137,14 +174,14 @@ def note(entry: LedgerEntry) -> str:
 
 
 def _fit(
-    entries: list[LedgerEntry], budget: int, max_items: int, count_tokens: Callable[[str], int]
+    entries: list[LedgerEntry], notes: dict[str, str], budget: int, max_items: int, count_tokens: Callable[[str], int]
 ) -> tuple[list[LedgerEntry], int]:
     kept: list[LedgerEntry] = []
     used = 0
     for entry in entries:
         if len(kept) >= max_items or budget - used < 4:
             break
-        cost = count_tokens(ledger_line(entry.item, note(entry))) + 1
+        cost = count_tokens(ledger_line(entry.item, notes[entry.item])) + 1
         if used + cost > budget:
             continue
         kept.append(entry)
