@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from monad_notebook.messages import Message
@@ -73,8 +75,11 @@ class Recall:
         wanted = k + len(partial)
         words = " ".join(query_terms(query)) or query
         errors: list[Exception] = []
-        by_words = self._safely(errors, lambda: self.store.search_chunks(session, words, wanted, exclude_ids=hidden))
+        words_search = _pool().submit(
+            self._safely, errors, lambda: self.store.search_chunks(session, words, wanted, exclude_ids=hidden)
+        )
         by_meaning = self._safely(errors, lambda: self._nearest(session, query, wanted, hidden))
+        by_words = words_search.result()
         if len(errors) == 2 or (errors and self.embedder is None):
             raise errors[-1]
         fused = fuse(by_words or [], by_meaning or [], query_terms(query))
@@ -95,6 +100,19 @@ class Recall:
             log.debug("one recall search failed: %s", exc)
             errors.append(exc)
             return None
+
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _pool() -> ThreadPoolExecutor:
+    """Threads for the full-text search, so it runs while the question is embedded."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="monad-recall")
+        return _POOL
 
 
 def fuse(by_words: list[EmbeddingHit], by_meaning: list[EmbeddingHit], terms: Sequence[str] = ()) -> list[Passage]:
