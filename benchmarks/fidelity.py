@@ -4,7 +4,7 @@
 
 A real ``Session`` (LanceDB in a temp dir, the offline embedder, default context settings
 but for the window and a ``toolOutput.maxChars`` of 8,000 that suits it) is driven by a
-scripted model through ``fidelity_session.py``: 60 turns, about 210 tool steps, 1 MB of tool
+scripted model through ``fidelity_session.py``: 150 turns, 525 tool steps, 1.5 MB of tool
 output, 100 planted identifiers (file paths, variables, columns, commands, numbers) in user
 messages, answers, small outputs and the middles of truncated outputs.
 
@@ -355,7 +355,7 @@ def _count(run: Run, plants: list[Plant], test: Callable[[set[str]], bool]) -> t
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--turns", type=int, default=60)
+    parser.add_argument("--turns", type=int, default=150)
     parser.add_argument("--window", type=int, default=16_000)
     parser.add_argument(
         "--summarizers", nargs="+", default=["good", "weak", "failing"], choices=["good", "weak", "failing"]

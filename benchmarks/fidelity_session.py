@@ -8,7 +8,7 @@ context but never the identifier ("which file was the churn raw extract?"). One 
 three is asked in other words (synonyms for both halves of the phrase).
 
 Around them, the noise a real session makes: every step reads a new file into a new variable
-and prints a frame, every sixth step prints a long log or data dictionary. Deterministic for
+and prints a frame, every tenth step prints a long log or data dictionary. Deterministic for
 a seed; every planted value occurs exactly once in the whole script.
 """
 
@@ -236,7 +236,7 @@ def _long(rng: random.Random, step: int, lines: int, planted: str | None = None)
     return "\n".join(out)
 
 
-def make_script(turns: int = 60, seed: int = 11) -> Script:
+def make_script(turns: int = 150, seed: int = 11) -> Script:
     rng = random.Random(seed)
     plants = make_plants(turns, seed)
     script = Script([], plants)
@@ -260,10 +260,10 @@ def make_script(turns: int = 60, seed: int = 11) -> Script:
                 plant.call_id = call_id
             if plant and plant.placement == "output-middle":
                 output = _long(rng, step_no, 480, line)
-            elif plant is None and step_no % 6 == 0:
-                output = _long(rng, step_no, 300)
+            elif plant is None and step_no % 10 == 0:
+                output = _long(rng, step_no, 200)
             else:
-                output = _frame(rng, step_no, rng.randrange(8, 20)) + (f"\n{line}" if line else "")
+                output = _frame(rng, step_no, rng.randrange(6, 14)) + (f"\n{line}" if line else "")
             steps.append(Step(call_id, code, output))
         answer = f"Batch checked ({len(steps)} steps); nothing unusual."
         answer += "".join(" " + SAID["answer"][p.kind].format(s=p.subject, v=p.value) for p in said.get("answer", []))

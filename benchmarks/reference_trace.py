@@ -198,6 +198,9 @@ class _SummarySink:
     def save_ledger(self, session: str, entries: list[Any]) -> None:
         pass
 
+    def get_raw_outputs(self, session: str, tool_call_ids: list[str]) -> dict[str, str]:
+        return {}
+
 
 def _texts(messages: list[dict[str, Any]]) -> str:
     parts = []

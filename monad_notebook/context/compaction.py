@@ -145,7 +145,7 @@ class Compactor:
         if self.spill is not None:
             self.spill(span)  # folded results stay readable by the handles the ledger names
         book = self._ledger(previous)
-        changed = book.add_span(span)
+        changed = book.add_span(span, self._raw_outputs(span))
         ledger, notes = book.top(self.ledger_max_tokens, self.ledger_max_items, self.count_tokens)
         text = attach_ledger(text, ledger, notes)
         tokens = self.count_tokens(text)
@@ -187,6 +187,11 @@ class Compactor:
         """The session's full ledger from the store; a summary's own list when the store has none yet."""
         stored = self.store.load_ledger(self.session)
         return Ledger(stored or seed(parse_ledger(previous)))
+
+    def _raw_outputs(self, span: list[Message]) -> dict[str, str]:
+        """The saved full text of the span's truncated results: the ledger reads what truncation hid."""
+        ids = [m.tool_call_id for m in span if m.role == "tool" and m.tool_call_id and not m.redacted]
+        return self.store.get_raw_outputs(self.session, ids) if ids else {}
 
     def _save_ledger(self, changed: list[LedgerEntry]) -> None:
         """After the summary: it already shows the ledger's top, so a failed write costs only the rest."""

@@ -69,6 +69,11 @@ _ID = re.compile(
 )
 _PIN = re.compile(r"(?<![\w.-])[A-Za-z][\w.-]{0,60}(?:==|>=|~=)\d[\w.]{0,30}")
 _INSTALLED = re.compile(r"Successfully installed ([^\n]{1,2000})")
+_PROSE_COMMAND = re.compile(
+    r"(?<![\w/.-])(?:python3?|pip3?|make|bash|sh|git|dbt|conda|docker|kubectl|airflow|spark-submit|Rscript|uv|npm)"
+    r" [^\n;,`]{1,150}"
+)
+_COMMAND_END = re.compile(r"\.(?:\s|$)|\s(?:to|for|and|so|which|because|then|before|after)\s")
 _BACKTICK = re.compile(r"`([^`\n]{2,80})`")
 _SUBSCRIPT = re.compile(r"\[\s{0,3}[\"']([^\"'\n\]]{1,60})[\"']\s{0,3}\]")
 _QUOTED_NAME = re.compile(r"(?<![\w\\])[\"']([A-Za-z_]\w{1,40})[\"'](?!\w)")
@@ -136,8 +141,19 @@ def _backticked(item: str) -> str:
     return "code" if _CALL.search(item) else "name"
 
 
+def _prose_commands(text: str) -> Iterator[Found]:
+    """Commands written out in a sentence ("run make job-42 TARGET=w1 to backfill..."), up to where prose resumes."""
+    for match in _PROSE_COMMAND.finditer(text):
+        command = match.group()
+        end = _COMMAND_END.search(command)
+        command = (command[: end.start()] if end else command).rstrip(".!?:) ")
+        if " " in command:
+            yield match.start(), command, _command_kind(command)
+
+
 def _scan_prose(text: str) -> Iterator[Found]:
     yield from _common(text)
+    yield from _prose_commands(text)
     yield from ((m.start(), m.group(), "number") for m in _RESULT.finditer(text))
     yield from ((m.start(), m.group(), "name") for m in _NAME.finditer(text))
     yield from ((m.start(), m.group(), "id") for m in _ID.finditer(text))

@@ -7,7 +7,8 @@ files, packages, variables and commands in the code it ran, errors not yet follo
 clean run of the same tool, and, least, what tools printed (columns, variables, pins, ids,
 numbers). Each later sighting adds a little. The full ledger lives in the store (``ledger``
 table); the summary shows the most salient entries that fit ``ledgerMaxTokens``, each with
-where it was seen, and read-back handles of folded outputs get at most a quarter of it.
+where it was seen, and read-back handles of folded outputs (ranked by how many salient names
+each holds) get at most a quarter of it.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ DEFAULT_WEIGHT = {"user": 10.0, "assistant": 6.0, "call": 4.0, "output": 2.0}
 CALL_CODE_WEIGHT = 2.0
 CLOSED_ERROR = 2.0
 HANDLE_WEIGHT = 3.0
+HANDLE_BONUS, HANDLE_BONUS_MAX = 0.25, 2.0  # per identifier of weight >= 3 first seen in that output
 RECURRENCE_BONUS, RECURRENCE_MAX = 0.5, 2.0
 HANDLE_SHARE = 0.25
 FAMILY_MIN, FAMILY_SHOWN = 3, 2
@@ -52,15 +54,26 @@ class Ledger:
     def __init__(self, entries: list[LedgerEntry] | None = None) -> None:
         self.entries: dict[str, LedgerEntry] = {e.item: replace(e) for e in entries or []}
 
-    def add_span(self, span: list[Message]) -> list[LedgerEntry]:
-        """Fold ``span``'s sightings in, in order; the entries that changed (to save)."""
+    def add_span(self, span: list[Message], raw: dict[str, str] | None = None) -> list[LedgerEntry]:
+        """Fold ``span``'s sightings in, in order; the entries that changed (to save).
+
+        ``raw``: the saved full text of truncated results (tool-call id -> text), read instead of
+        what the window showed, so what truncation hid is in the ledger too.
+        """
         changed: dict[str, LedgerEntry] = {}
+        strength: dict[str, int] = {}
         for message in span:
-            for entry in self._add_message(message):
+            full = (raw or {}).get(message.tool_call_id) if message.role == "tool" else None
+            touched = self._add_message(replace(message, content=full) if full else message)
+            for entry in touched:
                 changed[entry.item] = entry
-        handles = extract_handles(span)
-        for handle, message in handles:
-            changed[handle] = self._see(handle, "output", HANDLE_WEIGHT, message, "", "")
+            if message.role == "tool":
+                strength[message.tool_call_id] = sum(
+                    e.tool_call_id == message.tool_call_id and _weight("output", e.kind) >= 3 for e in touched
+                )
+        for handle, message in extract_handles(span):
+            weight = HANDLE_WEIGHT + min(HANDLE_BONUS_MAX, HANDLE_BONUS * strength.get(message.tool_call_id, 0))
+            changed[handle] = self._see(handle, "output", weight, message, "", "")
         return list(changed.values())
 
     def _add_message(self, message: Message) -> list[LedgerEntry]:

@@ -214,3 +214,12 @@ single_line = st.text(st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp"
 @given(st.lists(single_line.filter(bool), max_size=20, unique=True))
 def test_any_ledger_survives_render_and_parse(items):
     assert parse_ledger("## Files & State\n" + render_ledger(items)) == items
+
+
+def test_a_command_written_out_in_a_sentence_is_kept_whole_up_to_where_prose_resumes():
+    said = Message("user", "To backfill the refund data, run make job-126 TARGET=wd. Then python is fine.")
+    answered = Message("assistant", "I ran python jobs/export_churn.py --since 2024-05-01 to export the churn data.")
+
+    assert ("make job-126 TARGET=wd", "command") in message_items(said)[0]
+    assert ("python jobs/export_churn.py --since 2024-05-01", "command") in message_items(answered)[0]
+    assert not any(kind == "command" for _, kind in message_items(Message("user", "We use python for it."))[0])

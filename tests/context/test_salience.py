@@ -180,3 +180,20 @@ def test_the_full_ledger_lives_in_the_store_and_the_summary_shows_its_most_salie
     assert parse_notes(summary.text)[shown_items[0]] == "file; user, turn 1"
     assert {i for i in shown_items if "*" not in i} < stored and len(stored) > 3 * len(shown_items)
     assert "step_frame_0" in stored
+
+
+def test_what_truncation_hid_is_read_from_the_saved_output_and_ranks_that_outputs_handle():
+    hidden = (
+        "\n".join(f"[etl] batch {i}: ok" for i in range(200)) + "\nsaved churn holdout -> data/holdout_q3.parquet\n"
+    )
+    t = Transcript().user("go").python("run()", "[etl] batch 0: ok\n[... 4000 characters omitted ...]\ndone")
+    t.python("other()", "[etl] batch 9: ok")
+    ledger = Ledger()
+
+    ledger.add_span(t.messages, raw={"call_1": hidden})
+
+    entry = ledger.entries["data/holdout_q3.parquet"]
+    assert (entry.kind, entry.tool_call_id) == ("file", "call_1")
+    handles = sorted((e for e in ledger.entries.values() if e.kind == "output"), key=lambda e: -e.score)
+    assert handles[0].item.startswith("read_tool_output id=call_1 ")
+    assert handles[0].score > handles[1].score
