@@ -40,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.fidelity_session import KINDS, PLACEMENTS, Plant, Script, Turn, make_script
 from monad_notebook.agent.tools.base import Tool, ToolContext, tool
 from monad_notebook.config import Config
+from monad_notebook.context.ledger import parse_ledger
 from monad_notebook.context.summarize import SECTIONS, parse_sections, render_sections
 from monad_notebook.context.tokens import TokenCounter
 from monad_notebook.errors import ModelError
@@ -223,7 +224,7 @@ def measure(
     )
     seqs = _carrier_seqs(store, script)
     summary = store.load_summary("fidelity")
-    result.ledger_shown = summary.text.count("\n- `") if summary else 0
+    result.ledger_shown = len(parse_ledger(summary.text)) if summary else 0
     result.ledger_stored = len(store.load_ledger("fidelity"))
     for number, plant in enumerate(script.plants):
         where = set()
@@ -298,13 +299,16 @@ def report(script: Script, runs: list[Run]) -> str:
         lines += [
             f"#### Summarizer: {r.quality}",
             "",
-            f"{r.compactions} compactions ({r.fallbacks} by the extractive fallback); final prompt {r.final_tokens:,} tokens;"
-            f" ledger shows {r.ledger_shown} of {r.ledger_stored} stored entries; session {r.seconds:.0f} s"
+            f"{r.compactions} compactions ({r.fallbacks} by the extractive fallback);"
+            f" final prompt {r.final_tokens:,} tokens; ledger shows {r.ledger_shown} of {r.ledger_stored} stored"
+            f" entries; session {r.seconds:.0f} s"
             f" (indexing caught up {r.index_wait:.0f} s after the last turn).",
-            f"recall answers: {statistics.median(tokens):.0f} tokens median, {p95} p95, {tokens[-1]} max (budget"
-            f" {RECALL_BUDGET_TOKENS}); {statistics.median(ms):.0f} ms median, {ms[int(0.95 * (len(ms) - 1))]:.0f} ms p95.",
+            f"recall answers: {statistics.median(tokens):.0f} tokens median, {p95} p95, {tokens[-1]} max"
+            f" (budget {RECALL_BUDGET_TOKENS}); {statistics.median(ms):.0f} ms median,"
+            f" {ms[int(0.95 * (len(ms) - 1))]:.0f} ms p95.",
             "",
-            "| identifiers | verbatim in final prompt | reachable | by recall | folded 5+ ago: in prompt | folded 5+ ago: reachable |",
+            "| identifiers | verbatim in final prompt | reachable | by recall | folded 5+ ago: in prompt"
+            " | folded 5+ ago: reachable |",
             "|---|---:|---:|---:|---:|---:|",
             _row("all", script.plants, r),
         ]
@@ -367,8 +371,8 @@ def main() -> None:
     steps = sum(len(t.steps) for t in script.turns)
     chars = sum(len(s.output) for t in script.turns for s in t.steps)
     print(
-        f"{args.turns} turns, {steps} tool steps, {chars:,} chars of tool output, {len(script.plants)} planted identifiers;"
-        f" {args.window:,}-token window, toolOutput.maxChars {MAX_CHARS:,}.\n"
+        f"{args.turns} turns, {steps} tool steps, {chars:,} chars of tool output,"
+        f" {len(script.plants)} planted identifiers; {args.window:,}-token window, toolOutput.maxChars {MAX_CHARS:,}.\n"
     )
     runs = []
     with tempfile.TemporaryDirectory() as tmp:

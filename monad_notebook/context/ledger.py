@@ -85,6 +85,7 @@ _VARIABLE_LINE = re.compile(
     r"^([A-Za-z_]\w{0,60}): ?(?:DataFrame|Series|ndarray|int|float|str|list|dict|tuple|set|bool|bytes)\b", re.M
 )
 _INDEX_LIST = re.compile(r"Index\(\[([^\]]{1,4000})\]")
+_SHELL_ECHO = re.compile(r"^(?:\$|>>>) ([^\n#]{2,150})", re.M)
 _ITEM_LINE = re.compile(
     r"^\s{0,8}[-*]\s{1,4}(?:(`{1,3})\s?(.{1,400}?)\s?\1(?:\s{1,3}\(([^()\n]{0,200})\))?|(.{1,400}?))\s*$"
 )
@@ -177,6 +178,8 @@ def _scan_output(text: str) -> Iterator[Found]:
     yield from _common(text)
     yield from ((m.start(1), m.group(1).strip(), "column") for m in _COLUMN_LINE.finditer(text))
     yield from ((m.start(1), m.group(1), "variable") for m in _VARIABLE_LINE.finditer(text))
+    for echo in _SHELL_ECHO.finditer(text):
+        yield echo.start(1), echo.group(1).strip(), _command_kind(echo.group(1))
     for listed in _INDEX_LIST.finditer(text):
         names = _QUOTED_NAME.finditer(listed.group(1))
         yield from ((listed.start(1) + m.start(), m.group(1), "column") for m in names)
@@ -253,16 +256,15 @@ def extract_identifiers(messages: list[Message]) -> list[str]:
 
 
 def extract_handles(messages: list[Message]) -> list[tuple[str, Message]]:
-    """One read-back handle per folded tool result that has one, naming its exact id, with the result."""
-    calls = {c.id: c for m in messages for c in m.tool_calls}
-    handles = []
-    for message in messages:
-        if message.role != "tool" or message.redacted or not message.tool_call_id:
-            continue
-        call = calls.get(message.tool_call_id)
-        preview = " ".join(call.arguments.split())[:60] if call else ""
-        handles.append((_clean(f"{HANDLE_PREFIX}{message.tool_call_id} ({message.name} {preview})"), message))
-    return handles
+    """One read-back handle per folded tool result that has one, naming its exact id, with the result.
+
+    What the output holds is said in the handle's note (``salience.py``), not in the handle.
+    """
+    return [
+        (f"{HANDLE_PREFIX}{message.tool_call_id}", message)
+        for message in messages
+        if message.role == "tool" and not message.redacted and message.tool_call_id
+    ]
 
 
 def _quoted(item: str) -> str:

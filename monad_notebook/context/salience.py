@@ -25,17 +25,41 @@ WEIGHTS: dict[str, dict[str, float]] = {
     "user": {},
     "assistant": {"number": 8.0, "code": 3.0},
     "call": {"file": 7.0, "package": 7.0, "variable": 6.0, "command": 6.0, "column": 5.0, "url": 5.0, "id": 5.0},
-    "output": {"error": 7.0, "variable": 4.0, "column": 4.0, "package": 4.0, "file": 3.0, "url": 3.0, "code": 1.0},
+    "output": {
+        "error": 7.0,
+        "variable": 4.0,
+        "column": 4.0,
+        "package": 4.0,
+        "file": 3.0,
+        "url": 3.0,
+        "command": 3.0,
+        "code": 1.0,
+    },
 }
 DEFAULT_WEIGHT = {"user": 10.0, "assistant": 6.0, "call": 4.0, "output": 2.0}
 CALL_CODE_WEIGHT = 2.0
 CLOSED_ERROR = 2.0
 HANDLE_WEIGHT = 3.0
 HANDLE_BONUS, HANDLE_BONUS_MAX = 0.25, 2.0  # per identifier of weight >= 3 first seen in that output
+HOLDS_CHARS = 80
 RECURRENCE_BONUS, RECURRENCE_MAX = 0.5, 2.0
 HANDLE_SHARE = 0.25
-FAMILY_MIN, FAMILY_SHOWN = 3, 2
+FAMILY_MIN, FAMILY_SHOWN = 3, 1
 _DIGITS = re.compile(r"\d+")
+
+
+def _holds(message: Message, names: list[LedgerEntry]) -> str:
+    """A handle's note: whose output it is and the most salient names first seen in it."""
+    best = sorted(
+        (e for e in names if _weight("output", e.kind) >= 3), key=lambda e: (-_weight("output", e.kind), e.seq)
+    )
+    shown: list[str] = []
+    for entry in best:
+        if sum(len(x) + 2 for x in shown) + len(entry.item) > HOLDS_CHARS:
+            break
+        shown.append(entry.item)
+    where = f"{message.name or 'tool'} output"
+    return f"{where}; holds {', '.join(shown)}" if shown else where
 
 
 def _weight(place: str, kind: str) -> float:
@@ -61,19 +85,20 @@ class Ledger:
         what the window showed, so what truncation hid is in the ledger too.
         """
         changed: dict[str, LedgerEntry] = {}
-        strength: dict[str, int] = {}
+        held: dict[str, list[LedgerEntry]] = {}
         for message in span:
             full = (raw or {}).get(message.tool_call_id) if message.role == "tool" else None
             touched = self._add_message(replace(message, content=full) if full else message)
             for entry in touched:
                 changed[entry.item] = entry
             if message.role == "tool":
-                strength[message.tool_call_id] = sum(
-                    e.tool_call_id == message.tool_call_id and _weight("output", e.kind) >= 3 for e in touched
-                )
+                held[message.tool_call_id] = [e for e in touched if e.tool_call_id == message.tool_call_id]
         for handle, message in extract_handles(span):
-            weight = HANDLE_WEIGHT + min(HANDLE_BONUS_MAX, HANDLE_BONUS * strength.get(message.tool_call_id, 0))
-            changed[handle] = self._see(handle, "output", weight, message, "", "")
+            names = held.get(message.tool_call_id, [])
+            strong = sum(_weight("output", e.kind) >= 3 for e in names)
+            weight = HANDLE_WEIGHT + min(HANDLE_BONUS_MAX, HANDLE_BONUS * strong)
+            entry = self._see(handle, "output", weight, message, _holds(message, names), "")
+            changed[handle] = entry
         return list(changed.values())
 
     def _add_message(self, message: Message) -> list[LedgerEntry]:
@@ -132,7 +157,7 @@ class Ledger:
         Read-back handles get at most ``HANDLE_SHARE`` of the budget, so identifiers always
         have room; whatever they leave, identifiers may use.
         """
-        ranked, notes = collapse(sorted(self.entries.values(), key=lambda e: (-e.score, -e.seq, e.item)))
+        ranked, notes = collapse(contained(sorted(self.entries.values(), key=lambda e: (-e.score, -e.seq, e.item))))
         handles = [e for e in ranked if e.kind == "output"]
         names = [e for e in ranked if e.kind != "output"]
         shown_handles, used = _fit(handles, notes, int(max_tokens * HANDLE_SHARE), max_items // 4, count_tokens)
@@ -141,11 +166,30 @@ class Ledger:
         return [e.item for e in shown], {e.item: notes[e.item] for e in shown}
 
 
+def contained(ranked: list[LedgerEntry]) -> list[LedgerEntry]:
+    """Without items written out inside another item of the same message (a script inside its command line).
+
+    The longer one shows both verbatim; comparing within one message keeps this linear in practice.
+    """
+    by_message: dict[int, list[LedgerEntry]] = {}
+    for entry in ranked:
+        if entry.kind != "output":
+            by_message.setdefault(entry.seq, []).append(entry)
+    inside = {
+        e.item
+        for group in by_message.values()
+        if len(group) > 1
+        for e in group
+        if any(e.item != o.item and e.item in o.item and o.score >= e.score - 1 for o in group)
+    }
+    return [e for e in ranked if e.item not in inside]
+
+
 def collapse(ranked: list[LedgerEntry]) -> tuple[list[LedgerEntry], dict[str, str]]:
     """Names that differ only in their digits (``part_0001.parquet``, ``part_0002.parquet``...) as one line.
 
     A loop that reads a new file every step makes hundreds of such names, each as salient by
-    kind as the one file the session is really about; beyond the ``FAMILY_SHOWN`` most salient,
+    kind as the one file the session is really about; beyond the most salient (``FAMILY_SHOWN``),
     they are shown as one pattern (digits as ``*``) with their count, where they took space
     from names that each say something. What the user or the agent wrote is never grouped.
     Returns the entries to rank (patterns in place of their hidden members) and each one's note.
@@ -178,7 +222,7 @@ def collapse(ranked: list[LedgerEntry]) -> tuple[list[LedgerEntry], dict[str, st
 def note(entry: LedgerEntry) -> str:
     """Where an entry was seen, as the ledger line shows it: kind, source, turn, and the output's id."""
     if entry.kind == "output":
-        return f"turn {entry.turn}"
+        return f"{entry.source}, turn {entry.turn}" if entry.source else f"turn {entry.turn}"
     if not entry.source and not entry.turn:
         return ""
     where = f"{entry.kind}; {entry.source}, turn {entry.turn}" if entry.source else f"{entry.kind}; turn {entry.turn}"

@@ -118,7 +118,7 @@ def test_folded_results_leave_a_handle_naming_their_exact_id():
         result,
         Message("tool", "[REDACTED:github]", tool_call_id="call_43", name="python", redacted=True),
     ]
-    assert extract_handles(span) == [('read_tool_output id=call_42 (read_file {"path": "data/sales.csv"})', result)]
+    assert extract_handles(span) == [("read_tool_output id=call_42", result)]
 
 
 def test_prose_gives_the_names_ids_and_result_numbers_a_user_or_an_answer_states():
@@ -223,3 +223,11 @@ def test_a_command_written_out_in_a_sentence_is_kept_whole_up_to_where_prose_res
     assert ("make job-126 TARGET=wd", "command") in message_items(said)[0]
     assert ("python jobs/export_churn.py --since 2024-05-01", "command") in message_items(answered)[0]
     assert not any(kind == "command" for _, kind in message_items(Message("user", "We use python for it."))[0])
+
+
+def test_a_command_echoed_in_a_tool_output_is_a_command():
+    output = Message("tool", "$ make job-42 TARGET=w1    # backfill: ok\n>>> df.shape\n(10, 2)", name="python")
+
+    kinds = dict(message_items(output)[0])
+
+    assert (kinds["make job-42 TARGET=w1"], kinds["df.shape"]) == ("command", "command")

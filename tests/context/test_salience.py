@@ -71,7 +71,7 @@ def test_names_that_differ_only_in_digits_share_one_line_and_leave_room_for_the_
 
     assert "data/parts/part_*.parquet" in items
     assert notes["data/parts/part_*.parquet"] == "200 file names like this, turns 1-1"
-    assert sum(i.startswith("data/parts/part_") for i in items) == 3
+    assert sum(i.startswith("data/parts/part_") for i in items) == 2
     assert {"holdout_frame", "data/holdout.parquet"} <= set(items)
 
 
@@ -129,6 +129,18 @@ def test_the_shown_part_fits_its_token_budget_and_handles_take_at_most_a_quarter
     assert sum(COUNTER.count_text(line) + 1 for line in lines) <= 500
     handles = [line for line in lines if "read_tool_output id=" in line]
     assert 0 < sum(COUNTER.count_text(line) + 1 for line in handles) <= 125
+
+
+def test_an_item_written_out_inside_another_of_the_same_message_is_shown_once():
+    t = Transcript().user("To retrain, run python jobs/retrain_payment.py --since 2024-09-01 and report.")
+    ledger = Ledger()
+    ledger.add_span(t.messages)
+
+    items = shown(ledger)
+
+    assert "python jobs/retrain_payment.py --since 2024-09-01" in items
+    assert "jobs/retrain_payment.py" not in items
+    assert "jobs/retrain_payment.py" in ledger.entries
 
 
 def test_each_item_says_where_it_was_seen():
@@ -195,5 +207,6 @@ def test_what_truncation_hid_is_read_from_the_saved_output_and_ranks_that_output
     entry = ledger.entries["data/holdout_q3.parquet"]
     assert (entry.kind, entry.tool_call_id) == ("file", "call_1")
     handles = sorted((e for e in ledger.entries.values() if e.kind == "output"), key=lambda e: -e.score)
-    assert handles[0].item.startswith("read_tool_output id=call_1 ")
+    assert handles[0].item == "read_tool_output id=call_1"
     assert handles[0].score > handles[1].score
+    assert note(handles[0]) == "python output; holds data/holdout_q3.parquet, turn 1"
