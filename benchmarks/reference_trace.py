@@ -49,6 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.loop_overhead import seed
 from benchmarks.trace import (
+    Planted,
     Trace,
     TraceStep,
     TraceTurn,
@@ -106,7 +107,13 @@ def tool_schemas(trace: Trace, tmp: Path) -> list[dict[str, Any]]:
 
 
 def _config(window: int) -> Config:
-    return Config.model_validate({"models": {"main": {"contextWindow": window}}, "agent": {"maxSteps": 64}})
+    """Defaults but the window, and recall by words only: embedding 3 MB of output would take minutes."""
+    return Config.model_validate(
+        {
+            "models": {"main": {"contextWindow": window}, "embedding": {"provider": "none"}},
+            "agent": {"maxSteps": 64},
+        }
+    )
 
 
 class PrefixMeter:
@@ -180,10 +187,19 @@ class DecliningModel:
 
 
 class _SummarySink:
-    """Compactor's only store call in the simulated strategies."""
+    """Compactor's store calls in the simulated strategies: the ledger lives in each summary only."""
 
     def save_summary(self, summary: Summary) -> None:
         pass
+
+    def load_ledger(self, session: str) -> list[Any]:
+        return []
+
+    def save_ledger(self, session: str, entries: list[Any]) -> None:
+        pass
+
+    def get_raw_outputs(self, session: str, tool_call_ids: list[str]) -> dict[str, str]:
+        return {}
 
 
 def _texts(messages: list[dict[str, Any]]) -> str:
@@ -207,13 +223,14 @@ def _locate(
     summary: str,
     handle: Handle,
     history: str = "",
-    searchable: bool = False,
+    recall: Callable[[Planted], str] | None = None,
 ) -> None:
-    """Where each planted identifier can still be read: the prompt, the summary, a handle, or only the store.
+    """Where each planted identifier can still be read: the prompt, the summary, a handle, recall, or only the store.
 
-    A handle only helps when the model can see its id (in a placeholder, a truncation marker or
-    the call itself): a stored output whose id left the prompt counts as "handle, id not in prompt",
-    unless the model is offered an exact search over saved outputs (``searchable``): then "search".
+    Counted only what a model that forgot the identifier can reach: the final prompt, a saved
+    output whose id the prompt shows (a placeholder, a truncation marker, a ledger handle), or
+    the ``recall`` tool's answer to the identifier's probe, a question naming its context
+    (``recall``, ours only). A stored output whose id left the prompt is "handle, id not in prompt".
     """
     window_text = _texts(final)
     for plant in trace.planted:
@@ -222,8 +239,12 @@ def _locate(
             where = "window"
         elif plant.value in summary:
             where = "summary"
+        elif plant.carrier.startswith("output") and plant.value in (handle(step) or "") and step.call_id in window_text:
+            where = "handle"
+        elif recall is not None and plant.value in recall(plant):
+            where = "recall"
         elif plant.carrier.startswith("output") and plant.value in (handle(step) or ""):
-            where = "handle" if step.call_id in window_text else "search" if searchable else "handle, id not in prompt"
+            where = "handle, id not in prompt"
         else:
             where = "history only" if plant.value in history else "lost"
         result.found[plant.value] = where
@@ -449,9 +470,16 @@ def run_monad(trace: Trace, window: int, counter: TokenCounter, tmp: Path) -> Re
         return store.get_raw_output(session.name, step.call_id)
 
     history = "\n".join(m.content + "".join(c.arguments for c in m.tool_calls) for m in session.history())
+    session.cascade.wait()
+
+    def recall(plant: Planted) -> str:
+        call = ToolCall(f"probe_{plant.step}", "recall", json.dumps({"query": plant.probe}))
+        return session.execute_tool(call).text
+
     offered = {t["function"]["name"] for t in provider.calls[-1].tools}
-    searchable = "search_tool_outputs" in offered
-    _locate(result, trace, final, summary.text if summary else "", handle, history, searchable)
+    _locate(
+        result, trace, final, summary.text if summary else "", handle, history, recall if "recall" in offered else None
+    )
     in_window, final_text = _recoverable_in(final, trace), _texts(final)
     stored = [s for s in trace.steps if s.call_id not in in_window and handle(s) == s.output]
     result.outputs_recoverable = len(in_window) + sum(s.call_id in final_text for s in stored)
@@ -569,17 +597,17 @@ def strategy_tables(trace: Trace, results: list[Result], window: int) -> str:
         )
     lines += [
         "",
-        "| strategy | planted ids in window | in summary/ledger | by handle | by exact search | recoverable "
+        "| strategy | planted ids in window | in summary/ledger | by handle | by recall | recoverable "
         "| by stored handle, id not in prompt | only in stored history | lost | tool outputs recoverable "
         "| saved, id not in prompt |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    places = ("window", "summary", "handle", "search", "handle, id not in prompt", "history only", "lost")
+    places = ("window", "summary", "handle", "recall", "handle, id not in prompt", "history only", "lost")
     for r in results:
         n = {where: sum(v == where for v in r.found.values()) for where in places}
-        kept = n["window"] + n["summary"] + n["handle"] + n["search"]
+        kept = n["window"] + n["summary"] + n["handle"] + n["recall"]
         lines.append(
-            f"| {r.name} | {n['window']} | {n['summary']} | {n['handle']} | {n['search']} "
+            f"| {r.name} | {n['window']} | {n['summary']} | {n['handle']} | {n['recall']} "
             f"| {kept}/{planted} ({_pct(kept, planted)}) "
             f"| {n['handle, id not in prompt']} | {n['history only']} | {n['lost']} "
             f"| {r.outputs_recoverable}/{steps} ({_pct(r.outputs_recoverable, steps)}) | {r.outputs_stored_only} |"

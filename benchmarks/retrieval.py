@@ -33,8 +33,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from monad_notebook.config import RetrievalConfig
-from monad_notebook.context.retrieval import EmbeddingIndexer, Retrieval
+from monad_notebook.context.indexing import RecallIndexer
+from monad_notebook.context.recall import Recall
+from monad_notebook.context.retrieval import Retrieval
 from monad_notebook.messages import Message
+from monad_notebook.store.base import Chunk
 from monad_notebook.store.embeddings import LocalEmbedder
 from monad_notebook.store.lance import LanceStore
 
@@ -217,7 +220,7 @@ def needles_at_scale(embedder: LocalEmbedder, total: int) -> list[str]:
             store.ann_min_rows = threshold
             ids = [[h.message_id for h in store.search_embeddings("needles", q, 5)] for q in questions]
             results.append((sum(i[:1] == [f] for i, f in zip(ids, fact_ids, strict=True)), ids))
-        lookup = timed_ms(lambda: store.search_embedded_text("needles", ["ORD-48213"], 5, model=MODEL, dims=DIMS), 21)
+        lookup = timed_ms(lambda: store.search_chunks("needles", "ORD-48213", 5), 21)
         store.close()
     n = len(FACTS)
     (index_at1, index_ids), (exact_at1, exact_ids) = results
@@ -229,7 +232,7 @@ def needles_at_scale(embedder: LocalEmbedder, total: int) -> list[str]:
         f"| recall@1 | {index_at1 / n:.2f} | {exact_at1 / n:.2f} |",
         f"| recall@5 | {index_at5 / n:.2f} | {exact_at5 / n:.2f} |",
         f"| top-5 overlap with exact | {overlap(index_ids, exact_ids):.3f} | 1.000 |",
-        f"| identifier lookup of an id no message holds (reads every text) p50 / p95 ms | "
+        f"| full-text lookup of an id no chunk holds p50 / p95 ms | "
         f"{' / '.join(f'{v:.1f}' for v in percentiles(lookup[1:]))} | |",
     ]
 
@@ -248,7 +251,7 @@ def identifier_recall(embedder: LocalEmbedder, distractors: int) -> list[str]:
     by_text = {m.content: m.id for m in messages}
     with tempfile.TemporaryDirectory() as tmp:
         store = LanceStore(Path(tmp) / "db")
-        indexer = EmbeddingIndexer(store, embedder)
+        indexer = RecallIndexer(store, embedder)
         indexer.index_pending("orders", messages)
         indexer.flush()
         finder = Retrieval(store, embedder, RetrievalConfig(enabled=True))
@@ -273,6 +276,82 @@ def identifier_recall(embedder: LocalEmbedder, distractors: int) -> list[str]:
         f"| the order's note in the related_context block (identifier lookup + vector) | {in_block / n:.2f} |",
         f"| related_context p50 / p95 ms (embedding the question included) | {p50:.1f} / {p95:.1f} |",
     ]
+
+
+def recall_at_scale(embedder: LocalEmbedder, total: int, tail: int, queries: int) -> list[str]:
+    """``Recall.search`` (full-text + vectors, fused; the question embedded each time) in one session of ``total``.
+
+    Every stored message is one chunk: its text under the full-text index, its vector (the
+    chatter's real embeddings plus small noise) in the vector table, then one optimize (which
+    builds the vector index and folds the text into the full-text index). Measured again with
+    ``tail`` more chunks written after the optimize, as between two background optimizes.
+    """
+    rng = np.random.default_rng(6)
+    lines = chat_lines(random.Random(9), 1000)
+    chatter = np.array(embedder.embed(lines), dtype=np.float32)
+    facts = [fact for fact, _ in FACTS]
+    questions = [q for _, q in FACTS] + [f"Where did order ORD-{40_000 + i} ship to?" for i in range(24)]
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        store = LanceStore(Path(tmp) / "db", optimize_every=0)
+        _fill_chunks(store, embedder, rng, chatter, lines, facts, 0, total)
+        started = time.perf_counter()
+        store.optimize()
+        seconds = time.perf_counter() - started
+        recall = Recall(store, embedder)
+        for label, extra in (("after optimize", 0), (f"+{tail:,} chunks not yet optimized", tail)):
+            if extra:
+                _fill_chunks(store, embedder, rng, chatter, lines, [], total, extra)
+            asked = [questions[i % len(questions)] for i in range(queries)]
+            samples = timed_ms_each(lambda q: recall.search("big", q, 6), asked)
+            p50, p95 = percentiles(samples)
+            rows.append(f"| {total + extra:,} | {label} | {p50:.1f} | {p95:.1f} | {seconds:.1f} |")
+        found = sum(any(f in p.hit.snippet for p in recall.search("big", q, 6)) for f, q in FACTS)
+        store.close()
+    return [
+        "| chunks in the session | index state | recall p50 ms | recall p95 ms | optimize s |",
+        "|---:|---|---:|---:|---:|",
+        *rows,
+        "",
+        f"Needle facts in recall's top 6 among {total:,} chunks: {found}/{len(FACTS)}.",
+    ]
+
+
+def _fill_chunks(
+    store: LanceStore,
+    embedder: LocalEmbedder,
+    rng: np.random.Generator,
+    chatter: np.ndarray,
+    lines: list[str],
+    facts: list[str],
+    start: int,
+    count: int,
+) -> None:
+    """``count`` chunks (chatter, with ``facts`` among the first), 5,000 per write in each table."""
+    for at in range(start, start + count, 5000):
+        n = min(5000, start + count - at)
+        picks = rng.integers(0, len(chatter), n)
+        points = chatter[picks] + rng.normal(scale=0.02, size=(n, chatter.shape[1]))
+        points /= np.linalg.norm(points, axis=1, keepdims=True)
+        texts = [lines[p] for p in picks]
+        vectors = points.tolist()
+        if at == start and facts:
+            texts[: len(facts)] = facts
+            vectors[: len(facts)] = embedder.embed(facts)
+        chunks = [Chunk(f"m{at + i}", 0, t, seq=at + i, turn=(at + i) // 4, role="user") for i, t in enumerate(texts)]
+        store.save_chunks("big", chunks)
+        store.save_embeddings("big", list(zip(chunks, vectors, strict=True)), embedder.name)
+
+
+def timed_ms_each(action: Callable[[str], object], inputs: list[str]) -> list[float]:
+    """Milliseconds per call, after one untimed warm-up call."""
+    action(inputs[0])
+    out = []
+    for item in inputs:
+        started = time.perf_counter()
+        action(item)
+        out.append((time.perf_counter() - started) * 1000)
+    return out
 
 
 def chat_lines(rng: random.Random, n: int) -> list[str]:
@@ -326,7 +405,7 @@ def needle_recall(embedder: LocalEmbedder, distractors: int) -> list[str]:
     with tempfile.TemporaryDirectory() as tmp:
         store = LanceStore(Path(tmp) / "db")
         messages, fact_ids = needle_messages("needles", distractors)
-        indexer = EmbeddingIndexer(store, embedder)
+        indexer = RecallIndexer(store, embedder)
         start = time.perf_counter()
         indexer.index_pending("needles", messages)
         indexer.flush()
@@ -377,6 +456,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--distractors", type=int, default=300)
     parser.add_argument("--needle-scale", type=int, default=100_000, help="distractor vectors; 0 skips")
+    parser.add_argument("--recall-scale", type=int, default=100_000, help="chunks for the recall latency; 0 skips")
     args = parser.parse_args()
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"{os.cpu_count()} CPUs, load average {load} at start\n")
@@ -387,6 +467,9 @@ def main() -> None:
     print("\n" + "\n".join(identifier_recall(embedder, args.distractors)))
     if args.needle_scale:
         print("\n" + "\n".join(needles_at_scale(embedder, args.needle_scale)))
+    if args.recall_scale:
+        tail = max(1, args.recall_scale // 50)
+        print("\n" + "\n".join(recall_at_scale(embedder, args.recall_scale, tail, args.queries)))
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-HELPERS = {"run_all", "trace"}
+HELPERS = {"run_all", "trace", "fidelity_session"}
 LONG = {"reliability_long"}
 ORDER = [
     "loop_overhead",
@@ -39,6 +39,7 @@ ORDER = [
     "real_server",
     "retrieval",
     "reference_trace",
+    "fidelity",
     "panel_latency",
     "reliability_long",
 ]
@@ -46,7 +47,14 @@ QUICK: dict[str, dict[str, list[str]]] = {
     "loop_overhead": {"--sizes": ["200", "1000"], "--turns": ["4"]},
     "store_versions": {"--steps": ["150"]},
     "real_server": {"--turns": ["3"]},
-    "retrieval": {"--sizes": ["2000"], "--queries": ["20"], "--distractors": ["60"], "--needle-scale": ["5000"]},
+    "retrieval": {
+        "--sizes": ["2000"],
+        "--queries": ["20"],
+        "--distractors": ["60"],
+        "--needle-scale": ["5000"],
+        "--recall-scale": ["5000"],
+    },
+    "fidelity": {"--turns": ["12"], "--summarizers": ["failing"]},
     "reference_trace": {"--steps": ["60"], "--windows": ["32000"], "--sizes": ["1000"], "--turns": ["5"]},
     "panel_latency": {"--events": ["300"]},
     "reliability_long": {"--kills": ["10"], "--compactions": ["3"], "--procs": ["2"], "--seconds": ["15"]},

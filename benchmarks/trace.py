@@ -60,6 +60,7 @@ class Planted:
     kind: str  # path | name | command | url | error | number
     step: int  # the tool step it belongs to (1-based); user/answer plants use the turn's first step
     carrier: str  # user | note | code | output-head | output-middle | output-tail
+    probe: str = ""  # a question naming its context, not the identifier
 
 
 @dataclass
@@ -225,34 +226,147 @@ def _make_output(rng: random.Random, kind: str) -> tuple[str, str]:
 
 # --- planting --------------------------------------------------------------------------
 
-# (value, kind, carrier, step offset within the planting span)
-PLANTS: list[tuple[str, str, str, int]] = [
-    ("data/raw/sales_2024_q3.csv", "path", "user", 0),
-    ("https://data.example.org/exports/q3/sales.parquet", "url", "user", 0),
-    ("df_orders_clean", "name", "code", 1),
-    ("pip install pyarrow==17.0.0", "command", "code", 2),
-    ("net_revenue_eur", "name", "output-head", 2),
-    ("12.7 MB", "number", "output-head", 3),
-    ("SchemaMismatchError", "error", "output-tail", 4),
-    ("config/etl_settings.yaml", "path", "note", 5),
-    ("churn_flag_90d", "name", "output-middle", 6),
-    ("4,812,337 rows", "number", "output-middle", 6),
-    ("python scripts/rebuild_index.py --since 2024-07-01", "command", "code", 7),
-    ("https://internal.example.com/wiki/RevenueDefinitions", "url", "output-middle", 8),
-    ("cust_segment_v2", "name", "output-head", 9),
-    ("/mnt/shared/exports/ledger_2019-2024.feather", "path", "output-middle", 10),
-    ("DuplicateKeyWarning", "error", "output-head", 11),
-    ("2,347 ms", "number", "output-tail", 12),
-    ("data/interim/customers_dedup.parquet", "path", "code", 13),
-    ("ArrowInvalid", "error", "output-middle", 14),
-    ("93.4%", "number", "note", 15),
-    ("fx_rate_table", "name", "output-tail", 16),
+# (value, kind, carrier, step offset within the planting span, what the text next to it says, probe)
+# The probe names the context, never the identifier: what a model that forgot it would ask.
+PLANTS: list[tuple[str, str, str, int, str, str]] = [
+    (
+        "data/raw/sales_2024_q3.csv",
+        "path",
+        "user",
+        0,
+        "the raw Q3 sales export is",
+        "which file held the raw third-quarter sales export?",
+    ),
+    (
+        "https://data.example.org/exports/q3/sales.parquet",
+        "url",
+        "user",
+        0,
+        "the public mirror of the sales data is",
+        "where is the public copy of the sales data published?",
+    ),
+    (
+        "df_orders_clean",
+        "name",
+        "code",
+        1,
+        "deduplicated orders table",
+        "what is the deduplicated orders table called?",
+    ),
+    (
+        "pip install pyarrow==17.0.0",
+        "command",
+        "code",
+        2,
+        "pin the parquet engine",
+        "how did we pin the parquet engine version?",
+    ),
+    (
+        "net_revenue_eur",
+        "name",
+        "output-head",
+        2,
+        "revenue net of tax in euros, column",
+        "which column has revenue after tax in euros?",
+    ),
+    ("12.7 MB", "number", "output-head", 3, "size of the cleaned extract", "how big was the cleaned extract?"),
+    ("SchemaMismatchError", "error", "output-tail", 4, "loader failure type", "what error did the loader fail with?"),
+    ("config/etl_settings.yaml", "path", "note", 5, "the ETL settings live in", "where are the ETL settings kept?"),
+    (
+        "churn_flag_90d",
+        "name",
+        "output-middle",
+        6,
+        "ninety-day churn indicator column",
+        "which column marks customers who churned within ninety days?",
+    ),
+    (
+        "4,812,337 rows",
+        "number",
+        "output-middle",
+        6,
+        "left after the dedup step",
+        "how many rows were left after deduplication?",
+    ),
+    (
+        "python scripts/rebuild_index.py --since 2024-07-01",
+        "command",
+        "code",
+        7,
+        "rebuild the search index from July",
+        "what command rebuilds the search index?",
+    ),
+    (
+        "https://internal.example.com/wiki/RevenueDefinitions",
+        "url",
+        "output-middle",
+        8,
+        "revenue definitions wiki page",
+        "where are the revenue definitions documented?",
+    ),
+    (
+        "cust_segment_v2",
+        "name",
+        "output-head",
+        9,
+        "customer segmentation column, second version",
+        "which column holds the new customer segmentation?",
+    ),
+    (
+        "/mnt/shared/exports/ledger_2019-2024.feather",
+        "path",
+        "output-middle",
+        10,
+        "historical ledger export",
+        "where is the historical ledger export?",
+    ),
+    (
+        "DuplicateKeyWarning",
+        "error",
+        "output-head",
+        11,
+        "warning raised on the merge",
+        "what warning did the merge raise?",
+    ),
+    ("2,347 ms", "number", "output-tail", 12, "time of the slowest join", "how long did the slowest join take?"),
+    (
+        "data/interim/customers_dedup.parquet",
+        "path",
+        "code",
+        13,
+        "deduplicated customers",
+        "which file holds the deduplicated customers?",
+    ),
+    (
+        "ArrowInvalid",
+        "error",
+        "output-middle",
+        14,
+        "arrow conversion failure",
+        "what error did the arrow conversion raise?",
+    ),
+    (
+        "93.4%",
+        "number",
+        "note",
+        15,
+        "share of orders matched to a customer",
+        "what share of orders matched a customer?",
+    ),
+    (
+        "fx_rate_table",
+        "name",
+        "output-tail",
+        16,
+        "currency conversion rates table",
+        "what is the exchange rate table called?",
+    ),
 ]
 
 
-def _plant_in_output(output: str, value: str, carrier: str) -> str:
+def _plant_in_output(output: str, value: str, carrier: str, context: str) -> str:
     lines = output.splitlines()
-    line = f"note: {value}"
+    line = f"note: {context}: {value}"
     if carrier == "output-head":
         lines.insert(min(2, len(lines)), line)
     elif carrier == "output-tail":
@@ -262,34 +376,34 @@ def _plant_in_output(output: str, value: str, carrier: str) -> str:
     return "\n".join(lines)
 
 
-def _code_line(value: str, kind: str) -> str:
+def _code_line(value: str, kind: str, context: str) -> str:
     if kind == "command":
-        return f"!{value}"
+        return f"# {context}\n!{value}"
     if kind == "path":
-        return f"customers = pd.read_parquet({value!r})"
-    return f"{value} = orders.drop_duplicates(subset=['order_id'])"
+        return f"# {context}\ncustomers = pd.read_parquet({value!r})"
+    return f"# {context}\n{value} = orders.drop_duplicates(subset=['order_id'])"
 
 
 def _plant(turns: list[TraceTurn], plant_span: int) -> list[Planted]:
     """Put every planted identifier into the first ``plant_span`` steps; return where they went."""
     steps = [step for turn in turns for step in turn.steps]
     planted = []
-    for value, kind, carrier, offset in PLANTS:
+    for value, kind, carrier, offset, context, probe in PLANTS:
         step = steps[min(len(steps) - 1, offset * (plant_span - 1) // 16)]
         if carrier == "user":
             turn = next(t for t in turns if step in t.steps)
-            turn.user = f"{turn.user} Source: {value}."
+            turn.user = f"{turn.user} Note: {context} {value}."
             step = turn.steps[0]
         elif carrier == "note":
-            step.note = f"{step.note} Keep in mind {value}."
+            step.note = f"{step.note} Keep in mind: {context} {value}."
         elif carrier == "code":
-            step.code = f"{step.code}\n{_code_line(value, kind)}"
+            step.code = f"{step.code}\n{_code_line(value, kind, context)}"
         else:
             if carrier == "output-middle" and len(step.output) < 60_000:
                 filler = _log(random.Random(step.index), 900)
                 step.output = f"{step.output}\n{filler}"
-            step.output = _plant_in_output(step.output, value, carrier)
-        planted.append(Planted(value, kind, step.index, carrier))
+            step.output = _plant_in_output(step.output, value, carrier, context)
+        planted.append(Planted(value, kind, step.index, carrier, probe))
     return planted
 
 

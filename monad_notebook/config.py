@@ -207,7 +207,8 @@ class SummarizeConfig(_Section):
     hard_fraction: Fraction = 0.9
     keep_recent: PositiveInt = 8
     reflect_at_tokens: PositiveInt = 4000
-    ledger_max_items: PositiveInt = 80
+    ledger_max_items: PositiveInt = 150
+    ledger_max_tokens: PositiveInt = 1500
 
     @field_validator("hard_fraction")
     @classmethod
@@ -231,6 +232,13 @@ class RetrievalConfig(_Section):
     min_score: Annotated[float, Field(ge=0, le=1)] = 0.30
     max_results: PositiveInt = 5
     snippet_chars: PositiveInt = 600
+
+
+class RecallConfig(_Section):
+    enabled: bool = True
+    max_results: Annotated[int, Field(gt=0, le=20)] = 6
+    snippet_chars: Annotated[int, Field(ge=80, le=2000)] = 320
+    embed_max_chars: NonNegativeInt = 200_000
 
 
 class MemoryPromotionConfig(_Section):
@@ -266,6 +274,7 @@ class ContextConfig(_Section):
     summarize: SummarizeConfig = Field(default_factory=SummarizeConfig)
     recitation: RecitationConfig = Field(default_factory=RecitationConfig)
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
+    recall: RecallConfig = Field(default_factory=RecallConfig)
     memory_promotion: MemoryPromotionConfig = Field(default_factory=MemoryPromotionConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     handoff: HandoffConfig = Field(default_factory=HandoffConfig)

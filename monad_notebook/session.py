@@ -233,6 +233,8 @@ class Session:
                 "tool_output_max_chars": self.config.context.tool_output.max_chars,
                 "memory": self.memory,
                 "memory_scope": self.memory_scope,
+                "recall": self.cascade.recall,
+                "recall_snippet_chars": self.config.context.recall.snippet_chars,
             },
         )
         text = run_tool(self.tools, ctx, call.name, call.arguments)

@@ -76,6 +76,7 @@ def prepare_setup(
     tools = configured_tools(
         python_approval=cfg.tools.python.approval,
         persist_raw=cfg.context.tool_output.persist_raw,
+        recall_on=cfg.context.recall.enabled,
         extra=extra_tools,
     )
     window = cfg.models.main.context_window or getattr(model, "context_window", None)

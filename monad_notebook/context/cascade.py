@@ -21,6 +21,7 @@ from monad_notebook.context.compaction import CompactionResult
 from monad_notebook.context.handoff import handoff_nudge
 from monad_notebook.context.lossless import LosslessStage
 from monad_notebook.context.lossy import LossyStage, ModelFactory
+from monad_notebook.context.recall import Passage
 from monad_notebook.context.turn_stages import TurnStages
 from monad_notebook.context.window import Window
 from monad_notebook.errors import ContextLengthError
@@ -160,8 +161,12 @@ class Cascade:
         self.window.set_blocks(self.turn_stages.blocks(self.window, user))
 
     def committed(self, messages: list[Message]) -> None:
-        """Messages just persisted: queue them for embedding."""
+        """Messages just persisted: queue them for recall indexing."""
         self.turn_stages.index(self.window.session, messages)
+
+    def recall(self, query: str) -> list[Passage]:
+        """The ``recall`` tool's search: the best passages the window does not show."""
+        return self.turn_stages.search(self.window, query, self.config().context.recall.max_results)
 
     # --- hooks ----------------------------------------------------------------------
 

@@ -17,7 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from monad_notebook import events as ev
-from monad_notebook.context.ledger import extract_handles, extract_identifiers, merge_with_handles, parse_ledger
+from monad_notebook.context.ledger import parse_ledger
+from monad_notebook.context.salience import Ledger, seed
 from monad_notebook.context.summarize import (
     ExtractiveSummarizer,
     Summarizer,
@@ -27,7 +28,7 @@ from monad_notebook.context.summarize import (
 )
 from monad_notebook.errors import MonadError
 from monad_notebook.messages import Message
-from monad_notebook.store.base import Store, Summary
+from monad_notebook.store.base import LedgerEntry, Store, Summary
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +111,7 @@ class Compactor:
         emit: Callable[..., None],
         reflect_at_tokens: int,
         ledger_max_items: int,
+        ledger_max_tokens: int = 1500,
         on_summary_saved: OnSummarySaved | None = None,
         spill: Callable[[list[Message]], None] | None = None,
         save: SaveSummary | None = None,
@@ -123,6 +125,7 @@ class Compactor:
         self.emit = emit
         self.reflect_at_tokens = reflect_at_tokens
         self.ledger_max_items = ledger_max_items
+        self.ledger_max_tokens = ledger_max_tokens
         self.on_summary_saved = on_summary_saved
         self.spill = spill
         self._lock = threading.Lock()
@@ -176,17 +179,17 @@ class Compactor:
         text, used_fallback = summarize_with_fallback(primary, self.fallback, previous or None, span)
         if self.spill is not None:
             self.spill(span)  # folded results stay readable by the handles the ledger names
-        ledger = merge_with_handles(
-            parse_ledger(previous), extract_identifiers(span), extract_handles(span), self.ledger_max_items
-        )
-        text = attach_ledger(text, ledger)
+        book = self._ledger(previous)
+        changed = book.add_span(span, self._raw_outputs(span))
+        ledger, notes = book.top(self.ledger_max_tokens, self.ledger_max_items, self.count_tokens)
+        text = attach_ledger(text, ledger, notes)
         tokens = self.count_tokens(text)
         reflections = summary.reflections if summary else 0
         reflected = tokens > self.reflect_at_tokens
         if reflected:
             target = max(1, self.reflect_at_tokens // 2)
             text = attach_ledger(
-                reflect_with_fallback(None if used_fallback else primary, self.fallback, text, target), ledger
+                reflect_with_fallback(None if used_fallback else primary, self.fallback, text, target), ledger, notes
             )
             if self.count_tokens(text) > self.reflect_at_tokens:
                 text = self.fallback.reflect(text, target)
@@ -195,6 +198,7 @@ class Compactor:
         new = Summary(self.session, text, span[-1].seq, time.time(), tokens=tokens, reflections=reflections)
         if not self.save(new, summary, span):
             raise Superseded("another kernel changed this session meanwhile; it is compacted again when needed")
+        self._save_ledger(changed)
         kept = window[len(span) :]
         result = CompactionResult(
             summary=new,
@@ -214,6 +218,23 @@ class Compactor:
         )
         self._after(span, new)
         return result
+
+    def _ledger(self, previous: str) -> Ledger:
+        """The session's full ledger from the store; a summary's own list when the store has none yet."""
+        stored = self.store.load_ledger(self.session)
+        return Ledger(stored or seed(parse_ledger(previous)))
+
+    def _raw_outputs(self, span: list[Message]) -> dict[str, str]:
+        """The saved full text of the span's truncated results: the ledger reads what truncation hid."""
+        ids = [m.tool_call_id for m in span if m.role == "tool" and m.tool_call_id and not m.redacted]
+        return self.store.get_raw_outputs(self.session, ids) if ids else {}
+
+    def _save_ledger(self, changed: list[LedgerEntry]) -> None:
+        """After the summary: it already shows the ledger's top, so a failed write costs only the rest."""
+        try:
+            self.store.save_ledger(self.session, changed)
+        except Exception as exc:
+            log.warning("could not save the identifier ledger of %r: %s", self.session, exc)
 
     def _after(self, span: list[Message], summary: Summary) -> None:
         if self.on_summary_saved is None:

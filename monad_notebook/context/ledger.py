@@ -1,10 +1,12 @@
-"""The identifier ledger: exact names that must outlive every summary.
+"""The identifier ledger: exact names that must outlive every summary, found in the original text.
 
 A summary paraphrases, and a paraphrase loses the one thing a later step needs verbatim:
 ``data/sales_2024.csv``, the ``revenue`` column, the ``KeyError`` that is still open,
-``12.5 MB``. So before a span is folded we pull those identifiers deterministically from
-its ORIGINAL text (never from a model), and carry them in a bounded list inside the
-summary's ``## Files & State`` section, where the next compaction reads them back.
+``12.5 MB``. So before a span is folded its identifiers are pulled out deterministically
+(never by a model), each with its kind: what the user and the agent wrote, the files,
+variables, columns, packages and commands in the code the agent ran, and the variables,
+columns, package pins, ids, errors and numbers its tools printed. ``salience.py`` ranks them;
+the summary's ``## Files & State`` carries the most salient, each with where it was seen.
 
 Scanning is linear: every pattern uses bounded quantifiers, and each text is capped at
 ``SCAN_CAP_CHARS`` characters.
@@ -21,10 +23,14 @@ from monad_notebook.messages import Message
 
 SCAN_CAP_CHARS = 200_000
 MAX_ITEMS_PER_MESSAGE = 60
-MAX_ITEMS_PER_OUTPUT = 12  # one chatty log must not flush the ledger
+MAX_ITEMS_PER_OUTPUT = 40  # one chatty log must not fill the store's ledger
 HANDLE_PREFIX = "read_tool_output id="
 MAX_ITEM_CHARS = 160
 LEDGER_HEADING = "Identifiers (verbatim):"
+
+Found = tuple[int, str, str]  # (position, item, kind)
+# When a message holds more than its cap, these kinds are kept first.
+KIND_ORDER = ("error", "variable", "column", "package", "file", "url", "command", "number", "id", "name", "code")
 
 _CODE_KEYS = frozenset({"code", "command", "cmd", "source", "script", "query", "sql", "shell"})
 _SHELL_TEXT = (
@@ -39,6 +45,7 @@ _EXTENSIONS_TEXT = (
 )
 _SHELL_WORDS = frozenset(_SHELL_TEXT.split())
 _KNOWN_EXTENSIONS = frozenset(_EXTENSIONS_TEXT.split())
+_DTYPES = r"(?:u?int\d{0,2}|Int\d{1,2}|float\d{0,2}|Float\d{2}|object|bool|boolean|category|string|datetime64\S{0,20})"
 
 _TOKEN = re.compile(r"[^\s\"'`()\[\]{}<>,;=|]{1,400}")
 _PATH = re.compile(r"(?:~|\.{1,2})?/?(?:[\w.@+-]{1,120}/){0,30}[\w@+-][\w.@+-]{0,120}\.([A-Za-z][A-Za-z0-9]{0,7})")
@@ -52,31 +59,60 @@ _NUMBER = re.compile(
     r"(?<![\w.,$])(?:\$\d{1,3}(?:,\d{3}){1,5}(?:\.\d{1,2})?(?:[kKMB]\b)?|\$\d{1,15}(?:\.\d{1,2})?(?:[kKMB]\b)?"
     rf"|\d{{1,15}}(?:,\d{{3}}){{0,5}}(?:\.\d{{1,6}})?\s?(?:{_UNIT}))"
 )
+_RESULT = re.compile(
+    r"(?<![\w.,$/-])(?:\d{1,3}(?:,\d{3}){1,5}(?:\.\d{1,6})?|\d{1,12}\.\d{1,8})"
+    rf"(?![\w%]|\.\d|,\d|\s?(?:{_UNIT}))"
+)
+_NAME = re.compile(r"(?<![\w./-])(?:[A-Za-z]\w{0,60}_\w{1,60}|[a-z]{1,30}[A-Z]\w{1,40})(?![\w/-]|\.\w)")
+_ID = re.compile(
+    r"(?<![\w./-])(?=[\w-]{0,40}\d)(?=[\w-]{0,40}[A-Za-z])[A-Za-z0-9]{1,20}(?:-[A-Za-z0-9]{1,20}){1,4}\b(?!\.\w)"
+)
+_PIN = re.compile(r"(?<![\w.-])[A-Za-z][\w.-]{0,60}(?:==|>=|~=)\d[\w.]{0,30}")
+_INSTALLED = re.compile(r"Successfully installed ([^\n]{1,2000})")
+_PROSE_COMMAND = re.compile(
+    r"(?<![\w/.-])(?:python3?|pip3?|make|bash|sh|git|dbt|conda|docker|kubectl|airflow|spark-submit|Rscript|uv|npm)"
+    r" [^\n;,`]{1,150}"
+)
+_COMMAND_END = re.compile(r"\.(?:\s|$)|\s(?:to|for|and|so|which|because|then|before|after)\s")
 _BACKTICK = re.compile(r"`([^`\n]{2,80})`")
 _SUBSCRIPT = re.compile(r"\[\s{0,3}[\"']([^\"'\n\]]{1,60})[\"']\s{0,3}\]")
 _QUOTED_NAME = re.compile(r"(?<![\w\\])[\"']([A-Za-z_]\w{1,40})[\"'](?!\w)")
 _ASSIGNED = re.compile(r"^[ \t]{0,40}([A-Za-z_]\w{1,40})[ \t]{0,4}=(?!=)", re.M)
 _FENCE = re.compile(r"```[\w+-]{0,20}\n(.{0,20000}?)```", re.S)
 _CALL = re.compile(r"[\w\]\)]\(")
-_ITEM_LINE = re.compile(r"^\s{0,8}[-*]\s{1,4}(?:(`{1,3})\s?(.{1,400}?)\s?\1|(.{1,400}?))\s*$")
+_COLUMN_LINE = re.compile(rf"^[ \t]{{0,8}}([A-Za-z_][\w ]{{0,60}}?)[ \t]{{0,4}}:?[ \t]{{1,20}}{_DTYPES}[ \t]*$", re.M)
+_VARIABLE_LINE = re.compile(
+    r"^([A-Za-z_]\w{0,60}): ?(?:DataFrame|Series|ndarray|int|float|str|list|dict|tuple|set|bool|bytes)\b", re.M
+)
+_INDEX_LIST = re.compile(r"Index\(\[([^\]]{1,4000})\]")
+_SHELL_ECHO = re.compile(r"^(?:\$|>>>) ([^\n#]{2,150})", re.M)
+_ITEM_LINE = re.compile(
+    r"^\s{0,8}[-*]\s{1,4}(?:(`{1,3})\s?(.{1,400}?)\s?\1(?:\s{1,3}\(([^()\n]{0,200})\))?|(.{1,400}?))\s*$"
+)
 
 
 def _clean(item: str) -> str:
     return " ".join(item.split())
 
 
-def _paths(text: str) -> Iterator[tuple[int, str]]:
+def _paths(text: str, base: int = 0) -> Iterator[Found]:
     for token in _TOKEN.finditer(text):
         candidate = token.group().rstrip(".:!?")
         if "://" in candidate or len(candidate) > 300:
             continue
         match = _PATH.fullmatch(candidate)
         if match and ("/" in candidate or match.group(1).lower() in _KNOWN_EXTENSIONS):
-            yield token.start(), candidate
+            yield base + token.start(), candidate, "file"
 
 
-def _code_lines(code: str) -> Iterator[tuple[int, str]]:
-    """Commands worth keeping: calls, magics and shell lines, not every line of a long cell."""
+def _command_kind(line: str) -> str:
+    words = line.lstrip("!%$ ").split()
+    installs = len(words) > 1 and words[0] in ("pip", "pip3", "conda", "mamba", "uv") and "install" in words[1:3]
+    return "package" if installs else "command"
+
+
+def _code_lines(code: str, base: int) -> Iterator[Found]:
+    """Commands worth keeping: shell lines and magics, and calls ("code"), not every line of a long cell."""
     offset = 0
     for line in code.splitlines(keepends=True):
         stripped = line.strip()
@@ -84,36 +120,73 @@ def _code_lines(code: str) -> Iterator[tuple[int, str]]:
         if not stripped or stripped.startswith("#") or len(stripped) > MAX_ITEM_CHARS:
             continue
         first = stripped.lstrip("!%$ ").split(" ", 1)[0]
-        if stripped[0] in "!%" or first in _SHELL_WORDS or _CALL.search(stripped):
-            yield start, stripped
+        if stripped[0] in "!%" or (first in _SHELL_WORDS and not _ASSIGNED.match(stripped)):
+            yield base + start, stripped, _command_kind(stripped)
+        elif _CALL.search(stripped):
+            yield base + start, stripped, "code"
 
 
-def _scan_prose(text: str) -> Iterator[tuple[int, str]]:
-    yield from ((m.start(), m.group().rstrip(".,;:!?")) for m in _URL.finditer(text))
-    yield from _paths(text)
-    yield from ((m.start(), m.group()) for m in _ERROR.finditer(text))
-    yield from ((m.start(), m.group()) for m in _NUMBER.finditer(text))
-    yield from ((m.start(), m.group(1)) for m in _BACKTICK.finditer(text))
-    yield from ((m.start(), m.group(1)) for m in _SUBSCRIPT.finditer(text))
-    yield from ((m.start(), m.group(1)) for m in _QUOTED_NAME.finditer(text))
+def _common(text: str, base: int = 0) -> Iterator[Found]:
+    yield from ((base + m.start(), m.group().rstrip(".,;:!?"), "url") for m in _URL.finditer(text))
+    yield from _paths(text, base)
+    yield from ((base + m.start(), m.group(), "error") for m in _ERROR.finditer(text))
+    yield from ((base + m.start(), m.group(), "number") for m in _NUMBER.finditer(text))
+    yield from ((base + m.start(), m.group(), "package") for m in _PIN.finditer(text))
+
+
+def _backticked(item: str) -> str:
+    if _PATH.fullmatch(item) and ("/" in item or item.rsplit(".", 1)[-1].lower() in _KNOWN_EXTENSIONS):
+        return "file"
+    if item.lstrip("!%$ ").split(" ", 1)[0] in _SHELL_WORDS or item[:1] in "!%":
+        return _command_kind(item)
+    return "code" if _CALL.search(item) else "name"
+
+
+def _prose_commands(text: str) -> Iterator[Found]:
+    """Commands written out in a sentence ("run make job-42 TARGET=w1 to backfill..."), up to where prose resumes."""
+    for match in _PROSE_COMMAND.finditer(text):
+        command = match.group()
+        end = _COMMAND_END.search(command)
+        command = (command[: end.start()] if end else command).rstrip(".!?:) ")
+        if " " in command:
+            yield match.start(), command, _command_kind(command)
+
+
+def _scan_prose(text: str) -> Iterator[Found]:
+    yield from _common(text)
+    yield from _prose_commands(text)
+    yield from ((m.start(), m.group(), "number") for m in _RESULT.finditer(text))
+    yield from ((m.start(), m.group(), "name") for m in _NAME.finditer(text))
+    yield from ((m.start(), m.group(), "id") for m in _ID.finditer(text))
+    yield from ((m.start(), m.group(1), _backticked(m.group(1))) for m in _BACKTICK.finditer(text))
+    yield from ((m.start(), m.group(1), "column") for m in _SUBSCRIPT.finditer(text))
+    yield from ((m.start(), m.group(1), "name") for m in _QUOTED_NAME.finditer(text))
     for fence in _FENCE.finditer(text):
         yield from _scan_code(fence.group(1), base=fence.start(1))
 
 
-def _scan_code(code: str, base: int = 0) -> Iterator[tuple[int, str]]:
-    yield from ((base + pos, line) for pos, line in _code_lines(code))
-    yield from ((base + m.start(), m.group().rstrip(".,;:")) for m in _URL.finditer(code))
-    yield from ((base + pos, path) for pos, path in _paths(code))
-    yield from ((base + m.start(), m.group(1)) for m in _SUBSCRIPT.finditer(code))
-    yield from ((base + m.start(), m.group(1)) for m in _QUOTED_NAME.finditer(code))
-    yield from ((base + m.start(1), m.group(1)) for m in _ASSIGNED.finditer(code))
+def _scan_code(code: str, base: int = 0) -> Iterator[Found]:
+    yield from _code_lines(code, base)
+    yield from _common(code, base)
+    yield from ((base + m.start(), m.group(1), "column") for m in _SUBSCRIPT.finditer(code))
+    yield from ((base + m.start(), m.group(1), "name") for m in _QUOTED_NAME.finditer(code))
+    yield from ((base + m.start(1), m.group(1), "variable") for m in _ASSIGNED.finditer(code))
 
 
-def _scan_output(text: str) -> Iterator[tuple[int, str]]:
-    """Tool output is noisy (tables, JSON, log timings): only URLs, paths and error types."""
-    yield from ((m.start(), m.group().rstrip(".,;:!?")) for m in _URL.finditer(text))
-    yield from _paths(text)
-    yield from ((m.start(), m.group()) for m in _ERROR.finditer(text))
+def _scan_output(text: str) -> Iterator[Found]:
+    """What a tool printed: the common kinds, plus variables, columns, package pins and ids it names."""
+    yield from _common(text)
+    yield from ((m.start(1), m.group(1).strip(), "column") for m in _COLUMN_LINE.finditer(text))
+    yield from ((m.start(1), m.group(1), "variable") for m in _VARIABLE_LINE.finditer(text))
+    for echo in _SHELL_ECHO.finditer(text):
+        yield echo.start(1), echo.group(1).strip(), _command_kind(echo.group(1))
+    for listed in _INDEX_LIST.finditer(text):
+        names = _QUOTED_NAME.finditer(listed.group(1))
+        yield from ((listed.start(1) + m.start(), m.group(1), "column") for m in names)
+    for installed in _INSTALLED.finditer(text):
+        yield from ((installed.start(1), token, "package") for token in installed.group(1).split()[:40])
+    yield from ((m.start(), m.group(), "id") for m in _ID.finditer(text))
+    yield from ((m.start(), m.group(), "name") for m in _NAME.finditer(text))
 
 
 def _strings(value: Any, key: str = "", depth: int = 0) -> Iterator[tuple[str, str]]:
@@ -140,68 +213,58 @@ def _argument_texts(arguments: str) -> Iterator[tuple[bool, str]]:
         yield key.lower() in _CODE_KEYS or "\n" in text, text
 
 
-def _message_items(message: Message) -> list[str]:
-    found: list[tuple[int, str]] = []
+def message_items(message: Message) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """(item, kind) pairs in ``message``'s text, then in its tool calls' arguments; deduplicated, capped."""
     content = message.content[:SCAN_CAP_CHARS]
-    found.extend(_scan_output(content) if message.role == "tool" else _scan_prose(content))
-    base = len(content)
+    text_found = list(_scan_output(content) if message.role == "tool" else _scan_prose(content))
+    call_found: list[Found] = []
+    base = 0
     for call in message.tool_calls:
         for is_code, text in _argument_texts(call.arguments):
             text = text[:SCAN_CAP_CHARS]
-            found.extend((base + pos, item) for pos, item in (_scan_code(text) if is_code else _scan_prose(text)))
+            call_found.extend((base + p, i, k) for p, i, k in (_scan_code(text) if is_code else _scan_prose(text)))
             base += len(text) + 1
-    items = [_clean(item) for _, item in sorted(found, key=lambda pair: pair[0])]
-    unique = list(dict.fromkeys(item for item in items if 2 <= len(item) <= MAX_ITEM_CHARS))
-    return unique[: MAX_ITEMS_PER_OUTPUT if message.role == "tool" else MAX_ITEMS_PER_MESSAGE]
+    cap = MAX_ITEMS_PER_OUTPUT if message.role == "tool" else MAX_ITEMS_PER_MESSAGE
+    return _unique(text_found, cap), _unique(call_found, MAX_ITEMS_PER_MESSAGE)
 
 
-def extract_handles(messages: list[Message]) -> list[str]:
-    """One ledger line per folded tool result that can be read back, naming its exact id."""
-    calls = {c.id: c for m in messages for c in m.tool_calls}
-    handles = []
-    for message in messages:
-        if message.role != "tool" or message.redacted or not message.tool_call_id:
+def _unique(found: list[Found], cap: int) -> list[tuple[str, str]]:
+    """Each item once, in order of first appearance (a specific kind wins over "name"), at most ``cap``.
+
+    Over the cap, the kinds that matter most (``KIND_ORDER``) are kept.
+    """
+    first: dict[str, tuple[int, str]] = {}
+    for position, item, kind in sorted(found, key=lambda f: f[0]):
+        item = _clean(item)
+        if not 2 <= len(item) <= MAX_ITEM_CHARS or item.lower() == "dtype":
             continue
-        call = calls.get(message.tool_call_id)
-        preview = " ".join(call.arguments.split())[:60] if call else ""
-        handles.append(_clean(f"{HANDLE_PREFIX}{message.tool_call_id} ({message.name} {preview})"))
-    return handles
-
-
-def merge_with_handles(old: list[str], identifiers: list[str], handles: list[str], max_items: int) -> list[str]:
-    """Identifiers and read-back handles, each bounded on its own so neither crowds out the other."""
-    old_handles = [item for item in old if item.startswith(HANDLE_PREFIX)]
-    old_names = [item for item in old if not item.startswith(HANDLE_PREFIX)]
-    return merge_ledger(old_names, identifiers, max_items) + merge_ledger(old_handles, handles, max_items // 2)
+        seen = first.get(item)
+        if seen is None or (seen[1] == "name" and kind != "name"):
+            first[item] = (seen[0] if seen else position, kind)
+    kept = sorted(first.items(), key=lambda pair: (KIND_ORDER.index(pair[1][1]), pair[1][0]))[:cap]
+    return [(item, kind) for item, (_, kind) in sorted(kept, key=lambda pair: pair[1][0])]
 
 
 def extract_identifiers(messages: list[Message]) -> list[str]:
     """Identifiers in ``messages``' original text, in order of first appearance, deduplicated."""
     seen: dict[str, None] = {}
     for message in messages:
-        for item in _message_items(message):
+        text_items, call_items = message_items(message)
+        for item, _ in (*text_items, *call_items):
             seen.setdefault(item, None)
     return list(seen)
 
 
-def merge_ledger(old: list[str], new: list[str], max_items: int) -> list[str]:
-    """The ledger after a compaction, at most ``max_items`` long, least recently seen first.
+def extract_handles(messages: list[Message]) -> list[tuple[str, Message]]:
+    """One read-back handle per folded tool result that has one, naming its exact id, with the result.
 
-    Policy (least-recently-seen eviction): an identifier that recurs in ``new`` moves to the
-    recent end, so names still in use survive; when over the bound the ones not seen for the
-    longest are dropped first. Old and new are read in order, so the result is deterministic.
+    What the output holds is said in the handle's note (``salience.py``), not in the handle.
     """
-    if max_items <= 0:
-        return []
-    merged: dict[str, None] = {}
-    for item in (*old, *new):
-        item = _clean(item)
-        if not item:
-            continue
-        merged.pop(item, None)
-        merged[item] = None
-    items = list(merged)
-    return items[-max_items:]
+    return [
+        (f"{HANDLE_PREFIX}{message.tool_call_id}", message)
+        for message in messages
+        if message.role == "tool" and not message.redacted and message.tool_call_id
+    ]
 
 
 def _quoted(item: str) -> str:
@@ -210,16 +273,21 @@ def _quoted(item: str) -> str:
     return f"{fence}{pad}{item}{pad}{fence}"
 
 
-def render_ledger(items: list[str]) -> str:
+def ledger_line(item: str, note: str = "") -> str:
+    """One ledger line: the item verbatim in backticks, and where it was seen in brackets."""
+    note = " ".join(note.replace("(", "[").replace(")", "]").split())[:200]
+    return f"- {_quoted(item)} ({note})" if note else f"- {_quoted(item)}"
+
+
+def render_ledger(items: list[str], notes: dict[str, str] | None = None) -> str:
     """The ledger as a Markdown sub-list; empty when there is nothing to carry."""
     if not items:
         return ""
-    return "\n".join([LEDGER_HEADING, *(f"- {_quoted(item)}" for item in items)])
+    notes = notes or {}
+    return "\n".join([LEDGER_HEADING, *(ledger_line(item, notes.get(item, "")) for item in items)])
 
 
-def parse_ledger(summary_text: str) -> list[str]:
-    """The ledger items in a summary (every ledger block, in order, deduplicated)."""
-    items: dict[str, None] = {}
+def _ledger_lines(summary_text: str) -> Iterator[tuple[str, str]]:
     reading = False
     for line in summary_text.splitlines():
         if line.strip().lower() == LEDGER_HEADING.lower():
@@ -231,10 +299,22 @@ def parse_ledger(summary_text: str) -> list[str]:
         if match is None:
             reading = False
             continue
-        item = _clean(match.group(2) if match.group(1) else match.group(3))
+        item = _clean(match.group(2) if match.group(1) else match.group(4))
         if item:
-            items.setdefault(item, None)
-    return list(items)
+            yield item, (match.group(3) or "") if match.group(1) else ""
+
+
+def parse_ledger(summary_text: str) -> list[str]:
+    """The ledger items in a summary (every ledger block, in order, deduplicated)."""
+    return list(dict.fromkeys(item for item, _ in _ledger_lines(summary_text)))
+
+
+def parse_notes(summary_text: str) -> dict[str, str]:
+    """Each ledger item's note (where it was seen), for re-rendering the ledger unchanged."""
+    notes: dict[str, str] = {}
+    for item, note in _ledger_lines(summary_text):
+        notes.setdefault(item, note)
+    return notes
 
 
 def strip_ledger(section_text: str) -> str:

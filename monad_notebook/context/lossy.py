@@ -59,6 +59,7 @@ class LossyStage:
             emit=emit,
             reflect_at_tokens=config().context.summarize.reflect_at_tokens,
             ledger_max_items=config().context.summarize.ledger_max_items,
+            ledger_max_tokens=config().context.summarize.ledger_max_tokens,
             on_summary_saved=on_summary_saved,
             spill=self._spill_folded,
             save=self._save_if_current,
@@ -105,6 +106,7 @@ class LossyStage:
         cfg = self.config().context.summarize
         self.compactor.reflect_at_tokens = cfg.reflect_at_tokens
         self.compactor.ledger_max_items = cfg.ledger_max_items
+        self.compactor.ledger_max_tokens = cfg.ledger_max_tokens
 
     def _summarizer(self) -> Summarizer | None:
         """The fast tier writes summaries; the scripted demo model cannot, so it gets the extractive one."""

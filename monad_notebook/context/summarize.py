@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from monad_notebook.context.ledger import parse_ledger, render_ledger, strip_ledger
+from monad_notebook.context.ledger import parse_ledger, parse_notes, render_ledger, strip_ledger
 from monad_notebook.errors import ModelError
 from monad_notebook.messages import Message
 from monad_notebook.provider import ChatModel, ChatResponse
@@ -150,11 +150,11 @@ def ensure_sections(text: str) -> str:
     return render_sections(bodies)
 
 
-def attach_ledger(text: str, items: list[str]) -> str:
+def attach_ledger(text: str, items: list[str], notes: dict[str, str] | None = None) -> str:
     """``text`` normalized, with ``items`` as the only ledger, at the end of ``## Files & State``."""
     sections = parse_sections(ensure_sections(text))
     state = strip_ledger(sections.get("Files & State", ""))
-    block = render_ledger(items)
+    block = render_ledger(items, notes)
     sections["Files & State"] = f"{state}\n\n{block}".strip()
     return render_sections(sections)
 
@@ -383,9 +383,9 @@ class ExtractiveSummarizer:
 
     def reflect(self, summary: str, target_tokens: int) -> str:
         """Trim every section to a share of about ``target_tokens`` (4 chars each), newest lines first."""
-        ledger = parse_ledger(summary)
+        ledger, notes = parse_ledger(summary), parse_notes(summary)
         sections = parse_sections(ensure_sections(summary))
-        budget = max(0, target_tokens * 4 - len(render_ledger(ledger)) - 120)
+        budget = max(0, target_tokens * 4 - len(render_ledger(ledger, notes)) - 120)
         share = max(120, budget // len(SECTIONS))
         trimmed: dict[str, str] = {}
         for name in SECTIONS:
@@ -394,7 +394,7 @@ class ExtractiveSummarizer:
             if name == "Objective" and lines and kept != lines:
                 kept = [clip(lines[0], share)]
             trimmed[name] = "\n".join(kept)
-        return attach_ledger(render_sections(trimmed), ledger)
+        return attach_ledger(render_sections(trimmed), ledger, notes)
 
 
 def summarize_with_fallback(
@@ -413,10 +413,10 @@ def reflect_with_fallback(
     primary: Summarizer | None, fallback: ExtractiveSummarizer, summary: str, target_tokens: int
 ) -> str:
     """The condensed summary, keeping its ledger; the extractive trim when the model fails."""
-    ledger = parse_ledger(summary)
+    ledger, notes = parse_ledger(summary), parse_notes(summary)
     if primary is not None:
         try:
-            return attach_ledger(primary.reflect(summary, target_tokens), ledger)
+            return attach_ledger(primary.reflect(summary, target_tokens), ledger, notes)
         except ModelError as exc:
             log.warning("reflection failed, trimming extractively: %s", exc)
     return fallback.reflect(summary, target_tokens)

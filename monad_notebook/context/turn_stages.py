@@ -2,7 +2,8 @@
 
 They append to the prompt, so they run once per turn (never per step): :meth:`TurnStages.blocks`
 returns the turn's blocks, which the window holds until the next turn replaces them.
-Embedding new messages for retrieval happens on a worker thread, in batches.
+Indexing new messages for recall (chunks for full-text search, and their vectors) happens on
+a worker thread, in batches, whenever the recall tool or retrieval is on.
 """
 
 from __future__ import annotations
@@ -11,8 +12,10 @@ from collections.abc import Callable
 
 from monad_notebook import events as ev
 from monad_notebook.config import Config
+from monad_notebook.context.indexing import RecallIndexer
+from monad_notebook.context.recall import Passage, Recall
 from monad_notebook.context.recitation import plan_body
-from monad_notebook.context.retrieval import EmbeddingIndexer, Retrieval
+from monad_notebook.context.retrieval import Retrieval
 from monad_notebook.context.window import Window
 from monad_notebook.events import Emit, EventBus
 from monad_notebook.memory import MemoryPromotion, MemoryService, resolve_scope, visible_scopes
@@ -20,7 +23,7 @@ from monad_notebook.messages import Message
 from monad_notebook.provider import ChatModel
 from monad_notebook.redaction.redactor import Redactor
 from monad_notebook.store.base import Store, Summary
-from monad_notebook.store.embeddings import make_embedder
+from monad_notebook.store.embeddings import Embedder, make_embedder
 
 
 class TurnStages:
@@ -40,8 +43,10 @@ class TurnStages:
         self.memory = MemoryService(store, redactor, notify=bus.emit)
         self._fast_model = fast_model
         self._embedding_provider: object = None
+        self._embedder: Embedder | None = None
         self.retrieval: Retrieval | None = None
-        self.indexer: EmbeddingIndexer | None = None
+        self.recall: Recall | None = None
+        self.indexer: RecallIndexer | None = None
         self.reconfigure(redactor)
 
     def reconfigure(self, redactor: Redactor) -> None:
@@ -52,16 +57,17 @@ class TurnStages:
         self.promotion = MemoryPromotion(
             self.memory, self._fast_model, cfg.memory_promotion.mode, cfg.memory_promotion.max_facts
         )
-        if not cfg.retrieval.enabled:
-            self.retrieval = None
+        if not (cfg.retrieval.enabled or cfg.recall.enabled):
+            self.retrieval = self.recall = self.indexer = None
             return
         provider = config.models.embedding
-        if self.retrieval is None or provider != self._embedding_provider:
-            embedder = make_embedder(provider)
+        if self.indexer is None or provider != self._embedding_provider:
+            self._embedder = make_embedder(provider)
             self._embedding_provider = provider
-            self.indexer = EmbeddingIndexer(self.store, embedder) if embedder is not None else None
-            self.retrieval = Retrieval(self.store, embedder, cfg.retrieval)
-        self.retrieval.cfg = cfg.retrieval
+            self.indexer = RecallIndexer(self.store, self._embedder)
+        self.indexer.embed_max_chars = cfg.recall.embed_max_chars
+        self.recall = Recall(self.store, self._embedder) if cfg.recall.enabled else None
+        self.retrieval = Retrieval(self.store, self._embedder, cfg.retrieval) if cfg.retrieval.enabled else None
 
     @property
     def agent(self) -> str | None:
@@ -86,17 +92,22 @@ class TurnStages:
             if plan:
                 blocks["plan"] = plan
         if self.retrieval is not None:
-            window_ids = {m.id for m in window.messages}
-            related = self.retrieval.related_context(window.session, user.content, window_ids, query_id=user.id)
+            related = self.retrieval.related_context(window.session, user.content, window.messages, query_id=user.id)
             if related:
                 blocks["related_context"] = related
                 self.emit(ev.REINJECTED, chars=len(related), hits=related.count("\n- "))
         return blocks
 
     def index(self, session: str, messages: list[Message]) -> None:
-        """Queue newly stored messages for embedding (background, batched)."""
-        if self.indexer is not None and self.retrieval is not None:
+        """Queue newly stored messages for recall indexing (background, batched)."""
+        if self.indexer is not None:
             self.indexer.index_pending(session, messages)
+
+    def search(self, window: Window, query: str, k: int) -> list[Passage]:
+        """Recall's passages for ``query`` that ``window`` does not show; [] when recall is off."""
+        if self.recall is None:
+            return []
+        return self.recall.search(window.session, query, k, window=window.messages)
 
     def on_summary_saved(self, session: str, span: list[Message], summary: Summary) -> None:
         """The folded span's last chance: promote durable facts (best-effort, never raises)."""

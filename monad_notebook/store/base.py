@@ -62,10 +62,12 @@ class MemoryFact:
 
 @dataclass
 class EmbeddingHit:
-    """One semantic search result.
+    """One search result: a chunk of a message or of a saved tool output.
 
-    ``score`` is cosine similarity: 1 for the same direction, about 0 for unrelated text
-    (slightly negative is possible). ``snippet`` is the text that was embedded.
+    From vector search ``score`` is cosine similarity: 1 for the same direction, about 0 for
+    unrelated text (slightly negative is possible); from full-text search it is BM25. ``snippet``
+    is the chunk's text, which starts ``offset`` characters into the message's indexed text
+    (for a tool result with a saved output, into that output: what ``read_tool_output`` pages).
     """
 
     message_id: str
@@ -75,6 +77,37 @@ class EmbeddingHit:
     seq: int = 0
     turn: int = 0
     name: str = ""  # the tool's name, on tool messages
+    offset: int = 0
+    tool_call_id: str = ""
+
+
+@dataclass
+class Chunk:
+    """A piece of one message's indexed text, as stored for recall (full-text and vectors)."""
+
+    message_id: str
+    offset: int
+    text: str
+    seq: int = 0
+    turn: int = 0
+    role: str = ""
+    name: str = ""
+    tool_call_id: str = ""
+
+
+@dataclass
+class LedgerEntry:
+    """One identifier of the session's ledger: what it is, how salient, and where it was last seen."""
+
+    item: str
+    kind: str  # file | variable | column | package | command | number | error | url | name | output
+    score: float
+    count: int = 1
+    seq: int = 0
+    turn: int = 0
+    source: str = ""  # user | assistant | code | the tool's name
+    tool_call_id: str = ""
+    open: bool = False  # errors: not yet followed by a clean run of the same tool
 
 
 class Store(Protocol):
@@ -150,9 +183,28 @@ class Store(Protocol):
     def list_facts(self, scopes: list[str] | None = None) -> list[MemoryFact]: ...
     def remove_fact(self, fact_id: str) -> bool: ...
 
+    def get_raw_outputs(self, session: str, tool_call_ids: list[str]) -> dict[str, str]:
+        """The saved full text of each of these tool calls that has one, in one read."""
+
+    # recall: every message and saved output in chunks, for full-text and vector search
+    def save_chunks(self, session: str, chunks: list[Chunk]) -> None:
+        """Store chunks for full-text search in one write."""
+
+    def chunked_ids(self, session: str) -> set[str]:
+        """Ids of the session's messages whose chunks are stored."""
+
+    def search_chunks(self, session: str, words: str, k: int, *, exclude_ids: Iterable[str] = ()) -> list[EmbeddingHit]:
+        """Up to ``k`` of this session's chunks matching ``words`` (full-text, BM25), best first, one per message."""
+
+    # ledger: the session's identifiers ranked by salience
+    def save_ledger(self, session: str, entries: list[LedgerEntry]) -> None:
+        """Upsert entries by item, in one write."""
+
+    def load_ledger(self, session: str) -> list[LedgerEntry]: ...
+
     # embeddings (semantic retrieval); kept apart from messages so indexing never rewrites them
-    def save_embeddings(self, session: str, rows: list[tuple[Message, list[float]]], model: str) -> None:
-        """Store each message's vector (and its content as the snippet) in one write; bad vectors raise."""
+    def save_embeddings(self, session: str, rows: list[tuple[Message | Chunk, list[float]]], model: str) -> None:
+        """Store each message's or chunk's vector (and its text as the snippet) in one write; bad vectors raise."""
 
     def embedded_ids(self, session: str, *, model: str, dims: int) -> set[str]:
         """Ids of the session's messages that already have a vector from ``model`` at this width."""
@@ -166,12 +218,7 @@ class Store(Protocol):
         model: str | None = None,
         exclude_ids: Iterable[str] = (),
     ) -> list[EmbeddingHit]:
-        """The ``k`` nearest of this session's vectors (never another session's), best first."""
-
-    def search_embedded_text(
-        self, session: str, terms: list[str], k: int, *, model: str, dims: int, exclude_ids: Iterable[str] = ()
-    ) -> list[EmbeddingHit]:
-        """Up to ``k`` of this session's embedded messages containing the exact ``terms``, best first."""
+        """The ``k`` nearest of this session's vectors (never another session's), best first, one per message."""
 
     # housekeeping
     def optimize(self) -> None:

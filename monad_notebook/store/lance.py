@@ -7,9 +7,7 @@ Filters are raw SQL: every value goes through ``sql_str``.
 from __future__ import annotations
 
 import json
-import math
 import time
-from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
@@ -19,14 +17,11 @@ from monad_notebook.config import Config
 from monad_notebook.errors import StoreError
 from monad_notebook.events import Event
 from monad_notebook.messages import Message, new_id
-from monad_notebook.store.base import EmbeddingHit, MemoryFact, SessionRecord, Summary
+from monad_notebook.store.base import LedgerEntry, MemoryFact, SessionRecord, Summary
 from monad_notebook.store.claims import ClaimTables
 from monad_notebook.store.rows import (
-    EMBEDDED_TEXT_MAX_CHARS,
     SCHEMAS,
     as_row,
-    best_hits,
-    embeddings_table,
     fact_from_row,
     message_from_row,
     message_row,
@@ -35,15 +30,13 @@ from monad_notebook.store.rows import (
     sql_in,
     sql_str,
 )
+from monad_notebook.store.search import TEXT_TABLE, SearchTables
 from monad_notebook.store.tables import default_db_uri
 
 __all__ = ["LanceStore", "default_db_uri"]
 
-_EVERY_PARTITION = 1_000_000
-COMMON_TERM_MESSAGES = 20
 
-
-class LanceStore(ClaimTables):
+class LanceStore(ClaimTables, SearchTables):
     """The Store protocol on one LanceDB database; safe to share between threads and kernels."""
 
     # sessions
@@ -82,7 +75,8 @@ class LanceStore(ClaimTables):
 
     def _drop_history(self, name: str) -> None:
         """Skips tables with no rows for the name, so a no-op leaves no empty version."""
-        for table in ("messages", "tool_raw_outputs", "summaries", "events", *self._embedding_tables()):
+        tables = ("messages", "tool_raw_outputs", "summaries", "events", TEXT_TABLE, "ledger")
+        for table in (*tables, *self._embedding_tables()):
             self._delete(table, f"session = {sql_str(name)}")
 
     def reset_session(self, name: str) -> None:
@@ -103,7 +97,10 @@ class LanceStore(ClaimTables):
             originals = self.load_messages(source)
             copies = [replace(m, id=new_id(), session=target) for m in originals]
             self.append_messages(copies)
-            self._copy_embeddings(source, target, {o.id: c.id for o, c in zip(originals, copies, strict=True)})
+            ids = {o.id: c.id for o, c in zip(originals, copies, strict=True)}
+            self._copy_embeddings(source, target, ids)
+            self._copy_chunks(source, target, ids)
+            self.save_ledger(target, self.load_ledger(source))
             summary = self.load_summary(source)
             if summary is not None:
                 self.save_summary(replace(summary, session=target))
@@ -136,130 +133,6 @@ class LanceStore(ClaimTables):
         ids, texts = list(placeholders), list(placeholders.values())
         updates = pa.table({"session": [session] * len(ids), "id": ids, "placeholder": texts})
         self._write("messages", lambda h: h.merge_insert(["session", "id"]).when_matched_update_all().execute(updates))
-
-    # embeddings
-
-    def save_embeddings(self, session: str, rows: list[tuple[Message, list[float]]], model: str) -> None:
-        """One write; every vector must be finite and of one width, or nothing is stored."""
-        if not rows:
-            return
-        sql_str(session)
-        dims = len(rows[0][1])
-        for _, vector in rows:
-            if len(vector) != dims or dims == 0:
-                raise StoreError(f"embeddings for one write must share one non-zero width (got {len(vector)}, {dims})")
-            if not all(math.isfinite(v) for v in vector):
-                raise StoreError(
-                    "an embedding has NaN or infinite values and was not stored; check the embedding model"
-                )
-        now = time.time()
-        data = [
-            {
-                "session": session,
-                "message_id": m.id,
-                "seq": m.seq,
-                "turn": m.turn,
-                "role": m.role,
-                "name": m.name,
-                "text": m.content[:EMBEDDED_TEXT_MAX_CHARS],
-                "model": model,
-                "created_at": now,
-                "vector": [float(v) for v in vector],
-            }
-            for m, vector in rows
-        ]
-        table = embeddings_table(dims)
-        self._add(table, data)
-        self._index_filters(table)
-
-    def embedded_ids(self, session: str, *, model: str, dims: int) -> set[str]:
-        table = embeddings_table(dims)
-        rows = self._read(table, f"session = {sql_str(session)} AND model = {sql_str(model)}", ["message_id"])
-        return {r["message_id"] for r in rows}
-
-    def search_embeddings(
-        self,
-        session: str,
-        vector: list[float],
-        k: int,
-        *,
-        model: str | None = None,
-        exclude_ids: Iterable[str] = (),
-    ) -> list[EmbeddingHit]:
-        """Exact cosine search behind a ``where`` prefilter on the session.
-
-        A session holding ``ann_min_rows`` vectors or more is searched through the table's
-        IVF_FLAT index (when built), probing every partition: the same hits as a scan, about
-        4x faster at 100k rows. Smaller sessions bypass it: reading their few rows through
-        the session's bitmap index is faster than scanning the whole index (a probe of only
-        some partitions would also miss their rows: recall 0.97 for 1,000 rows among 100k).
-        Counting is free below the threshold (table metadata), then a bitmap lookup (~1 ms).
-        Exclusions are applied after the search, with the limit widened by their number,
-        so a window of hundreds of ids never becomes a huge SQL filter.
-        """
-        if k <= 0 or not vector:
-            return []
-        if not all(math.isfinite(v) for v in vector):
-            raise StoreError("the query embedding has NaN or infinite values; check the embedding model")
-        where = f"session = {sql_str(session)}" + ("" if model is None else f" AND model = {sql_str(model)}")
-        excluded = set(exclude_ids)
-        table = embeddings_table(len(vector))
-        with self._lock:
-            handle = self._table(table, create=False)
-            if handle is None:
-                return []
-            exact = any(self._count(table, scope) < self.ann_min_rows for scope in (None, where))
-            query = self._vector_query(handle, vector, where, 2 * k + len(excluded), exact=exact)
-            rows = self._retrying("search", table, lambda: query.to_arrow().to_pylist())
-            self.rows_read += len(rows)
-        return best_hits(rows, k, excluded)
-
-    def search_embedded_text(
-        self, session: str, terms: list[str], k: int, *, model: str, dims: int, exclude_ids: Iterable[str] = ()
-    ) -> list[EmbeddingHit]:
-        """Messages whose embedded text contains the terms verbatim: identifiers a vector cannot tell apart.
-
-        Ranked by how many distinct terms a message holds, then newest first. A term found in
-        more than ``COMMON_TERM_MESSAGES`` messages names nothing in particular and is ignored.
-        ``LIKE`` narrows the scan (its ``_`` is a wildcard); the exact match is checked here.
-        """
-        if k <= 0 or not terms:
-            return []
-        table = embeddings_table(dims)
-        clauses = " OR ".join(f"text LIKE {sql_str('%' + term + '%')}" for term in terms)
-        where = f"session = {sql_str(session)} AND model = {sql_str(model)} AND ({clauses})"
-        columns = ["message_id", "seq", "turn", "role", "name", "text"]
-        excluded = set(exclude_ids)
-        rows = {r["message_id"]: r for r in self._read(table, where, columns) if r["message_id"] not in excluded}
-        holders = {term: {i for i, r in rows.items() if term in r["text"]} for term in terms}
-        useful = [term for term, ids in holders.items() if 0 < len(ids) <= COMMON_TERM_MESSAGES]
-        matched = {i: sum(i in holders[term] for term in useful) for i in rows}
-        best = sorted((i for i in rows if matched[i]), key=lambda i: (-matched[i], -rows[i]["seq"]))[:k]
-        return [
-            EmbeddingHit(i, 1.0, rows[i]["text"], rows[i]["role"], rows[i]["seq"], rows[i]["turn"], rows[i]["name"])
-            for i in best
-        ]
-
-    @staticmethod
-    def _vector_query(handle: Any, vector: list[float], where: str, limit: int, *, exact: bool) -> Any:
-        """The search itself: a scan of the rows, or of the index probing every partition (same results)."""
-        query = (
-            handle.search([float(v) for v in vector], vector_column_name="vector")
-            .distance_type("cosine")
-            .where(where, prefilter=True)
-            .select(["message_id", "seq", "turn", "role", "name", "text", "_distance"])
-            .limit(limit)
-        )
-        return query.bypass_vector_index() if exact else query.nprobes(_EVERY_PARTITION)
-
-    def _copy_embeddings(self, source: str, target: str, ids: dict[str, str]) -> None:
-        """A branch's vectors point at the branch's own message ids: one write per width."""
-        for table in self._embedding_tables():
-            rows = self._read(table, f"session = {sql_str(source)}")
-            copies = [
-                {**r, "session": target, "message_id": ids[r["message_id"]]} for r in rows if r["message_id"] in ids
-            ]
-            self._add(table, copies)
 
     # tool raw outputs
 
@@ -298,6 +171,13 @@ class LanceStore(ClaimTables):
                     if len(hits) >= limit:
                         return hits
         return hits
+
+    def get_raw_outputs(self, session: str, tool_call_ids: list[str]) -> dict[str, str]:
+        if not tool_call_ids:
+            return {}
+        where = f"session = {sql_str(session)} AND tool_call_id IN {sql_in(tool_call_ids)}"
+        rows = newest_by(self._read("tool_raw_outputs", where, ["tool_call_id", "text", "created_at"]), "tool_call_id")
+        return {r["tool_call_id"]: r["text"] for r in rows}
 
     def has_raw_outputs(self, session: str, tool_call_ids: list[str]) -> set[str]:
         if not tool_call_ids:
@@ -375,6 +255,27 @@ class LanceStore(ClaimTables):
         return [
             Event(kind=r["kind"], session=r["session"], data=json.loads(r["data"] or "{}"), ts=r["ts"]) for r in rows
         ]
+
+    # ledger
+
+    def save_ledger(self, session: str, entries: list[LedgerEntry]) -> None:
+        """Upsert by (session, item) in one write."""
+        if not entries:
+            return
+        sql_str(session)
+        now = time.time()
+        rows = [as_row(e, "ledger", session=session, updated_at=now) for e in entries]
+        data = pa.Table.from_pylist(rows, schema=SCHEMAS["ledger"])
+        key = ["session", "item"]
+        self._write(
+            "ledger",
+            lambda h: h.merge_insert(key).when_matched_update_all().when_not_matched_insert_all().execute(data),
+        )
+
+    def load_ledger(self, session: str) -> list[LedgerEntry]:
+        rows = newest_by(self._read("ledger", f"session = {sql_str(session)}"), "item", "updated_at")
+        fields = [f for f in SCHEMAS["ledger"].names if f not in ("session", "updated_at")]
+        return [LedgerEntry(**{f: r[f] for f in fields}) for r in rows]
 
     # memory
 

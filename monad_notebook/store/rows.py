@@ -40,6 +40,14 @@ SCHEMAS: dict[str, pa.Schema] = {
     "events": schema("id:text! session:text! kind:text data:text ts:float"),
     "claims": schema("session:text! id:text! owner:text! holder:text claimed_at:float expires_at:float"),
     "calibrations": schema("session:text! model:text! data:text updated_at:float"),
+    "recall_text": schema(
+        "session:text! message_id:text! offset:int seq:int turn:int role:text name:text tool_call_id:text"
+        " text:text created_at:float"
+    ),
+    "ledger": schema(
+        "session:text! item:text! kind:text score:float count:int seq:int turn:int source:text"
+        " tool_call_id:text open:bool updated_at:float"
+    ),
 }
 
 
@@ -47,6 +55,7 @@ EMBEDDINGS_PREFIX = "embeddings_"
 EMBEDDED_TEXT_MAX_CHARS = 2000
 _EMBEDDING_COLUMNS = (
     "session:text! message_id:text! seq:int turn:int role:text name:text text:text model:text created_at:float"
+    " offset:int tool_call_id:text"
 )
 
 
@@ -86,22 +95,28 @@ def newest_by(rows: list[dict[str, Any]], key: str, stamp: str = "created_at") -
     return list(chosen.values())
 
 
+def hit_from_row(row: dict[str, Any], score: float) -> EmbeddingHit:
+    return EmbeddingHit(
+        message_id=row["message_id"],
+        score=score,
+        snippet=row["text"] or "",
+        role=row["role"] or "",
+        seq=int(row["seq"] or 0),
+        turn=int(row["turn"] or 0),
+        name=row["name"] or "",
+        offset=int(row.get("offset") or 0),
+        tool_call_id=row.get("tool_call_id") or "",
+    )
+
+
 def best_hits(rows: list[dict[str, Any]], k: int, excluded: set[str]) -> list[EmbeddingHit]:
-    """Rows arrive nearest first; keep the first of each message, skipping excluded ones."""
+    """Rows arrive nearest first; keep the first (best) chunk of each message, skipping excluded ones."""
     hits: dict[str, EmbeddingHit] = {}
     for row in rows:
         message_id = row["message_id"]
         if message_id in excluded or message_id in hits:
             continue
-        hits[message_id] = EmbeddingHit(
-            message_id=message_id,
-            score=1.0 - float(row["_distance"]),
-            snippet=row["text"] or "",
-            role=row["role"] or "",
-            seq=int(row["seq"] or 0),
-            turn=int(row["turn"] or 0),
-            name=row["name"] or "",
-        )
+        hits[message_id] = hit_from_row(row, 1.0 - float(row["_distance"]))
         if len(hits) == k:
             break
     return list(hits.values())

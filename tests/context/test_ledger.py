@@ -8,12 +8,13 @@ from hypothesis import strategies as st
 
 from monad_notebook.context.ledger import (
     LEDGER_HEADING,
+    MAX_ITEMS_PER_OUTPUT,
     SCAN_CAP_CHARS,
     extract_handles,
     extract_identifiers,
-    merge_ledger,
-    merge_with_handles,
+    message_items,
     parse_ledger,
+    parse_notes,
     render_ledger,
     strip_ledger,
 )
@@ -78,36 +79,69 @@ def test_reads_commands_variables_and_columns_from_code_arguments():
     assert "x" not in items
 
 
-def test_tool_output_gives_errors_and_paths_but_not_json_keys_or_log_numbers():
+def test_tool_output_gives_errors_paths_numbers_variables_columns_and_pins_and_other_names_last():
     output = Message(
         "tool",
         'Traceback (most recent call last):\nKeyError: \'revenue\'\n{"some_key": "some_value"}\n'
-        "memory usage: 3.2 MB\nwrote out/summary.json",
+        "memory usage: 3.2 MB\nwrote out/summary.json\n"
+        "orders: DataFrame, 4812 rows x 3 columns\n  order_id: int64\n  net_margin: float64\n"
+        "Index(['cust_tenure', 'region'], dtype='object')\nSuccessfully installed lightgbm-4.3.0\n",
         tool_call_id="call_1",
-        name="run_python",
+        name="describe",
     )
 
-    items = extract_identifiers([output])
+    kinds = dict(message_items(output)[0])
 
-    assert items == ["KeyError", "out/summary.json"]
+    assert {k: kinds.get(k) for k in ("KeyError", "out/summary.json", "3.2 MB", "orders", "order_id")} == {
+        "KeyError": "error",
+        "out/summary.json": "file",
+        "3.2 MB": "number",
+        "orders": "variable",
+        "order_id": "column",
+    }
+    assert (kinds["net_margin"], kinds["cust_tenure"], kinds["lightgbm-4.3.0"]) == ("column", "column", "package")
+    assert (kinds["some_key"], kinds["some_value"]) == ("name", "name")
 
 
-def test_a_chatty_log_cannot_flood_the_ledger():
-    log = "\n".join(f"step {i} took 512 ms, wrote out/part_{i}.csv, ValueError{i}Error" for i in range(100))
-    items = extract_identifiers([Message("tool", log, tool_call_id="c", name="python")])
-    assert len(items) == 12 and "512 ms" not in items
+def test_a_chatty_log_cannot_flood_the_ledger_and_keeps_its_errors():
+    log = "\n".join(f"step {i} took 512 ms, wrote out/part_{i}.csv, Value{i}Error" for i in range(100))
+    items = dict(message_items(Message("tool", log, tool_call_id="c", name="python"))[0])
+    assert len(items) == MAX_ITEMS_PER_OUTPUT
+    assert {f"Value{i}Error" for i in range(MAX_ITEMS_PER_OUTPUT)} == set(items)
 
 
 def test_folded_results_leave_a_handle_naming_their_exact_id():
     call = ToolCall("call_42", "read_file", '{"path": "data/sales.csv"}')
+    result = Message("tool", "rows", tool_call_id="call_42", name="read_file")
     span = [
         Message("assistant", "", tool_calls=[call]),
-        Message("tool", "rows", tool_call_id="call_42", name="read_file"),
+        result,
         Message("tool", "[REDACTED:github]", tool_call_id="call_43", name="python", redacted=True),
     ]
-    assert extract_handles(span) == ['read_tool_output id=call_42 (read_file {"path": "data/sales.csv"})']
-    merged = merge_with_handles([], ["a.csv"] * 1, extract_handles(span), max_items=4)
-    assert merged == ["a.csv", 'read_tool_output id=call_42 (read_file {"path": "data/sales.csv"})']
+    assert extract_handles(span) == [("read_tool_output id=call_42", result)]
+
+
+def test_prose_gives_the_names_ids_and_result_numbers_a_user_or_an_answer_states():
+    said = Message("assistant", "Holdout AUC is 0.8731 on 4,812,337 rows; churn_flag_90d drives it (see ORD-48213).")
+
+    kinds = dict(message_items(said)[0])
+
+    assert kinds == {
+        "0.8731": "number",
+        "4,812,337 rows": "number",
+        "churn_flag_90d": "name",
+        "ORD-48213": "id",
+    }
+
+
+def test_code_names_packages_apart_from_shell_commands_and_assignments_apart_from_commands():
+    code = 'df = pd.read_csv("a.csv")\n!pip install lightgbm==4.3.0\n!ls data/raw\n%timeit df.sum()\n'
+
+    kinds = dict(message_items(run_python(code))[1])
+
+    assert kinds['df = pd.read_csv("a.csv")'] == "code"
+    assert kinds["!pip install lightgbm==4.3.0"] == "package"
+    assert (kinds["!ls data/raw"], kinds["%timeit df.sum()"], kinds["df"]) == ("command", "command", "variable")
 
 
 def test_identifiers_come_in_order_of_first_appearance_without_duplicates():
@@ -141,24 +175,21 @@ def test_pathological_text_is_scanned_in_linear_time():
     assert time.perf_counter() - started < 3
 
 
-def test_merge_drops_the_least_recently_seen_first_and_refreshes_recurring_items():
-    merged = merge_ledger(["a.csv", "b.csv", "c.csv"], ["a.csv", "d.csv"], max_items=3)
-
-    assert merged == ["c.csv", "a.csv", "d.csv"]
-
-
-def test_merge_dedupes_and_respects_the_bound():
-    assert merge_ledger(["x", "x", "y"], ["y", "z"], max_items=10) == ["x", "y", "z"]
-    assert merge_ledger(["x"], ["y"], max_items=0) == []
-    assert len(merge_ledger([f"i{n}" for n in range(100)], [f"j{n}" for n in range(100)], max_items=80)) == 80
-
-
 def test_ledger_round_trips_through_a_summary_section():
     items = ["data/sales.csv", "KeyError", "df[`weird`]", "`ticked`", "12.5 MB"]
     summary = "## Files & State\n- loaded the data\n\n" + render_ledger(items) + "\n\n## Open Tasks\n- plot it\n"
 
     assert parse_ledger(summary) == items
     assert render_ledger([]) == ""
+
+
+def test_notes_say_where_an_item_was_seen_and_survive_a_round_trip():
+    notes = {"data/sales.csv": "file; user, turn 3", "KeyError": "error; python output, turn 4, id call_1; open"}
+    block = render_ledger(["data/sales.csv", "KeyError", "plain"], notes)
+
+    assert block.splitlines()[1] == "- `data/sales.csv` (file; user, turn 3)"
+    assert parse_ledger(block) == ["data/sales.csv", "KeyError", "plain"]
+    assert parse_notes(block) == {**notes, "plain": ""}
 
 
 def test_lists_outside_the_ledger_are_not_read_as_identifiers():
@@ -183,3 +214,20 @@ single_line = st.text(st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp"
 @given(st.lists(single_line.filter(bool), max_size=20, unique=True))
 def test_any_ledger_survives_render_and_parse(items):
     assert parse_ledger("## Files & State\n" + render_ledger(items)) == items
+
+
+def test_a_command_written_out_in_a_sentence_is_kept_whole_up_to_where_prose_resumes():
+    said = Message("user", "To backfill the refund data, run make job-126 TARGET=wd. Then python is fine.")
+    answered = Message("assistant", "I ran python jobs/export_churn.py --since 2024-05-01 to export the churn data.")
+
+    assert ("make job-126 TARGET=wd", "command") in message_items(said)[0]
+    assert ("python jobs/export_churn.py --since 2024-05-01", "command") in message_items(answered)[0]
+    assert not any(kind == "command" for _, kind in message_items(Message("user", "We use python for it."))[0])
+
+
+def test_a_command_echoed_in_a_tool_output_is_a_command():
+    output = Message("tool", "$ make job-42 TARGET=w1    # backfill: ok\n>>> df.shape\n(10, 2)", name="python")
+
+    kinds = dict(message_items(output)[0])
+
+    assert (kinds["make job-42 TARGET=w1"], kinds["df.shape"]) == ("command", "command")

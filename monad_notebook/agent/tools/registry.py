@@ -12,7 +12,7 @@ import json
 import re
 from typing import Any
 
-from monad_notebook.agent.tools import files, memory, namespace, notebook, python, recovery
+from monad_notebook.agent.tools import files, memory, namespace, notebook, python, recall, recovery
 from monad_notebook.agent.tools.base import Tool, ToolContext
 from monad_notebook.errors import ToolError
 
@@ -31,14 +31,19 @@ def default_tools(*, python_approval: str) -> list[Tool]:
     return tools
 
 
-def configured_tools(*, python_approval: str, persist_raw: bool, extra: list[Tool] | None = None) -> dict[str, Tool]:
-    """The session's tool set by name: kernel tools, memory, recovery (when raw outputs are kept), ``extra``.
+def configured_tools(
+    *, python_approval: str, persist_raw: bool, recall_on: bool = False, extra: list[Tool] | None = None
+) -> dict[str, Tool]:
+    """The session's tool set by name: kernel tools, memory, recovery (when raw outputs are kept),
+    recall (when on), ``extra``.
 
     A tool in ``extra`` replaces a built-in one of the same name.
     """
     tools = [*default_tools(python_approval=python_approval), *memory.TOOLS]
     if persist_raw:
         tools.extend(recovery.TOOLS)
+    if recall_on:
+        tools.extend(recall.TOOLS)
     return {t.name: t for t in [*tools, *(extra or [])]}
 
 

@@ -1,0 +1,386 @@
+"""Fidelity: of 100 identifiers seen once in a long session, how many can the agent still reach?
+
+    python benchmarks/fidelity.py [--turns 60] [--window 16000] [--summarizers good weak failing]
+
+A real ``Session`` (LanceDB in a temp dir, the offline embedder, default context settings
+but for the window and a ``toolOutput.maxChars`` of 8,000 that suits it) is driven by a
+scripted model through ``fidelity_session.py``: 150 turns, 525 tool steps, 1.5 MB of tool
+output, 100 planted identifiers (file paths, variables, columns, commands, numbers) in user
+messages, answers, small outputs and the middles of truncated outputs.
+
+Summaries come from a scripted fast model in three qualities: "good" keeps what the user and
+the agent said and each result's first line, newest first within its budget; "weak" writes
+the five headings with nothing in them; "failing" errors, so the extractive fallback writes.
+The identifier ledger is attached to every summary in all three.
+
+At the end, an identifier counts as reachable only if it is in the final prompt (verbatim:
+summary, ledger, window), or inside a saved tool output whose ``read_tool_output`` id the final
+prompt shows, or in the ``recall`` tool's answer to its probe: a question naming its context,
+never the identifier. "Folded 5+ ago" are those whose message was folded into the summary by a
+compaction followed by at least four more.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import re
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.fidelity_session import KINDS, PLACEMENTS, Plant, Script, Turn, make_script
+from monad_notebook.agent.tools.base import Tool, ToolContext, tool
+from monad_notebook.config import Config
+from monad_notebook.context.ledger import parse_ledger
+from monad_notebook.context.summarize import SECTIONS, parse_sections, render_sections
+from monad_notebook.context.tokens import TokenCounter
+from monad_notebook.errors import ModelError
+from monad_notebook.messages import ToolCall
+from monad_notebook.provider import ChatResponse, Usage
+from monad_notebook.session import Session
+from monad_notebook.store import embeddings
+from monad_notebook.store.lance import LanceStore
+from monad_notebook.testing import ScriptedModel
+
+MAX_CHARS = 8000
+RECALL_BUDGET_TOKENS = 1200
+_TARGET = re.compile(r"at most about (\d+) tokens")
+
+
+class FastModel:
+    """The fast tier, scripted: writes the briefing the way its quality says (see the module doc)."""
+
+    name = "gpt-4o-mini"
+
+    def __init__(self, quality: str) -> None:
+        self.quality = quality
+        self.calls = 0
+
+    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], on_text: Any = None) -> Any:
+        self.calls += 1
+        if self.quality == "failing":
+            raise ModelError("the fast model is down")
+        if self.quality == "weak":
+            body = {name: "- The analysis continued." for name in SECTIONS}
+            return ChatResponse(content=render_sections(body))
+        target = int((_TARGET.search(messages[0]["content"]) or re.search(r"(\d+)", "1500")).group(1))
+        prompt = messages[-1]["content"]
+        if "<transcript>" not in prompt:
+            return ChatResponse(content=_trim(parse_sections(prompt), target))
+        previous = prompt.split("<previous_summary>", 1)[1].split("</previous_summary>")[0] if "<prev" in prompt else ""
+        sections = parse_sections(previous)
+        transcript = prompt.split("<transcript>", 1)[1].split("</transcript>")[0]
+        facts = sections.get("Decisions & Facts", "").splitlines()
+        for line in transcript.splitlines():
+            if line.startswith(("USER: ", "ASSISTANT: ")):
+                facts.append("- " + line[:300])
+            elif line.startswith("TOOL RESULT"):
+                facts.append("- " + line.split(":", 1)[-1].strip()[:150])
+        sections["Decisions & Facts"] = "\n".join(f for f in facts if f.strip())
+        return ChatResponse(content=_trim(sections, target))
+
+
+def _trim(sections: dict[str, str], target: int) -> str:
+    """The newest lines of each section that fit a share of ``target`` tokens (4 chars each)."""
+    share = target * 4 // len(SECTIONS)
+    trimmed = {}
+    for name in SECTIONS:
+        kept: list[str] = []
+        for line in reversed(sections.get(name, "").splitlines()):
+            if sum(len(x) + 1 for x in kept) + len(line) > (share * 3 if name == "Decisions & Facts" else share // 2):
+                break
+            kept.append(line)
+        trimmed[name] = "\n".join(reversed(kept))
+    return render_sections(trimmed)
+
+
+class ReusedEmbedder(embeddings.LocalEmbedder):
+    """The offline model, remembering the vectors of long texts: the three runs index the same outputs.
+
+    Short texts (every probe) are embedded each time, so recall's latency is measured in full.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.known: dict[str, list[float]] = {}
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        todo = [t for t in dict.fromkeys(texts) if len(t) < 200 or t not in self.known]
+        if todo:
+            self.known.update(zip(todo, super().embed(todo), strict=True))
+        return [self.known[t] for t in texts]
+
+
+def fake_python(script: Script) -> Tool:
+    outputs = {step.code: step.output for turn in script.turns for step in turn.steps}
+
+    def python(ctx: ToolContext, code: str) -> str:
+        """Run Python code in the user's kernel.
+
+        Args:
+            code: The code to run.
+        """
+        return outputs.get(code, "")
+
+    return tool(python)
+
+
+def turn_script(turn: Turn) -> list[ChatResponse | str]:
+    steps: list[ChatResponse | str] = [
+        ChatResponse(
+            content="",
+            tool_calls=[ToolCall(s.call_id, "python", json.dumps({"code": s.code}))],
+            finish_reason="tool_calls",
+        )
+        for s in turn.steps
+    ]
+    return [*steps, turn.answer]
+
+
+@dataclass
+class Run:
+    quality: str
+    found: dict[str, set[str]] = field(default_factory=dict)  # value -> {"prompt", "handle", "recall"}
+    ago: dict[str, int] = field(default_factory=dict)  # value -> compactions since it was folded (0: never)
+    compactions: int = 0
+    fallbacks: int = 0
+    recall_tokens: list[int] = field(default_factory=list)
+    recall_ms: list[float] = field(default_factory=list)
+    final_tokens: int = 0
+    ledger_shown: int = 0
+    ledger_stored: int = 0
+    seconds: float = 0.0
+    index_wait: float = 0.0
+
+
+def config(window: int, embedding: str = "local") -> Config:
+    return Config.model_validate(
+        {
+            "models": {"main": {"contextWindow": window}, "embedding": {"provider": embedding}},
+            "agent": {"maxSteps": 64},
+            "context": {"toolOutput": {"maxChars": MAX_CHARS}},
+        }
+    )
+
+
+def run(script: Script, quality: str, window: int, tmp: Path, embedding: str = "local") -> Run:
+    counter = TokenCounter("gpt-4o")
+    result = Run(quality)
+    store = LanceStore(tmp / quality)
+    model = ScriptedModel([], name="gpt-4o", context_window=window)
+    fast = FastModel(quality)
+    session = Session(
+        "fidelity",
+        config=config(window, embedding),
+        store=store,
+        model=model,
+        fast_model=fast,
+        extra_tools=[fake_python(script)],
+    )
+    tools_tokens = counter.count_messages([], [t.schema() for t in session.tools.values()]) - counter.count_messages([])
+    model._usage = lambda messages: Usage(counter.count_messages(messages) + tools_tokens, 30)
+    started = time.perf_counter()
+    for turn in script.turns:
+        model.queue(*turn_script(turn))
+        session.ask(turn.user)
+    session.cascade.lossy.compactor.wait()
+    waited = time.perf_counter()
+    session.cascade.wait()
+    result.index_wait = time.perf_counter() - waited
+    final = model.calls[-1].messages
+    result.final_tokens = counter.count_messages(final) + tools_tokens
+    measure(result, script, session, store, final, counter)
+    result.seconds = time.perf_counter() - started
+    session.close()
+    store.close()
+    return result
+
+
+def prompt_text(messages: list[dict[str, Any]]) -> str:
+    parts = []
+    for message in messages:
+        parts.append(str(message.get("content") or ""))
+        parts.extend(f"{c['id']} {c['function']['arguments']}" for c in message.get("tool_calls") or ())
+    return "\n".join(parts)
+
+
+def measure(
+    result: Run, script: Script, session: Session, store: LanceStore, final: list, counter: TokenCounter
+) -> None:
+    text = prompt_text(final)
+    boundaries = _boundaries(store)
+    result.compactions = len(boundaries)
+    result.fallbacks = sum(
+        e.data.get("used_fallback", False) for e in store.list_events("fidelity", kind="context.compaction.finished")
+    )
+    seqs = _carrier_seqs(store, script)
+    summary = store.load_summary("fidelity")
+    result.ledger_shown = len(parse_ledger(summary.text)) if summary else 0
+    result.ledger_stored = len(store.load_ledger("fidelity"))
+    for number, plant in enumerate(script.plants):
+        where = set()
+        if plant.value in text:
+            where.add("prompt")
+        if (
+            plant.call_id
+            and plant.call_id in text
+            and plant.value in (store.get_raw_output("fidelity", plant.call_id) or "")
+        ):
+            where.add("handle")
+        started = time.perf_counter()
+        answer = session.execute_tool(ToolCall(f"probe_{number}", "recall", json.dumps({"query": plant.probe}))).text
+        result.recall_ms.append((time.perf_counter() - started) * 1000)
+        result.recall_tokens.append(counter.count_text(answer))
+        if plant.value in answer:
+            where.add("recall")
+        result.found[plant.value] = where
+        folded_by = next((i for i, b in enumerate(boundaries) if b >= seqs[plant.value]), None)
+        result.ago[plant.value] = 0 if folded_by is None else len(boundaries) - folded_by
+
+
+def _boundaries(store: LanceStore) -> list[int]:
+    """Each compaction's boundary, oldest first (the summaries table keeps them all)."""
+    rows = store._read("summaries", "session = 'fidelity'", ["boundary_seq", "created_at"])
+    return [r["boundary_seq"] for r in sorted(rows, key=lambda r: r["created_at"])]
+
+
+def _carrier_seqs(store: LanceStore, script: Script) -> dict[str, int]:
+    """The seq of the message that carries each planted value (for output plants, the tool result)."""
+    seqs: dict[str, int] = {}
+    for message in store.load_messages("fidelity"):
+        for plant in script.plants:
+            if plant.value in seqs:
+                continue
+            if (plant.call_id and message.tool_call_id == plant.call_id) or (
+                not plant.call_id
+                and message.role == plant.placement.replace("answer", "assistant")
+                and plant.value in message.content
+            ):
+                seqs[plant.value] = message.seq
+    return seqs
+
+
+# --- report ---------------------------------------------------------------------------
+
+
+def _pct(part: int, whole: int) -> str:
+    return f"{part}/{whole} ({100 * part / whole:.0f}%)" if whole else "-"
+
+
+def _row(label: str, plants: list[Plant], run: Run) -> str:
+    n = len(plants)
+    prompt = sum("prompt" in run.found[p.value] for p in plants)
+    reach = sum(bool(run.found[p.value]) for p in plants)
+    recall = sum("recall" in run.found[p.value] for p in plants)
+    old = [p for p in plants if run.ago[p.value] >= 5]
+    old_reach = sum(bool(run.found[p.value]) for p in old)
+    old_prompt = sum("prompt" in run.found[p.value] for p in old)
+    return (
+        f"| {label} | {_pct(prompt, n)} | {_pct(reach, n)} | {_pct(recall, n)} | {_pct(old_prompt, len(old))}"
+        f" | {_pct(old_reach, len(old))} |"
+    )
+
+
+def report(script: Script, runs: list[Run]) -> str:
+    lines = []
+    for r in runs:
+        tokens = sorted(r.recall_tokens)
+        p95 = tokens[int(0.95 * (len(tokens) - 1))]
+        ms = sorted(r.recall_ms)
+        lines += [
+            f"#### Summarizer: {r.quality}",
+            "",
+            f"{r.compactions} compactions ({r.fallbacks} by the extractive fallback);"
+            f" final prompt {r.final_tokens:,} tokens; ledger shows {r.ledger_shown} of {r.ledger_stored} stored"
+            f" entries; session {r.seconds:.0f} s"
+            f" (indexing caught up {r.index_wait:.0f} s after the last turn).",
+            f"recall answers: {statistics.median(tokens):.0f} tokens median, {p95} p95, {tokens[-1]} max"
+            f" (budget {RECALL_BUDGET_TOKENS}); {statistics.median(ms):.0f} ms median,"
+            f" {ms[int(0.95 * (len(ms) - 1))]:.0f} ms p95.",
+            "",
+            "| identifiers | verbatim in final prompt | reachable | by recall | folded 5+ ago: in prompt"
+            " | folded 5+ ago: reachable |",
+            "|---|---:|---:|---:|---:|---:|",
+            _row("all", script.plants, r),
+        ]
+        lines += [_row(f"kind: {k}", [p for p in script.plants if p.kind == k], r) for k in KINDS]
+        lines += [_row(f"placed in: {p}", [x for x in script.plants if x.placement == p], r) for p in PLACEMENTS]
+        lines += [
+            _row("probe paraphrased", [p for p in script.plants if p.paraphrased], r),
+            _row("probe in the context's words", [p for p in script.plants if not p.paraphrased], r),
+            "",
+        ]
+    return "\n".join(lines)
+
+
+def goals(script: Script, runs: list[Run]) -> str:
+    lines = ["| goal | " + " | ".join(r.quality for r in runs) + " |", "|---|" + "---:|" * len(runs)]
+    checks: list[tuple[str, Callable[[Run], tuple[int, int]], float]] = [
+        ("reachable without knowing it >= 95%", lambda r: _count(r, script.plants, bool), 0.95),
+        (
+            "... folded 5+ compactions ago >= 95%",
+            lambda r: _count(r, [p for p in script.plants if r.ago[p.value] >= 5], bool),
+            0.95,
+        ),
+        (
+            "... in the middle of a truncated output >= 95%",
+            lambda r: _count(r, [p for p in script.plants if p.placement == "output-middle"], bool),
+            0.95,
+        ),
+        ("verbatim in the final prompt >= 50%", lambda r: _count(r, script.plants, lambda w: "prompt" in w), 0.5),
+    ]
+    for label, count, goal in checks:
+        cells = []
+        for r in runs:
+            part, whole = count(r)
+            cells.append(f"{_pct(part, whole)} {'met' if whole and part / whole >= goal else 'NOT met'}")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    worst = max(max(r.recall_tokens) for r in runs)
+    lines.append(
+        f"| recall answer <= {RECALL_BUDGET_TOKENS} tokens | "
+        + " | ".join(f"max {max(r.recall_tokens)}" for r in runs)
+        + " |"
+    )
+    return "\n".join(lines) + ("" if worst <= RECALL_BUDGET_TOKENS else "\n\nThe recall budget was exceeded.")
+
+
+def _count(run: Run, plants: list[Plant], test: Callable[[set[str]], bool]) -> tuple[int, int]:
+    return sum(test(run.found[p.value]) for p in plants), len(plants)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=150)
+    parser.add_argument("--window", type=int, default=16_000)
+    parser.add_argument(
+        "--summarizers", nargs="+", default=["good", "weak", "failing"], choices=["good", "weak", "failing"]
+    )
+    args = parser.parse_args()
+    logging.getLogger("monad_notebook").setLevel(logging.ERROR)
+    embeddings._shared_local = ReusedEmbedder()
+    script = make_script(args.turns)
+    steps = sum(len(t.steps) for t in script.turns)
+    chars = sum(len(s.output) for t in script.turns for s in t.steps)
+    print(
+        f"{args.turns} turns, {steps} tool steps, {chars:,} chars of tool output,"
+        f" {len(script.plants)} planted identifiers; {args.window:,}-token window, toolOutput.maxChars {MAX_CHARS:,}.\n"
+    )
+    runs = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for quality in args.summarizers:
+            runs.append(run(script, quality, args.window, Path(tmp)))
+            print(report(script, runs[-1:]), flush=True)
+    print(goals(script, runs))
+
+
+if __name__ == "__main__":
+    main()

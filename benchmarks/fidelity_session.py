@@ -1,0 +1,271 @@
+"""The fidelity benchmark's session: a long data exploration with 100 identifiers planted once each.
+
+Five kinds (file paths, variable names, column names, commands, numbers), 20 of each, spread
+evenly over four placements: the user's message, the agent's answer, a small tool output, and
+the middle of a long output that truncation hides. Each identifier sits next to a phrase
+saying what it is ("the churn raw extract is at ..."), and has a probe question naming that
+context but never the identifier ("which file was the churn raw extract?"). One probe in
+three is asked in other words (synonyms for both halves of the phrase).
+
+Around them, the noise a real session makes: every step reads a new file into a new variable
+and prints a frame, every tenth step prints a long log or data dictionary. Deterministic for
+a seed; every planted value occurs exactly once in the whole script.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+KINDS = ("path", "variable", "column", "command", "number")
+PLACEMENTS = ("user", "answer", "small-output", "output-middle")
+ENTITIES = [
+    ("churn", "customer attrition"),
+    ("revenue", "sales income"),
+    ("returns", "sent-back orders"),
+    ("signup", "registration"),
+    ("inventory", "stock level"),
+    ("shipping", "delivery"),
+    ("refund", "reimbursement"),
+    ("loyalty", "rewards programme"),
+    ("fraud", "suspicious payment"),
+    ("pricing", "price list"),
+    ("marketing spend", "advertising budget"),
+    ("support ticket", "helpdesk case"),
+    ("web session", "site visit"),
+    ("supplier", "vendor"),
+    ("warehouse", "depot"),
+    ("subscription", "recurring plan"),
+    ("discount", "price reduction"),
+    ("payment", "transaction"),
+    ("review", "customer rating"),
+    ("forecast", "projection"),
+]
+ASPECTS = {
+    "path": [
+        ("raw extract", "unprocessed dump"),
+        ("cleaned table", "tidy version"),
+        ("daily snapshot", "per-day copy"),
+        ("holdout sample", "held-out set"),
+        ("lookup table", "mapping file"),
+    ],
+    "variable": [
+        ("model frame", "training data"),
+        ("joined frame", "merged table"),
+        ("feature matrix", "predictor array"),
+        ("pivot", "cross-tab"),
+        ("sample", "subset"),
+    ],
+    "column": [
+        ("flag", "indicator"),
+        ("amount in euros", "value in EUR"),
+        ("date", "day"),
+        ("score", "rating number"),
+        ("segment", "group label"),
+    ],
+    "command": [
+        ("export", "dump out"),
+        ("backfill", "fill in the history of"),
+        ("retrain", "fit again"),
+        ("refresh", "reload"),
+        ("validate", "check"),
+    ],
+    "number": [
+        ("rate", "ratio"),
+        ("total", "sum"),
+        ("median", "middle value"),
+        ("count", "number of records"),
+        ("growth", "increase"),
+    ],
+}
+PROBES = {
+    "path": "which file was the {}?",
+    "variable": "which variable holds the {}?",
+    "column": "which column has the {}?",
+    "command": "what command did we run to {}?",
+    "number": "what was the {}?",
+}
+SAID = {
+    "user": {
+        "path": "The {s} is at {v}.",
+        "variable": "Please call the {s} {v}.",
+        "column": "The {s} is in column {v}.",
+        "command": "To {s}, run {v}.",
+        "number": "The {s} we must beat is {v}.",
+    },
+    "answer": {
+        "path": "I saved the {s} to {v}.",
+        "variable": "The {s} is now in {v}.",
+        "column": "The {s} column is {v}.",
+        "command": "I ran {v} to {s}.",
+        "number": "The {s} came out at {v}.",
+    },
+    "output": {
+        "path": "saved {s} -> {v}",
+        "variable": "{v}: DataFrame  1204 rows x 8 cols  # the {s}",
+        "column": "{v:<28} float64   {s}",
+        "command": "$ {v}    # {s}: ok",
+        "number": "{s}: {v}",
+    },
+}
+REQUESTS = [
+    "Load the next batch and check the schema",
+    "Profile the numeric columns again",
+    "Join the new batch with the customer table",
+    "Look at the nightly logs",
+    "Compare this batch with the previous one",
+    "Check the data dictionary for anything new",
+    "Aggregate the batch by region",
+    "Clean up the date columns",
+]
+NOISE_COLUMNS = ["order_id", "region", "channel", "qty", "unit_price", "margin", "created", "status", "sku", "store"]
+
+
+@dataclass
+class Plant:
+    value: str
+    kind: str
+    placement: str
+    turn: int
+    subject: str  # what the text next to it says it is
+    probe: str
+    paraphrased: bool
+    call_id: str = ""  # the step whose output holds it (output placements)
+
+
+@dataclass
+class Step:
+    call_id: str
+    code: str
+    output: str
+
+
+@dataclass
+class Turn:
+    user: str
+    steps: list[Step]
+    answer: str
+
+
+@dataclass
+class Script:
+    turns: list[Turn]
+    plants: list[Plant] = field(default_factory=list)
+
+    def text(self) -> str:
+        parts = []
+        for turn in self.turns:
+            parts += [turn.user, turn.answer, *(f"{s.code}\n{s.output}" for s in turn.steps)]
+        return "\n".join(parts)
+
+
+def _slug(text: str) -> str:
+    return text.replace(" ", "_").replace("-", "_")
+
+
+def _value(kind: str, index: int, entity: str, aspect: str, rng: random.Random) -> str:
+    """The identifier: descriptive for odd indexes (it shares words with its subject), opaque for even ones."""
+    n, letter = rng.randrange(10, 99), rng.choice("abcdefghjkmnpq")
+    plain = index % 2 == 0
+    if kind == "path":
+        if plain:
+            return f"s3_exports/x{n}_{letter}{index}.parquet"
+        return f"data/{_slug(entity)}/{_slug(aspect)}_2024q{index % 4 + 1}.parquet"
+    if kind == "variable":
+        return f"tmp_{letter}{n}" if plain else f"{_slug(entity)}_{_slug(aspect).split('_')[0]}_v{index}"
+    if kind == "column":
+        return f"col_{n}{letter}" if plain else f"{_slug(entity)}_{_slug(aspect).split('_')[0]}_{index}"
+    if kind == "command":
+        if plain:
+            return f"make job-{n}{index} TARGET=w{letter}"
+        return f"python jobs/{aspect}_{_slug(entity)}.py --since 2024-0{index % 9 + 1}-01"
+    if index % 3 == 0:
+        return f"{rng.randrange(1, 9)},{rng.randrange(100, 999)},{rng.randrange(100, 999)}"
+    if index % 3 == 1:
+        return f"{rng.uniform(0.1, 0.99):.5f}"
+    return f"{rng.uniform(10, 99):.3f}%"
+
+
+def make_plants(turns: int, seed: int) -> list[Plant]:
+    rng = random.Random(seed)
+    plants = []
+    for kind in KINDS:
+        for index, (entity, asked_entity) in enumerate(ENTITIES):
+            aspect, asked_aspect = ASPECTS[kind][index % 5]
+            if kind == "command":
+                subject, asked = f"{aspect} the {entity} data", f"{asked_aspect} the {asked_entity} data"
+            else:
+                subject, asked = f"{entity} {aspect}", f"{asked_entity} {asked_aspect}"
+            paraphrased = index % 3 == 0
+            probe = PROBES[kind].format(asked if paraphrased else subject)
+            value = _value(kind, index, entity, aspect, rng)
+            placement = PLACEMENTS[(index + KINDS.index(kind)) % 4]
+            plants.append(Plant(value, kind, placement, 0, subject, probe, paraphrased))
+    rng.shuffle(plants)
+    last = max(1, turns - 8)
+    for position, plant in enumerate(plants):
+        plant.turn = 1 + position * last // len(plants)
+    return plants
+
+
+def _frame(rng: random.Random, step: int, rows: int) -> str:
+    columns = rng.sample(NOISE_COLUMNS, 6)
+    lines = ["      " + "  ".join(c.rjust(11) for c in columns)]
+    for r in range(rows):
+        values = [f"{rng.randrange(10**6)}" if c == "order_id" else f"{rng.uniform(0, 900):.2f}" for c in columns]
+        lines.append(f"{r:<6}" + "  ".join(v.rjust(11) for v in values))
+    return "\n".join([*lines, f"\n[{rows} rows x 6 columns]  batch_{step}"])
+
+
+def _long(rng: random.Random, step: int, lines: int, planted: str | None = None) -> str:
+    """A long log or data dictionary; ``planted`` goes in its middle."""
+    if step % 2:
+        out = [
+            f"[etl {step}] {rng.choice(['extract', 'clean', 'join'])} batch {i}: {rng.randrange(9999)} records"
+            f" in {rng.randrange(5, 900)} ms"
+            for i in range(lines)
+        ]
+    else:
+        out = [
+            f"{'field_' + str(step) + '_' + str(i):<28} {rng.choice(['int64', 'object', 'float64'])}   "
+            f"{rng.choice(['source code', 'free text', 'legacy id', 'derived value'])} {i}"
+            for i in range(lines)
+        ]
+    if planted is not None:
+        out.insert(rng.randrange(int(lines * 0.35), int(lines * 0.65)), planted)
+    return "\n".join(out)
+
+
+def make_script(turns: int = 150, seed: int = 11) -> Script:
+    rng = random.Random(seed)
+    plants = make_plants(turns, seed)
+    script = Script([], plants)
+    step_no = 0
+    for turn_no in range(1, turns + 1):
+        here = [p for p in plants if p.turn == turn_no]
+        said: dict[str, list[Plant]] = {}
+        for plant in here:
+            said.setdefault(plant.placement, []).append(plant)
+        user = REQUESTS[turn_no % len(REQUESTS)] + "."
+        user += "".join(" " + SAID["user"][p.kind].format(s=p.subject, v=p.value) for p in said.get("user", []))
+        steps = []
+        outputs = [*said.get("small-output", []), *said.get("output-middle", [])]
+        for index in range(max(3 + turn_no % 2, len(outputs))):
+            step_no += 1
+            call_id = f"call_{step_no:04d}"
+            code = f'batch_{step_no} = pd.read_parquet("data/batches/part_{step_no:04d}.parquet")\nbatch_{step_no}'
+            plant = outputs[index] if index < len(outputs) else None
+            line = SAID["output"][plant.kind].format(s=plant.subject, v=plant.value) if plant else None
+            if plant is not None:
+                plant.call_id = call_id
+            if plant and plant.placement == "output-middle":
+                output = _long(rng, step_no, 480, line)
+            elif plant is None and step_no % 10 == 0:
+                output = _long(rng, step_no, 200)
+            else:
+                output = _frame(rng, step_no, rng.randrange(6, 14)) + (f"\n{line}" if line else "")
+            steps.append(Step(call_id, code, output))
+        answer = f"Batch checked ({len(steps)} steps); nothing unusual."
+        answer += "".join(" " + SAID["answer"][p.kind].format(s=p.subject, v=p.value) for p in said.get("answer", []))
+        script.turns.append(Turn(user, steps, answer))
+    return script

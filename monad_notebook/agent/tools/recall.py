@@ -1,0 +1,82 @@
+"""recall: find what this session saw earlier by describing it, when its exact text is forgotten.
+
+``search_tool_outputs`` needs the exact text, which is what a model no longer has once a
+summary dropped it. ``recall`` takes a question in plain words ("which file was the churn
+raw extract?"), searches every earlier message and saved tool output of the session by
+words and by meaning, and answers with short verbatim passages, each saying where it came
+from and, for a saved tool output, the ``read_tool_output`` call that pages the text around it.
+
+The answer is bounded: ``context.recall.maxResults`` passages of at most ``snippetChars``
+characters each plus one header line apiece (about 1,200 tokens at the defaults).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+from monad_notebook.agent.tools.base import Tool, ToolContext, tool
+from monad_notebook.context.recall import Passage, focus, query_terms
+from monad_notebook.context.truncation import read_call
+from monad_notebook.errors import ToolError
+
+MAX_QUERY_CHARS = 1000
+READ_BEFORE = 400
+READ_LIMIT = 1600
+DEFAULT_SNIPPET_CHARS = 320
+
+
+@tool
+def recall(ctx: ToolContext, query: str) -> str:
+    """Search this session's earlier messages and tool outputs by describing what you are looking for.
+
+    Use it when a detail you need (a file path, a variable or column name, a command, a number)
+    was mentioned earlier but is no longer in view and you do not remember it exactly. Returns
+    short verbatim passages with where each came from and how to read more.
+
+    Args:
+        query: A question or description in plain words, e.g. "which file held the raw churn extract?".
+    """
+    if len(query.strip()) < 3:
+        raise ToolError("recall: describe what you are looking for in a few words")
+    search: Callable[[str], list[Passage]] | None = ctx.extra.get("recall")
+    if search is None:
+        return "Recall is off for this session."
+    question = " ".join(query.split())[:MAX_QUERY_CHARS]
+    passages = search(question)
+    if not passages:
+        return f"Nothing earlier in this session matches {json.dumps(question)}; try other words for it."
+    saved = _saved(ctx, passages)
+    chars = int(ctx.extra.get("recall_snippet_chars", DEFAULT_SNIPPET_CHARS))
+    terms = query_terms(question)
+    lines = [f"{len(passages)} earlier passage(s) for {json.dumps(question)}, best first (quoted text is verbatim):"]
+    for number, passage in enumerate(passages, 1):
+        header, snippet = _entry(passage, terms, chars, saved)
+        lines += [f"{number}. {header}", f"   {snippet}"]
+    return "\n".join(lines)
+
+
+def _saved(ctx: ToolContext, passages: list[Passage]) -> set[str]:
+    """Tool-call ids among the passages whose full output is saved, so their read calls resolve."""
+    ids = sorted({p.hit.tool_call_id for p in passages if p.hit.role == "tool" and p.hit.tool_call_id})
+    if not ids or ctx.store is None:
+        return set()
+    return ctx.store.has_raw_outputs(ctx.session, ids)
+
+
+def _entry(passage: Passage, terms: list[str], chars: int, saved: set[str]) -> tuple[str, str]:
+    hit = passage.hit
+    start, end = focus(hit.snippet, terms, chars)
+    text = " ".join(hit.snippet[start:end].split())
+    snippet = ("…" if start else "") + text + ("…" if end < len(hit.snippet) else "")
+    if hit.role == "tool":
+        where = f"turn {hit.turn}, {hit.name or 'tool'} output"
+        if hit.tool_call_id in saved:
+            at = hit.offset + start
+            read = read_call(hit.tool_call_id, offset=max(0, at - READ_BEFORE), limit=READ_LIMIT)
+            return f"{where}, at char {at}; read around it: {read}", snippet
+        return f"{where} (message #{hit.seq})", snippet
+    return f"turn {hit.turn}, {hit.role} message #{hit.seq}", snippet
+
+
+TOOLS: list[Tool] = [recall]

@@ -1,0 +1,97 @@
+"""What recall indexes: every message and every saved tool output, whole, in overlapping chunks.
+
+A fact sits anywhere in a long output (a column in the middle of a ``describe()``, a row
+count in the middle of a log), so nothing is clipped to its start. Chunks are short enough
+for the embedder to read whole (about 600 characters, cut at a line end where one is near)
+and overlap by ``OVERLAP_CHARS``, so any identifier up to that long lies whole in at least
+one chunk. A tool result whose full text was saved is indexed from that text, so a chunk's
+offset is the one ``read_tool_output`` pages by.
+"""
+
+from __future__ import annotations
+
+import json
+
+from monad_notebook.context.eviction import PLACEHOLDER_PREFIX
+from monad_notebook.messages import Message
+from monad_notebook.store.base import Chunk
+
+CHUNK_CHARS = 600
+OVERLAP_CHARS = 120
+_LINE_SEARCH = 200
+_WORD_SEARCH = 40
+
+
+def chunk_spans(text: str, size: int = CHUNK_CHARS, overlap: int = OVERLAP_CHARS) -> list[tuple[int, int]]:
+    """(start, end) of each chunk of ``text``: whole lines where they fit, each overlapping the previous.
+
+    Linear in ``len(text)``: every search is bounded by a constant window.
+    """
+    if len(text) <= size:
+        return [(0, len(text))] if text.strip() else []
+    spans: list[tuple[int, int]] = []
+    start = 0
+    while True:
+        end = min(len(text), start + size)
+        if end < len(text):
+            newline = text.rfind("\n", max(start + size // 2, end - _LINE_SEARCH), end)
+            if newline > start:
+                end = newline + 1
+        spans.append((start, end))
+        if end >= len(text):
+            return spans
+        step = max(start + 1, end - overlap)
+        word = _word_start(text, step)
+        start = word if word > start else step
+
+
+def _word_start(text: str, at: int) -> int:
+    """``at`` moved back to the start of the word it falls in (more overlap, never less)."""
+    floor = max(0, at - _WORD_SEARCH)
+    while at > floor and not text[at - 1].isspace():
+        at -= 1
+    return at
+
+
+def indexed_text(message: Message, raw: str | None = None) -> str:
+    """The text recall indexes for ``message``: its saved full output, else its original text and calls.
+
+    System prompts are not history and a placeholder says nothing about what it replaced:
+    both give "". Tool-call arguments are decoded, so code is indexed as written.
+    """
+    if message.role == "system":
+        return ""
+    if message.role == "tool" and raw:
+        return raw
+    parts = [message.content.strip()]
+    parts += [f"{call.name}: {_arguments_text(call.arguments)}" for call in message.tool_calls]
+    text = "\n".join(part for part in parts if part)
+    return "" if text.startswith(PLACEHOLDER_PREFIX) else text
+
+
+def _arguments_text(arguments: str) -> str:
+    try:
+        parsed = json.loads(arguments) if arguments.strip() else {}
+    except ValueError:
+        return arguments
+    if not isinstance(parsed, dict):
+        return arguments
+    return "\n".join(v if isinstance(v, str) else json.dumps(v) for v in parsed.values())
+
+
+def message_chunks(message: Message, raw: str | None = None) -> list[Chunk]:
+    """``message``'s indexed text in chunks, each knowing where it starts and whose it is."""
+    text = indexed_text(message, raw)
+    return [
+        Chunk(
+            message_id=message.id,
+            offset=start,
+            text=text[start:end],
+            seq=message.seq,
+            turn=message.turn,
+            role=message.role,
+            name=message.name,
+            tool_call_id=message.tool_call_id,
+        )
+        for start, end in chunk_spans(text)
+    ]

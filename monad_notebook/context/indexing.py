@@ -1,0 +1,165 @@
+"""Indexing for recall: chunks of every stored message and saved output, on a daemon thread.
+
+Each batch of new messages becomes one full-text write (``recall_text``), then, when an
+embedder is configured, vectors for those chunks in writes of up to ``write_chunks``.
+Jobs queued while the thread is busy are merged, so a burst of steps costs a few writes
+rather than one per message. Ids already indexed (read from the store once per session)
+are skipped, so handing over the same messages again is cheap.
+
+A tool result whose full text was saved (truncated when it arrived) is indexed from that
+text, read back in one query per batch. Vectors cost CPU (about 2,000 tokens a second on one
+core for the offline model), so at most ``embed_max_chars`` of one message are embedded;
+full-text search always covers all of it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import threading
+import weakref
+from collections.abc import Callable, Iterable
+
+from monad_notebook.context.chunks import indexed_text, message_chunks
+from monad_notebook.messages import Message
+from monad_notebook.store.base import Chunk, Store
+from monad_notebook.store.embeddings import Embedder
+
+log = logging.getLogger(__name__)
+
+EMBED_MAX_CHARS = 200_000
+EXIT_WAIT_SECONDS = 10.0
+_LIVE: weakref.WeakSet[RecallIndexer] = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_all() -> None:
+    """At interpreter exit, stop between batches: killing a thread inside the ONNX runtime aborts the process."""
+    for indexer in list(_LIVE):
+        indexer.stop(EXIT_WAIT_SECONDS)
+
+
+class RecallIndexer:
+    """Chunks messages into the store for full-text search and, with an embedder, vector search."""
+
+    write_chunks = 256
+    embed_batch = 32
+
+    def __init__(
+        self, store: Store, embedder: Embedder | None, *, embed_max_chars: int = EMBED_MAX_CHARS, batch_size: int = 0
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.embed_max_chars = embed_max_chars
+        self.write_chunks = batch_size or self.write_chunks
+        self.last_error: str | None = None
+        self._cond = threading.Condition()
+        self._queue: list[tuple[str, list[Message]]] = []
+        self._pending = 0
+        self._worker: threading.Thread | None = None
+        self._texted: dict[str, set[str]] = {}
+        self._embedded: dict[str, set[str]] = {}
+        self._stopping = False
+        _LIVE.add(self)
+
+    def index_pending(self, session: str, messages: Iterable[Message]) -> None:
+        """Queue the messages worth indexing; returns at once."""
+        todo = [m for m in messages if m.role != "system" and (m.role == "tool" or indexed_text(m))]
+        if not todo or self._stopping:
+            return
+        with self._cond:
+            self._queue.append((session, todo))
+            self._pending += 1
+            if self._worker is None:
+                self._worker = threading.Thread(target=self._run, name="monad-recall-index", daemon=True)
+                self._worker.start()
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every queued message is indexed (or given up on); False on timeout."""
+        with self._cond:
+            return self._cond.wait_for(lambda: self._pending == 0, timeout)
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Drop queued work and wait for the batch in hand; later messages are not indexed."""
+        with self._cond:
+            self._stopping = True
+            self._pending -= len(self._queue)
+            self._queue = []
+        self.flush(timeout)
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                if not self._queue:
+                    self._worker = None
+                    return
+                jobs, self._queue = self._queue, []
+            try:
+                self._process(jobs)
+            finally:
+                with self._cond:
+                    self._pending -= len(jobs)
+                    self._cond.notify_all()
+
+    def _process(self, jobs: list[tuple[str, list[Message]]]) -> None:
+        by_session: dict[str, dict[str, Message]] = {}
+        for session, messages in jobs:
+            by_session.setdefault(session, {}).update((m.id, m) for m in messages)
+        for session, messages in by_session.items():
+            try:
+                self._index(session, list(messages.values()))
+            except Exception as exc:
+                self._failed(session, exc)
+
+    def _index(self, session: str, messages: list[Message]) -> None:
+        texted = self._known(self._texted, session, lambda: self.store.chunked_ids(session))
+        embedded = self._known(self._embedded, session, lambda: self._stored_vectors(session))
+        fresh = [m for m in messages if m.id not in texted or (self.embedder is not None and m.id not in embedded)]
+        if not fresh:
+            return
+        chunks = self._chunks(session, fresh)
+        new_text = [c for m in fresh if m.id not in texted for c in chunks[m.id]]
+        self.store.save_chunks(session, new_text)
+        texted.update(m.id for m in fresh)
+        if self.embedder is not None:
+            self._embed(session, [m for m in fresh if m.id not in embedded], chunks, embedded)
+
+    def _chunks(self, session: str, messages: list[Message]) -> dict[str, list[Chunk]]:
+        """Each message's chunks, tool results from their saved full text when there is one."""
+        calls = [m.tool_call_id for m in messages if m.role == "tool" and m.tool_call_id and not m.redacted]
+        raw = self.store.get_raw_outputs(session, calls) if calls else {}
+        return {m.id: message_chunks(m, raw.get(m.tool_call_id) if m.role == "tool" else None) for m in messages}
+
+    def _embed(self, session: str, messages: list[Message], chunks: dict[str, list[Chunk]], done: set[str]) -> None:
+        assert self.embedder is not None
+        todo: list[Chunk] = []
+        for message in messages:
+            todo += [c for c in chunks[message.id] if c.offset < self.embed_max_chars]
+        for start in range(0, len(todo), self.write_chunks):
+            batch = todo[start : start + self.write_chunks]
+            vectors: list[list[float]] = []
+            for at in range(0, len(batch), self.embed_batch):
+                if self._stopping:
+                    return
+                vectors += self.embedder.embed([c.text for c in batch[at : at + self.embed_batch]])
+            self.store.save_embeddings(session, list(zip(batch, vectors, strict=True)), self.embedder.name)
+        done.update(m.id for m in messages)
+
+    def _stored_vectors(self, session: str) -> set[str]:
+        dims = self.embedder.dims if self.embedder is not None else 0
+        if not dims or self.embedder is None:
+            return set()
+        return self.store.embedded_ids(session, model=self.embedder.name, dims=dims)
+
+    @staticmethod
+    def _known(cache: dict[str, set[str]], session: str, load: Callable[[], set[str]]) -> set[str]:
+        known = cache.get(session)
+        if known is None:
+            known = cache[session] = set(load())
+        return known
+
+    def _failed(self, session: str, exc: Exception) -> None:
+        """Warn on the first failure only: a broken endpoint would otherwise log on every step."""
+        first = self.last_error is None
+        self.last_error = f"indexing messages of {session!r} for recall failed: {exc}"
+        (log.warning if first else log.debug)("%s; recall will miss them", self.last_error)

@@ -1,0 +1,153 @@
+"""The recall tool inside a real session: what the model receives when it asks for something it forgot."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from monad_notebook import Session
+from monad_notebook.agent.tools.base import tool
+from monad_notebook.config import Config
+from monad_notebook.context.tokens import TokenCounter
+from monad_notebook.store.lance import LanceStore
+from monad_notebook.testing import ScriptedModel
+from monad_notebook.testing.scripted import tool_call
+
+pytestmark = pytest.mark.filterwarnings(r"ignore:optimize\(cleanup_older_than=0\):UserWarning")
+
+PLANTED = "stage 300: the customer tenure in days is kept in column cust_tenure_days_v2"
+READ = re.compile(r"read_tool_output\((\{.*?\})\)")
+
+
+def pipeline_log() -> str:
+    rows = [f"stage {i}: wrote {i * 13} rows to data/tmp/part_{i}.parquet" for i in range(600)]
+    rows[300] = PLANTED
+    return "\n".join(rows)
+
+
+@tool
+def show_log(ctx, name: str) -> str:
+    """Print a pipeline log.
+
+    Args:
+        name: Which log.
+    """
+    return pipeline_log() if name == "pipeline" else f"log {name}: " + "nothing happened today. " * 80
+
+
+def session_with(store: LanceStore, script: list, **context: object) -> tuple[Session, ScriptedModel]:
+    config = Config.model_validate(
+        {
+            "models": {"main": {"contextWindow": 6000}},
+            "context": {
+                "toolOutput": {"maxChars": 2000},
+                "eviction": {"atFraction": 0.2, "keepRecentRounds": 1, "clearAtLeast": 100, "minResultTokens": 50},
+                "summarize": {"enabled": False},
+                **context,
+            },
+        }
+    )
+    model = ScriptedModel(script, context_window=6000)
+    return Session("recall", config=config, store=store, model=model, extra_tools=[show_log]), model
+
+
+def last_tool_result(model: ScriptedModel) -> str:
+    return [m for m in model.calls[-1].messages if m["role"] == "tool"][-1]["content"]
+
+
+def test_an_identifier_in_the_middle_of_a_truncated_evicted_output_is_found_by_a_paraphrased_question(store):
+    question = "which column tells how long customers have been with us?"
+    session, model = session_with(
+        store,
+        [
+            tool_call("show_log", {"name": "pipeline"}, id="call_log"),
+            "The pipeline ran.",
+            tool_call("show_log", {"name": "other"}, id="call_other"),
+            tool_call("show_log", {"name": "third"}, id="call_third"),
+            "Nothing else happened.",
+            tool_call("recall", {"query": question}, id="call_recall"),
+            "Found it.",
+        ],
+    )
+    session.ask("show me the pipeline log")
+    session.ask("and the other logs")
+    session.cascade.wait(60)
+    first = store.load_messages("recall")[2]
+    assert first.tool_call_id == "call_log" and "cust_tenure_days_v2" not in first.content
+    assert session.window.messages[2].evicted
+
+    session.ask("remind me where the tenure is kept")
+
+    answer = last_tool_result(model)
+    assert "cust_tenure_days_v2" in answer
+    assert "cust_tenure_days_v2" not in json.dumps(model.calls[-2].messages)
+    read = json.loads(READ.search(answer).group(1))
+    assert read["id"] == "call_log"
+    assert PLANTED in store.get_raw_output("recall", "call_log")[read["offset"] : read["offset"] + read["limit"]]
+
+
+def test_an_answer_stays_within_its_budget_and_says_where_each_passage_came_from(store):
+    script = [tool_call("show_log", {"name": f"run{i}"}, id=f"call_{i}") for i in range(8)]
+    session, model = session_with(
+        store, [*script, "Logged.", tool_call("recall", {"query": "what happened today in the logs"}), "ok"]
+    )
+    session.ask("show eight logs")
+    session.cascade.wait(60)
+
+    session.ask("what happened?")
+
+    answer = last_tool_result(model)
+    entries = re.findall(r"^\d+\. (.*)\n   (.*)$", answer, re.M)
+    assert 1 <= len(entries) <= 6
+    assert all(header.startswith("turn 1, show_log output") for header, _ in entries)
+    assert all(len(snippet) <= 320 + 2 for _, snippet in entries)
+    assert TokenCounter("gpt-4o").count_text(answer) <= 1200
+
+
+def test_nothing_found_and_a_blank_question_get_one_clear_line(store):
+    session, model = session_with(
+        store,
+        [
+            tool_call("recall", {"query": "zebra migration patterns"}, id="c1"),
+            tool_call("recall", {"query": "  "}, id="c2"),
+            "ok",
+        ],
+    )
+    session.ask("hello")
+
+    results = [m["content"] for m in model.calls[-1].messages if m["role"] == "tool"]
+    assert results[0] == 'Nothing earlier in this session matches "zebra migration patterns"; try other words for it.'
+    assert results[1] == "error: recall: describe what you are looking for in a few words"
+
+
+def test_with_recall_off_the_tool_is_not_offered_and_nothing_is_indexed(store):
+    session, model = session_with(store, ["hi"], recall={"enabled": False})
+    session.ask("hello")
+    session.cascade.wait(10)
+
+    assert "recall" not in {t["function"]["name"] for t in model.calls[0].tools}
+    assert "recall_text" not in store.table_stats()
+
+
+def test_related_context_brings_back_the_middle_of_an_evicted_output_for_a_name_the_request_gives(store):
+    session, model = session_with(
+        store,
+        [
+            tool_call("show_log", {"name": "pipeline"}, id="call_log"),
+            tool_call("show_log", {"name": "other"}, id="call_other"),
+            tool_call("show_log", {"name": "third"}, id="call_third"),
+            "Shown.",
+            "It is the tenure column.",
+        ],
+        retrieval={"enabled": True},
+    )
+    session.ask("show the logs")
+    session.cascade.wait(60)
+
+    session.ask("what did stage 300 say about cust_tenure_days_v2?")
+
+    user = [m for m in model.calls[-1].messages if m["role"] == "user"][-1]["content"]
+    block = user.split("<related_context>", 1)[1]
+    assert PLANTED in block and "tool show_log, turn 1" in block

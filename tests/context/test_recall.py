@@ -1,0 +1,164 @@
+"""Recall's search over real LanceDB: chunks, the two rankings fused, and what the window already shows."""
+
+from __future__ import annotations
+
+import random
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from monad_notebook.context.chunks import OVERLAP_CHARS, chunk_spans, message_chunks
+from monad_notebook.context.indexing import RecallIndexer
+from monad_notebook.context.recall import Recall, focus, fuse
+from monad_notebook.context.truncation import truncate_tool_output
+from monad_notebook.errors import ModelError
+from monad_notebook.messages import Message
+from monad_notebook.store.base import EmbeddingHit
+from tests.context.test_retrieval import KeywordEmbedder
+
+pytestmark = pytest.mark.filterwarnings(r"ignore:optimize\(cleanup_older_than=0\):UserWarning")
+
+
+def log_output(lines: int, planted: str, at: int) -> str:
+    rows = [f"stage {i}: wrote {i * 13} rows to data/tmp/part_{i}.parquet" for i in range(lines)]
+    rows[at] = planted
+    return "\n".join(rows)
+
+
+def tool_result(session: str, text: str, call_id: str, seq: int, max_chars: int = 2000) -> Message:
+    shown = truncate_tool_output(text, tool_call_id=call_id, max_chars=max_chars, recoverable=True)
+    return Message("tool", shown, session=session, seq=seq, turn=1, tool_call_id=call_id, name="python")
+
+
+def index(store, embedder, session: str, messages: list[Message]) -> RecallIndexer:
+    indexer = RecallIndexer(store, embedder)
+    indexer.index_pending(session, messages)
+    assert indexer.flush(timeout=60)
+    assert indexer.last_error is None
+    return indexer
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(alphabet="ab \n", max_size=3000), st.integers(0, 2999), st.integers(1, OVERLAP_CHARS))
+def test_every_identifier_up_to_the_overlap_lies_whole_in_some_chunk(text, at, length):
+    at = min(at, max(0, len(text) - length))
+    wanted = (at, min(len(text), at + length))
+    spans = chunk_spans(text)
+    if text[wanted[0] : wanted[1]].strip():
+        assert any(start <= wanted[0] and wanted[1] <= end for start, end in spans)
+    assert all(0 <= start < end <= len(text) for start, end in spans)
+
+
+def test_chunking_a_large_output_is_linear():
+    started = time.perf_counter()
+    spans = chunk_spans("x" * 5_000_000)
+    assert time.perf_counter() - started < 5
+    assert spans[-1][1] == 5_000_000
+
+
+def test_a_truncated_result_is_indexed_from_its_saved_full_text_at_the_offsets_read_tool_output_pages(store):
+    full = log_output(600, "stage 300: tenure lives in cust_tenure_days_v2", 300)
+    message = tool_result("s", full, "call_big", 5)
+    store.save_raw_outputs("s", {"call_big": full})
+
+    index(store, None, "s", [message])
+
+    hit = store.search_chunks("s", "tenure", 5)[0]
+    assert hit.tool_call_id == "call_big" and "cust_tenure_days_v2" in hit.snippet
+    assert full[hit.offset : hit.offset + len(hit.snippet)] == hit.snippet
+    assert "cust_tenure_days_v2" not in message.content
+
+
+def test_a_passage_both_searches_find_ranks_before_the_best_of_either():
+    def hit(message_id: str) -> EmbeddingHit:
+        return EmbeddingHit(message_id, 0.5, message_id)
+
+    fused = fuse([hit("words-only"), hit("both")], [hit("meaning-only"), hit("both")])
+
+    assert fused[0].hit.message_id == "both"
+    assert {p.hit.message_id for p in fused} == {"words-only", "both", "meaning-only"}
+    both = fused[0]
+    assert both.by_words and both.cosine == 0.5
+
+
+def test_the_middle_of_a_truncated_result_in_the_window_is_found_but_its_visible_head_is_not(store):
+    full = log_output(600, "stage 300: tenure lives in cust_tenure_days_v2", 300)
+    full = "tenure report header\n" + full
+    message = tool_result("s", full, "call_big", 5)
+    store.save_raw_outputs("s", {"call_big": full})
+    index(store, None, "s", [message])
+
+    passages = Recall(store, None).search("s", "where is the tenure", 5, window=[message])
+
+    assert [p.hit.offset > 0 for p in passages] == [True]
+    assert "cust_tenure_days_v2" in passages[0].hit.snippet
+
+
+def test_messages_the_window_shows_whole_are_skipped(store):
+    said = Message("user", "the churn raw extract is data/raw/churn.parquet", session="s", seq=1)
+    index(store, None, "s", [said])
+    recall = Recall(store, None)
+
+    assert recall.search("s", "churn raw extract", 5, window=[said]) == []
+    assert [p.hit.message_id for p in recall.search("s", "churn raw extract", 5)] == [said.id]
+
+
+def test_without_an_embedder_recall_searches_by_words_alone(store):
+    messages = [Message("user", t, session="s", seq=i) for i, t in enumerate(["cat nap", "revenue by region"])]
+    index(store, None, "s", messages)
+
+    passages = Recall(store, None).search("s", "regional revenue", 5)
+
+    assert [p.hit.snippet for p in passages] == ["revenue by region"]
+    assert passages[0].cosine is None
+
+
+def test_a_failed_embedding_leaves_the_words_search_and_a_failed_store_raises(store):
+    embedder = KeywordEmbedder()
+    messages = [Message("user", "revenue by region", session="s", seq=0)]
+    index(store, embedder, "s", messages)
+    embedder.fail = True
+
+    assert [p.hit.snippet for p in Recall(store, embedder).search("s", "revenue", 5)] == ["revenue by region"]
+
+    class Broken:
+        def search_chunks(self, *args: object, **kwargs: object) -> list[EmbeddingHit]:
+            raise ModelError("store is down")
+
+    with pytest.raises(ModelError):
+        Recall(Broken(), embedder).search("s", "revenue", 5)  # type: ignore[arg-type]
+
+
+def test_vectors_bring_back_a_paraphrase_with_no_word_in_common(store):
+    embedder = KeywordEmbedder()
+    messages = [Message("user", t, session="s", seq=i) for i, t in enumerate(["feline", "pizza night"])]
+    embedder._vector = lambda text: (
+        [1.0, 0, 0, 0, 0, 0, 0.05] if "feline" in text or "cat" in text else [0, 0, 1.0, 0, 0, 0, 0.05]
+    )  # type: ignore[method-assign]
+    index(store, embedder, "s", messages)
+
+    passages = Recall(store, embedder).search("s", "my cat", 1)
+
+    assert [p.hit.snippet for p in passages] == ["feline"] and passages[0].cosine == pytest.approx(1.0, abs=1e-3)
+
+
+def test_the_snippet_window_holds_the_most_asked_about_words():
+    text = "a" * 500 + " churn " + "b" * 100 + " extract raw " + "c" * 900
+    start, end = focus(text, ["churn", "raw", "extract"], 200)
+
+    assert "churn" in text[start:end] and "extract raw" in text[start:end] and end - start == 200
+    assert focus("short", ["x"], 200) == (0, 5)
+    assert focus("z" * 1000, ["absent"], 100) == (0, 100)
+
+
+def test_message_chunks_cover_the_whole_text_in_order():
+    text = "\n".join(f"line {i} " + random.Random(i).choice("abc") * 40 for i in range(300))
+    message = Message("tool", text, tool_call_id="call_1", name="python", seq=4, turn=2)
+
+    chunks = message_chunks(message)
+
+    assert chunks[0].offset == 0 and chunks[-1].offset + len(chunks[-1].text) == len(text)
+    assert all(c.text == text[c.offset : c.offset + len(c.text)] for c in chunks)
+    assert {(c.tool_call_id, c.seq, c.turn, c.role) for c in chunks} == {("call_1", 4, 2, "tool")}

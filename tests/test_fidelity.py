@@ -1,0 +1,84 @@
+"""The fidelity benchmark counts only what a model that forgot an identifier can reach."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+
+from benchmarks.fidelity import MAX_CHARS, FastModel, prompt_text, report, run
+from benchmarks.fidelity_session import KINDS, PLACEMENTS, make_script
+from monad_notebook.context.summarize import has_sections
+from monad_notebook.context.truncation import truncate_tool_output
+
+pytestmark = pytest.mark.filterwarnings(r"ignore:optimize\(cleanup_older_than=0\):UserWarning")
+
+
+def test_every_identifier_is_planted_once_with_a_probe_that_does_not_name_it():
+    script = make_script(60)
+    text = script.text()
+
+    assert len(script.plants) == 100
+    assert all(text.count(p.value) == 1 for p in script.plants)
+    assert all(p.value not in p.probe and p.value.lower() not in p.probe.lower() for p in script.plants)
+    assert Counter(p.kind for p in script.plants) == dict.fromkeys(KINDS, 20)
+    assert Counter(p.placement for p in script.plants) == dict.fromkeys(PLACEMENTS, 25)
+    assert 30 <= sum(p.paraphrased for p in script.plants) <= 40
+    assert make_script(60).text() == text
+
+
+def test_planted_output_middles_are_hidden_by_truncation_and_small_outputs_are_not():
+    script = make_script(60)
+    outputs = {s.call_id: s.output for t in script.turns for s in t.steps}
+    for plant in (p for p in script.plants if p.call_id):
+        shown = truncate_tool_output(outputs[plant.call_id], tool_call_id="x", max_chars=MAX_CHARS, recoverable=True)
+        if plant.placement == "output-middle":
+            assert plant.value not in shown
+        elif plant.placement == "small-output":
+            assert shown == outputs[plant.call_id]
+
+
+def test_the_scripted_summarizers_write_the_briefing_their_quality_says():
+    request = [
+        {"role": "system", "content": "... at most about 1500 tokens."},
+        {
+            "role": "user",
+            "content": "<transcript>\nUSER: The churn raw extract is at data/raw/c.parquet.\n</transcript>",
+        },
+    ]
+
+    good = FastModel("good").complete(request, []).content
+    weak = FastModel("weak").complete(request, []).content
+
+    assert has_sections(good, 5) and "data/raw/c.parquet" in good
+    assert has_sections(weak, 5) and "data/raw/c.parquet" not in weak
+    with pytest.raises(Exception, match="down"):
+        FastModel("failing").complete(request, [])
+
+
+def test_a_short_run_counts_each_identifier_only_where_it_really_is(tmp_path):
+    script = make_script(10)
+
+    result = run(script, "failing", 16_000, tmp_path, embedding="none")
+
+    assert result.compactions >= 1 and result.fallbacks == result.compactions
+    assert set(result.found) == {p.value for p in script.plants}
+    assert all(where <= {"prompt", "handle", "recall"} for where in result.found.values())
+    assert 0 < sum("recall" in w for w in result.found.values()) < 100
+    assert sum("prompt" in w for w in result.found.values()) < 100
+    assert max(result.recall_tokens) <= 1200
+    table = report(script, [result])
+    assert "| all |" in table and "| placed in: output-middle |" in table
+
+
+def test_prompt_text_reads_contents_and_tool_call_arguments():
+    messages = [
+        {"role": "user", "content": "hello"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "call_1", "function": {"name": "python", "arguments": json.dumps({"code": "x"})}}],
+        },
+    ]
+    assert prompt_text(messages) == 'hello\n\ncall_1 {"code": "x"}'
