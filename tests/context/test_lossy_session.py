@@ -146,7 +146,7 @@ def test_a_folded_tool_result_stays_readable_by_the_handle_the_summary_names(sto
         session.ask(text)
     assert store.get_raw_output("lossy", "call_early") is None  # short: never truncated nor evicted
     assert session.compact()
-    assert "read_tool_output id=`call_early` (list_variables output" in session.summary.text
+    assert "call_early` (list_variables output; holds quarterly_sales" in session.summary.text
     assert "quarterly_sales" in store.get_raw_output("lossy", "call_early")
 
 
