@@ -9,7 +9,7 @@ import pytest
 
 from benchmarks.fidelity import MAX_CHARS, FastModel, prompt_text, report, run
 from benchmarks.fidelity_session import KINDS, PLACEMENTS, make_script
-from monad_notebook.context.summarize import has_sections
+from monad_notebook.context.summarize import parse_sections
 from monad_notebook.context.truncation import truncate_tool_output
 
 pytestmark = pytest.mark.filterwarnings(r"ignore:optimize\(cleanup_older_than=0\):UserWarning")
@@ -51,8 +51,8 @@ def test_the_scripted_summarizers_write_the_briefing_their_quality_says():
     good = FastModel("good").complete(request, []).content
     weak = FastModel("weak").complete(request, []).content
 
-    assert has_sections(good, 5) and "data/raw/c.parquet" in good
-    assert has_sections(weak, 5) and "data/raw/c.parquet" not in weak
+    assert len(parse_sections(good)) == 5 and "data/raw/c.parquet" in good
+    assert len(parse_sections(weak)) == 5 and "data/raw/c.parquet" not in weak
     with pytest.raises(Exception, match="down"):
         FastModel("failing").complete(request, [])
 
