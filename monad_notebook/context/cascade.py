@@ -28,6 +28,8 @@ from monad_notebook.events import Emit, EventBus
 from monad_notebook.messages import Message, ToolCall
 from monad_notebook.store.base import Store, Summary
 
+INDEX_STOP_SECONDS = 10.0
+
 
 class Cascade:
     def __init__(
@@ -166,3 +168,4 @@ class Cascade:
 
     def close(self) -> None:
         self.lossy.close()
+        self.turn_stages.close(INDEX_STOP_SECONDS)
