@@ -337,6 +337,16 @@ def goals(script: Script, runs: list[Run]) -> str:
             0.95,
         ),
         ("verbatim in the final prompt >= 50%", lambda r: _count(r, script.plants, lambda w: "prompt" in w), 0.5),
+        (
+            "reachable, probe in the context's words >= 95%",
+            lambda r: _count(r, [p for p in script.plants if not p.paraphrased], bool),
+            0.95,
+        ),
+        (
+            "reachable, probe paraphrased >= 95%",
+            lambda r: _count(r, [p for p in script.plants if p.paraphrased], bool),
+            0.95,
+        ),
     ]
     for label, count, goal in checks:
         cells = []

@@ -40,6 +40,7 @@ from monad_notebook.messages import Message
 from monad_notebook.store.base import Chunk
 from monad_notebook.store.embeddings import LocalEmbedder
 from monad_notebook.store.lance import LanceStore
+from monad_notebook.store.tables import OPTIMIZE_ROWS
 
 DIMS = 384
 MODEL = "synthetic"
@@ -284,7 +285,8 @@ def recall_at_scale(embedder: LocalEmbedder, total: int, tail: int, queries: int
     Every stored message is one chunk: its text under the full-text index, its vector (the
     chatter's real embeddings plus small noise) in the vector table, then one optimize (which
     builds the vector index and folds the text into the full-text index). Measured again with
-    ``tail`` more chunks written after the optimize, as between two background optimizes.
+    ``tail`` more chunks written after the optimize: the most the background optimize lets
+    accumulate (``OPTIMIZE_ROWS``) before it folds them in.
     """
     rng = np.random.default_rng(6)
     lines = chat_lines(random.Random(9), 1000)
@@ -468,7 +470,7 @@ def main() -> None:
     if args.needle_scale:
         print("\n" + "\n".join(needles_at_scale(embedder, args.needle_scale)))
     if args.recall_scale:
-        tail = max(1, args.recall_scale // 50)
+        tail = min(OPTIMIZE_ROWS, max(1, args.recall_scale // 50))
         print("\n" + "\n".join(recall_at_scale(embedder, args.recall_scale, tail, args.queries)))
 
 

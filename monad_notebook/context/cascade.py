@@ -30,6 +30,8 @@ from monad_notebook.messages import Message, ToolCall
 from monad_notebook.store.base import Store, Summary
 from monad_notebook.store.lease import TurnLease
 
+INDEX_STOP_SECONDS = 10.0
+
 
 class Cascade:
     def __init__(
@@ -192,3 +194,4 @@ class Cascade:
 
     def close(self) -> None:
         self.lossy.close()
+        self.turn_stages.close(INDEX_STOP_SECONDS)

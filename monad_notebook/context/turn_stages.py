@@ -116,3 +116,8 @@ class TurnStages:
     def flush(self, timeout: float | None = None) -> None:
         if self.indexer is not None:
             self.indexer.flush(timeout)
+
+    def close(self, timeout: float | None = None) -> None:
+        """Stop indexing: queued messages are dropped, the batch in hand is finished (recall is best-effort)."""
+        if self.indexer is not None:
+            self.indexer.stop(timeout)

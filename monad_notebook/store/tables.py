@@ -1,7 +1,9 @@
 """The LanceDB plumbing under the store: one connection, cached table handles, retries, optimize.
 
 LanceDB makes a new version and fragment for every write, so a daemon thread compacts and
-cleans up every ``optimize_every`` writes, and indexes a vector table once it is large.
+cleans up every ``optimize_every`` writes (or once ``optimize_rows`` rows were added since the last
+pass: rows not yet in a search index are scanned on every search), and indexes a vector table once
+it is large.
 Another kernel may commit between our read and our write: conflicting commits and versions
 removed under us are retried on the latest version. Together with ``lance.py`` (the Store
 protocol on top), the only code that talks to LanceDB.
@@ -37,6 +39,7 @@ warnings.filterwarnings("ignore", r"optimize\(cleanup_older_than=0\)", UserWarni
 
 _RETRIES = 4
 _PARTITIONS = 8
+OPTIMIZE_ROWS = 1000
 _RETRYABLE = ("not found", "incompatible transaction", "commit conflict", "retryable")
 
 
@@ -101,6 +104,8 @@ class LanceTables:
         self._tables: dict[str, Any] = {}
         self._dirty: set[str] = set()
         self._writes = 0
+        self._rows = 0
+        self.optimize_rows = OPTIMIZE_ROWS
         self._optimizer: threading.Thread | None = None
         self._closed = False
         self._filter_indexed: set[str] = set()
@@ -215,7 +220,9 @@ class LanceTables:
 
     def _add(self, table: str, rows: list[dict[str, Any]]) -> None:
         if rows:
-            self._write(table, lambda h: h.add(pa.Table.from_pylist(rows, schema=SCHEMAS[table])))
+            with self._lock:
+                self._rows += len(rows)
+                self._write(table, lambda h: h.add(pa.Table.from_pylist(rows, schema=SCHEMAS[table])))
 
     def _delete(self, table: str, where: str) -> None:
         if self._count(table, where):
@@ -223,9 +230,10 @@ class LanceTables:
 
     def _maybe_optimize_in_background(self) -> None:
         busy = self._optimizer is not None and self._optimizer.is_alive()
-        if self._closed or busy or self.optimize_every <= 0 or self._writes < self.optimize_every:
+        due = self._writes >= self.optimize_every or self._rows >= self.optimize_rows
+        if self._closed or busy or self.optimize_every <= 0 or not due:
             return
-        tables, self._dirty, self._writes = sorted(self._dirty), set(), 0
+        tables, self._dirty, self._writes, self._rows = sorted(self._dirty), set(), 0, 0
         self._optimizer = threading.Thread(
             target=self._optimize_tables,
             args=(tables, False, self.cleanup_grace),
@@ -344,7 +352,7 @@ class LanceTables:
         self._wait_for_optimizer()
         with self._lock:
             tables = [n for n in SCHEMAS if self._table(n, create=False) is not None]
-            self._dirty, self._writes = set(), 0
+            self._dirty, self._writes, self._rows = set(), 0, 0
         self._optimize_tables(tables, True, timedelta(0))
 
     def close(self) -> None:

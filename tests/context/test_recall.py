@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import threading
 import time
 
 import pytest
@@ -162,3 +163,28 @@ def test_message_chunks_cover_the_whole_text_in_order():
     assert chunks[0].offset == 0 and chunks[-1].offset + len(chunks[-1].text) == len(text)
     assert all(c.text == text[c.offset : c.offset + len(c.text)] for c in chunks)
     assert {(c.tool_call_id, c.seq, c.turn, c.role) for c in chunks} == {("call_1", 4, 2, "tool")}
+
+
+def test_stopping_the_indexer_drops_queued_work_and_nothing_is_written_afterwards(store):
+    embedder = KeywordEmbedder()
+    embedder.gate = threading.Event()
+    indexer = RecallIndexer(store, embedder)
+    indexer.embed_batch = 2
+    indexer.index_pending("s", [Message("user", f"cat note {i}", session="s", seq=i) for i in range(10)])
+    assert embedder.entered.wait(10)
+    indexer.index_pending("s", [Message("user", "queued cat", session="s", seq=99)])
+
+    stopper = threading.Thread(target=indexer.stop, kwargs={"timeout": 10})
+    stopper.start()
+    while not indexer._stopping:
+        time.sleep(0.01)
+    embedder.gate.set()
+    stopper.join(10)
+    version = store.table_version("embeddings_7")
+    time.sleep(0.3)
+
+    assert store.table_version("embeddings_7") == version
+    assert "queued cat" not in {h.snippet for h in store.search_chunks("s", "queued", 5)}
+    assert len(embedder.calls) == 1
+    indexer.index_pending("s", [Message("user", "after stop", session="s", seq=100)])
+    assert indexer.flush(timeout=1)

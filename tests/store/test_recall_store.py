@@ -174,3 +174,16 @@ def test_another_process_sees_chunks_searchable_at_once(tmp_path: Path) -> None:
     assert [h.message_id for h in reader.search_chunks("s", "parquet", 5)] == ["m2"]
     writer.close()
     reader.close()
+
+
+def test_a_burst_of_chunks_is_folded_into_the_index_without_waiting_for_fifty_writes(tmp_path: Path) -> None:
+    store = LanceStore(tmp_path / "db", optimize_every=50)
+    for batch in range(3):
+        store.save_chunks("s", [chunk(f"m{batch}-{i}", f"row {i} of batch {batch}") for i in range(400)])
+    store._wait_for_optimizer()
+
+    handle = store._tables[TEXT_TABLE]
+    stats = [handle.index_stats(index.name) for index in handle.list_indices()]
+    (words,) = [s for s in stats if s.index_type == "FTS"]
+    assert (words.num_indexed_rows, words.num_unindexed_rows) == (1200, 0)
+    store.close()
