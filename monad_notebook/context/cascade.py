@@ -28,7 +28,7 @@ from monad_notebook.events import Emit, EventBus
 from monad_notebook.messages import Message, ToolCall
 from monad_notebook.store.base import Store, Summary
 
-INDEX_STOP_SECONDS = 10.0
+INDEX_STOP_SECONDS = 5.0
 
 
 class Cascade:
