@@ -83,6 +83,7 @@ def measure(stored: int, turns: int) -> dict[str, float]:
             reply = session.ask("next question")
             wall = time.perf_counter() - started
             per_step.append((wall - spent["model"] - spent["tool"]) / reply.steps)
+        session.close()
         store.close()
     per_step_ms = sorted(1000 * s for s in per_step[2:])  # the first turns warm caches
     return {"p50": statistics.median(per_step_ms), "max": per_step_ms[-1]}

@@ -30,7 +30,7 @@ from monad_notebook.messages import Message, ToolCall
 from monad_notebook.store.base import Store, Summary
 from monad_notebook.store.lease import TurnLease
 
-INDEX_STOP_SECONDS = 10.0
+INDEX_STOP_SECONDS = 5.0
 
 
 class Cascade:

@@ -2,9 +2,11 @@
 
 Each batch of new messages becomes one full-text write (``recall_text``), then, when an
 embedder is configured, vectors for those chunks in writes of up to ``write_chunks``.
-Jobs queued while the thread is busy are merged, so a burst of steps costs a few writes
-rather than one per message. Ids already indexed (read from the store once per session)
-are skipped, so handing over the same messages again is cheap.
+Jobs queued while the thread is busy, or within ``linger`` of each other, are merged, so a
+burst of steps costs a few writes rather than one per message, and a turn whose steps come
+back to back does not contend with its own indexing for the store at every step. Ids already
+indexed (read from the store once per session) are skipped, so handing over the same messages
+again is cheap.
 
 A tool result whose full text was saved (truncated when it arrived) is indexed from that
 text, read back in one query per batch. Vectors cost CPU (about 2,000 tokens a second on one
@@ -17,6 +19,7 @@ from __future__ import annotations
 import atexit
 import logging
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterable
 
@@ -44,6 +47,7 @@ class RecallIndexer:
 
     write_chunks = 256
     embed_batch = 32
+    linger = 0.5  # seconds a job waits for the next ones, so back-to-back steps share their writes
 
     def __init__(
         self, store: Store, embedder: Embedder | None, *, embed_max_chars: int = EMBED_MAX_CHARS, batch_size: int = 0
@@ -85,11 +89,15 @@ class RecallIndexer:
             self._stopping = True
             self._pending -= len(self._queue)
             self._queue = []
+            self._cond.notify_all()
         self.flush(timeout)
 
     def _run(self) -> None:
         while True:
             with self._cond:
+                deadline = time.monotonic() + self.linger
+                while self._queue and not self._stopping and time.monotonic() < deadline:
+                    self._cond.wait(deadline - time.monotonic())
                 if not self._queue:
                     self._worker = None
                     return

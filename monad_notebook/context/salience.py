@@ -45,6 +45,7 @@ HOLDS_CHARS = 80
 RECURRENCE_BONUS, RECURRENCE_MAX = 0.5, 2.0
 HANDLE_SHARE = 0.25
 FAMILY_MIN, FAMILY_SHOWN = 3, 1
+FIT_MISSES = 40
 _DIGITS = re.compile(r"\d+")
 
 
@@ -129,13 +130,8 @@ class Ledger:
         base = entry.score - _bonus(entry.count)
         entry.count += 1
         if weight > base or (entry.kind == "name" and kind != "name"):
-            entry.kind, entry.seq, entry.turn, entry.source, entry.tool_call_id = (
-                kind,
-                message.seq,
-                message.turn,
-                source,
-                call_id,
-            )
+            entry.kind, entry.source, entry.tool_call_id = kind, source, call_id
+            entry.seq, entry.turn = message.seq, message.turn
         if kind == "error" and message.role == "tool":
             entry.open = True
         entry.score = max(base, weight) + _bonus(entry.count)
@@ -233,13 +229,15 @@ def note(entry: LedgerEntry) -> str:
 def _fit(
     entries: list[LedgerEntry], notes: dict[str, str], budget: int, max_items: int, count_tokens: Callable[[str], int]
 ) -> tuple[list[LedgerEntry], int]:
+    """The entries that fit, in rank order; a line too long is skipped for shorter ones after it (a few dozen)."""
     kept: list[LedgerEntry] = []
-    used = 0
+    used = misses = 0
     for entry in entries:
-        if len(kept) >= max_items or budget - used < 4:
+        if len(kept) >= max_items or budget - used < 4 or misses > FIT_MISSES:
             break
         cost = count_tokens(ledger_line(entry.item, notes[entry.item])) + 1
         if used + cost > budget:
+            misses += 1
             continue
         kept.append(entry)
         used += cost

@@ -118,6 +118,7 @@ class TurnStages:
             self.indexer.flush(timeout)
 
     def close(self, timeout: float | None = None) -> None:
-        """Stop indexing: queued messages are dropped, the batch in hand is finished (recall is best-effort)."""
+        """Let queued indexing finish within ``timeout``, then stop: what is left is dropped (recall is best-effort)."""
         if self.indexer is not None:
+            self.indexer.flush(timeout)
             self.indexer.stop(timeout)

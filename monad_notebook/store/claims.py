@@ -42,8 +42,7 @@ class ClaimTables(LanceTables):
         with self._lock:
             handle = self._table("claims", create=True)
             version = self._retrying("write", "claims", lambda: handle.add(row)).version
-            self._dirty.add("claims")
-            self._writes += 1
+            self._dirty["claims"] = self._dirty.get("claims", 0) + 1
             try:
                 handle.checkout(version - 1)
                 rows = handle.search().where(where).select(SCHEMAS["claims"].names).to_arrow().to_pylist()

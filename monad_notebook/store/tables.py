@@ -1,9 +1,10 @@
 """The LanceDB plumbing under the store: one connection, cached table handles, retries, optimize.
 
 LanceDB makes a new version and fragment for every write, so a daemon thread compacts and
-cleans up every ``optimize_every`` writes (or once ``optimize_rows`` rows were added since the last
-pass: rows not yet in a search index are scanned on every search), and indexes a vector table once
-it is large.
+cleans up a table after every ``optimize_every`` writes to it (or once ``optimize_rows`` rows were
+added to it since its last pass: rows not yet in a search index are scanned on every search), and
+indexes a vector table once it is large. Counting per table keeps a busy side table (recall's
+chunks) from compacting the large messages table more often.
 Another kernel may commit between our read and our write: conflicting commits and versions
 removed under us are retried on the latest version. Together with ``lance.py`` (the Store
 protocol on top), the only code that talks to LanceDB.
@@ -102,9 +103,8 @@ class LanceTables:
         self.last_optimize_error: str | None = None
         self._lock = threading.RLock()
         self._tables: dict[str, Any] = {}
-        self._dirty: set[str] = set()
-        self._writes = 0
-        self._rows = 0
+        self._dirty: dict[str, int] = {}  # table -> writes since its last optimize
+        self._rows: dict[str, int] = {}  # table -> rows added since its last optimize
         self.optimize_rows = OPTIMIZE_ROWS
         self._optimizer: threading.Thread | None = None
         self._closed = False
@@ -214,14 +214,13 @@ class LanceTables:
         with self._lock:
             handle = self._table(table, create=True)
             self._retrying("write", table, lambda: operation(handle))
-            self._dirty.add(table)
-            self._writes += 1
+            self._dirty[table] = self._dirty.get(table, 0) + 1
             self._maybe_optimize_in_background()
 
     def _add(self, table: str, rows: list[dict[str, Any]]) -> None:
         if rows:
             with self._lock:
-                self._rows += len(rows)
+                self._rows[table] = self._rows.get(table, 0) + len(rows)
                 self._write(table, lambda h: h.add(pa.Table.from_pylist(rows, schema=SCHEMAS[table])))
 
     def _delete(self, table: str, where: str) -> None:
@@ -230,10 +229,18 @@ class LanceTables:
 
     def _maybe_optimize_in_background(self) -> None:
         busy = self._optimizer is not None and self._optimizer.is_alive()
-        due = self._writes >= self.optimize_every or self._rows >= self.optimize_rows
-        if self._closed or busy or self.optimize_every <= 0 or not due:
+        if self._closed or busy or self.optimize_every <= 0:
             return
-        tables, self._dirty, self._writes, self._rows = sorted(self._dirty), set(), 0, 0
+        tables = sorted(
+            t
+            for t, writes in self._dirty.items()
+            if writes >= self.optimize_every or self._rows.get(t, 0) >= self.optimize_rows
+        )
+        if not tables:
+            return
+        for table in tables:
+            self._dirty.pop(table)
+            self._rows.pop(table, None)
         self._optimizer = threading.Thread(
             target=self._optimize_tables,
             args=(tables, False, self.cleanup_grace),
@@ -352,7 +359,7 @@ class LanceTables:
         self._wait_for_optimizer()
         with self._lock:
             tables = [n for n in SCHEMAS if self._table(n, create=False) is not None]
-            self._dirty, self._writes, self._rows = set(), 0, 0
+            self._dirty, self._rows = {}, {}
         self._optimize_tables(tables, True, timedelta(0))
 
     def close(self) -> None:

@@ -151,3 +151,13 @@ def test_related_context_brings_back_the_middle_of_an_evicted_output_for_a_name_
     user = [m for m in model.calls[-1].messages if m["role"] == "user"][-1]["content"]
     block = user.split("<related_context>", 1)[1]
     assert PLANTED in block and "tool show_log, turn 1" in block
+
+
+def test_closing_a_session_right_after_a_turn_still_indexes_that_turn(store):
+    session, _ = session_with(store, ["Noted."], recall={"embedMaxChars": 0})
+    session.ask("the churn raw extract is data/raw/churn_q3.parquet")
+
+    session.close()
+
+    hits = store.search_chunks("recall", "churn raw extract", 5)
+    assert [h.snippet for h in hits] == ["the churn raw extract is data/raw/churn_q3.parquet"]

@@ -30,13 +30,14 @@ class SlowModel(ScriptedModel):
         return super().complete(messages, tools, on_text)
 
 
-def make(store, model, name="lossy", fast_model=None, **summarize) -> Session:
+def make(store, model, name="lossy", fast_model=None, recall=True, **summarize) -> Session:
+    """``recall=False`` leaves the recall tool's schema out: some tests sit a few tokens under a threshold."""
     config = Config.model_validate(
-        {  # a 2,000-token window: the recall tool's schema is left out so the thresholds fall where they did
+        {
             "context": {
                 "eviction": {"enabled": False},
-                "recall": {"enabled": False},
                 "summarize": {"keepRecent": 2, **summarize},
+                "recall": {"enabled": recall},
             }
         }
     )
@@ -46,7 +47,7 @@ def make(store, model, name="lossy", fast_model=None, **summarize) -> Session:
 def test_background_compaction_does_not_block_the_turn_and_lands_durably(store, tmp_path):
     model = ScriptedModel([f"answer {i}" for i in range(6)], context_window=2000)
     slow = SlowModel(4.0, [BRIEFING] * 4)
-    session = make(store, model, fast_model=slow, softFraction=0.3, hardFraction=0.99)
+    session = make(store, model, fast_model=slow, softFraction=0.3, hardFraction=0.99, recall=False)
     for i in range(3):
         session.ask(f"question {i}: {FILLER}")
     assert session.cascade.lossy.compactor.in_flight  # the soft threshold kicked it off
@@ -146,7 +147,7 @@ def test_a_folded_tool_result_stays_readable_by_the_handle_the_summary_names(sto
         session.ask(text)
     assert store.get_raw_output("lossy", "call_early") is None  # short: never truncated nor evicted
     assert session.compact()
-    assert "call_early` (list_variables output; holds quarterly_sales" in session.summary.text
+    assert "`read_tool_output id=call_early` (list_variables output; holds quarterly_sales" in session.summary.text
     assert "quarterly_sales" in store.get_raw_output("lossy", "call_early")
 
 

@@ -188,3 +188,14 @@ def test_stopping_the_indexer_drops_queued_work_and_nothing_is_written_afterward
     assert len(embedder.calls) == 1
     indexer.index_pending("s", [Message("user", "after stop", session="s", seq=100)])
     assert indexer.flush(timeout=1)
+
+
+def test_steps_that_come_back_to_back_share_one_write(store):
+    indexer = RecallIndexer(store, None)
+    for i in range(3):
+        indexer.index_pending("s", [Message("user", f"step {i} note", session="s", seq=i)])
+        time.sleep(0.05)
+    assert indexer.flush(timeout=10)
+
+    assert store.table_stats()["recall_text"]["fragments"] == 1
+    assert len(store.chunked_ids("s")) == 3

@@ -187,3 +187,18 @@ def test_a_burst_of_chunks_is_folded_into_the_index_without_waiting_for_fifty_wr
     (words,) = [s for s in stats if s.index_type == "FTS"]
     assert (words.num_indexed_rows, words.num_unindexed_rows) == (1200, 0)
     store.close()
+
+
+def test_a_busy_table_is_compacted_without_compacting_a_quiet_one(tmp_path: Path) -> None:
+    store = LanceStore(tmp_path / "db", optimize_every=10)
+    store.create_session("s")
+    for seq in range(2):
+        store.append_messages([Message("user", f"question {seq}", session="s", seq=seq)])
+    for i in range(10):
+        store.save_chunks("s", [chunk(f"m{i}", f"chunk {i}")])
+    store._wait_for_optimizer()
+
+    stats = store.table_stats()
+    assert stats["messages"]["fragments"] == 2
+    assert stats[TEXT_TABLE]["fragments"] <= 2
+    store.close()
