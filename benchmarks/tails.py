@@ -39,7 +39,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.reference_trace import SUMMARY_TEXT, _timed, _Timed
+from benchmarks.reference_trace import SUMMARY_TEXT, _Timed, _timed
 from benchmarks.retrieval import FACTS, TEMPLATES, TOPICS
 from monad_notebook.config import Config
 from monad_notebook.context.chunks import message_chunks
@@ -51,7 +51,10 @@ from monad_notebook.store.lance import LanceStore
 from monad_notebook.testing import ScriptedModel
 
 SESSION = "bench"
-OUTPUT = "       region  revenue  orders\n0      North   {a:,}    {b}\n1      South   {c:,}    {d}\n2      West    {e:,}    {f}\n"
+OUTPUT = (
+    "       region  revenue  orders\n0      North   {a:,}    {b}\n"
+    "1      South   {c:,}    {d}\n2      West    {e:,}    {f}\n"
+)
 QUESTIONS = [q for _, q in FACTS] + [f"Which file held order ORD-{40_000 + i} and its refund?" for i in range(8)]
 
 
@@ -216,7 +219,8 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=30, help="turns with related_context and recall per size")
     args = parser.parse_args()
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-    print(f"`python benchmarks/tails.py {' '.join(sys.argv[1:])}`: {os.cpu_count()} CPUs, load average {load} at start\n")
+    command = " ".join(["python benchmarks/tails.py", *sys.argv[1:]])
+    print(f"`{command}`: {os.cpu_count()} CPUs, load average {load} at start\n")
     embedder = LocalEmbedder()
     results = {}
     for size in args.sizes:

@@ -4,8 +4,9 @@ LanceDB makes a new version and fragment for every write, so a daemon thread com
 cleans up a table after every ``optimize_every`` writes to it (or once ``optimize_rows`` rows were
 added to it since its last pass: rows not yet in a search index are scanned on every search), and
 indexes a vector table once it is large. The pass waits for a pause in the writes and runs outside
-the lock, so a turn neither waits for it nor shares the cores with it between its steps. Counting per table keeps a busy side table (recall's
-chunks) from compacting the large messages table more often.
+the lock, so a turn neither waits for it nor shares the cores with it between its steps.
+Counting per table keeps a busy side table (recall's chunks) from compacting the large messages
+table more often.
 Another kernel may commit between our read and our write: conflicting commits and versions
 removed under us are retried on the latest version. Together with ``lance.py`` (the Store
 protocol on top), the only code that talks to LanceDB.

@@ -136,9 +136,7 @@ def test_close_waits_for_a_slow_background_optimize_and_keeps_every_write(
     assert reopened.table_stats()["messages"]["rows"] == 6
 
 
-def test_a_background_optimize_waits_for_a_pause_in_the_writes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_background_optimize_waits_for_a_pause_in_the_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     store = LanceStore(tmp_path / "db", optimize_every=3, optimize_quiet=0.6)
     optimize = Slowed(monkeypatch, "optimize", "messages")
     for seq in range(12):  # a turn's steps, back to back: the pass is due after the third
