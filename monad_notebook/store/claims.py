@@ -8,7 +8,6 @@ kernel, because concurrent appends never conflict while upserts of one key can d
 
 from __future__ import annotations
 
-import contextlib
 import time
 from typing import Any
 
@@ -43,14 +42,12 @@ class ClaimTables(LanceTables):
             handle = self._table("claims", create=True)
             version = self._retrying("write", "claims", lambda: handle.add(row)).version
             self._dirty["claims"] = self._dirty.get("claims", 0) + 1
-            try:
-                handle.checkout(version - 1)
-                rows = handle.search().where(where).select(SCHEMAS["claims"].names).to_arrow().to_pylist()
+            try:  # on a handle of its own: reads of the shared one run outside the lock
+                before = self._db.open_table("claims")
+                before.checkout(version - 1)
+                rows = before.search().where(where).select(SCHEMAS["claims"].names).to_arrow().to_pylist()
             except Exception as exc:
                 raise StoreError(f"cannot read the claims table at {self.uri} ({_reason(exc)})") from None
-            finally:
-                with contextlib.suppress(Exception):
-                    handle.checkout_latest()
             self._maybe_optimize_in_background()
         return live(rows, time.time())
 

@@ -89,18 +89,17 @@ class SearchTables(LanceTables):
             return []
         excluded = set(exclude_ids)
         where = f"session = {sql_str(session)}"
-        with self._lock:
-            handle = self._table(TEXT_TABLE, create=False)
-            if handle is None or not self._index_text(TEXT_TABLE):
-                return []
-            query = (
-                handle.search(words, query_type="fts", fts_columns="text")
-                .where(where, prefilter=True)
-                .select([*_HIT_COLUMNS, "_score"])
-                .limit(4 * k + len(excluded))
-            )
-            rows = self._retrying("search", TEXT_TABLE, lambda: query.to_arrow().to_pylist())
-            self.rows_read += len(rows)
+        handle = self._handle(TEXT_TABLE)
+        if handle is None or not self._index_text(TEXT_TABLE):
+            return []
+        query = (
+            handle.search(words, query_type="fts", fts_columns="text")
+            .where(where, prefilter=True)
+            .select([*_HIT_COLUMNS, "_score"])
+            .limit(4 * k + len(excluded))
+        )
+        rows = self._retrying("search", TEXT_TABLE, lambda: query.to_arrow().to_pylist())
+        self._count_read(rows)
         hits: dict[str, EmbeddingHit] = {}
         for row in rows:
             if row["message_id"] not in excluded and row["message_id"] not in hits:
@@ -165,14 +164,13 @@ class SearchTables(LanceTables):
         where = f"session = {sql_str(session)}" + ("" if model is None else f" AND model = {sql_str(model)}")
         excluded = set(exclude_ids)
         table = embeddings_table(len(vector))
-        with self._lock:
-            handle = self._table(table, create=False)
-            if handle is None:
-                return []
-            exact = any(self._count(table, scope) < self.ann_min_rows for scope in (None, where))
-            query = self._vector_query(handle, vector, where, 4 * k + len(excluded), exact=exact)
-            rows = self._retrying("search", table, lambda: query.to_arrow().to_pylist())
-            self.rows_read += len(rows)
+        handle = self._handle(table)
+        if handle is None:
+            return []
+        exact = any(self._count(table, scope) < self.ann_min_rows for scope in (None, where))
+        query = self._vector_query(handle, vector, where, 4 * k + len(excluded), exact=exact)
+        rows = self._retrying("search", table, lambda: query.to_arrow().to_pylist())
+        self._count_read(rows)
         return best_hits(rows, k, excluded)
 
     @staticmethod

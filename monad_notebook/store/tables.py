@@ -3,8 +3,10 @@
 LanceDB makes a new version and fragment for every write, so a daemon thread compacts and
 cleans up a table after every ``optimize_every`` writes to it (or once ``optimize_rows`` rows were
 added to it since its last pass: rows not yet in a search index are scanned on every search), and
-indexes a vector table once it is large. Counting per table keeps a busy side table (recall's
-chunks) from compacting the large messages table more often.
+indexes a vector table once it is large. The pass waits for a pause in the writes and runs outside
+the lock, so a turn neither waits for it nor shares the cores with it between its steps.
+Counting per table keeps a busy side table (recall's chunks) from compacting the large messages
+table more often.
 Another kernel may commit between our read and our write: conflicting commits and versions
 removed under us are retried on the latest version. Together with ``lance.py`` (the Store
 protocol on top), the only code that talks to LanceDB.
@@ -41,6 +43,8 @@ warnings.filterwarnings("ignore", r"optimize\(cleanup_older_than=0\)", UserWarni
 _RETRIES = 4
 _PARTITIONS = 8
 OPTIMIZE_ROWS = 1000
+# Claims read the version just before their own under the lock (claims.py): that version must stay.
+_OPTIMIZED_UNDER_LOCK = frozenset({"claims"})
 _RETRYABLE = ("not found", "incompatible transaction", "commit conflict", "retryable")
 
 
@@ -93,6 +97,7 @@ class LanceTables:
         read_consistency_interval: float | None = 0.0,
         cleanup_grace: timedelta = timedelta(minutes=2),
         ann_min_rows: int = 20_000,
+        optimize_quiet: float = 1.0,
     ) -> None:
         text = str(uri)
         self.uri = text if "://" in text else str(Path(text).expanduser())
@@ -100,8 +105,14 @@ class LanceTables:
         self.cleanup_grace = cleanup_grace
         self.ann_min_rows = ann_min_rows
         self.rows_read = 0
+        self.optimize_runs = 0  # background passes finished
+        self.optimize_quiet = optimize_quiet
+        self.optimize_max_delay = 30.0
+        self._last_write = 0.0
+        self._wake = threading.Event()
         self.last_optimize_error: str | None = None
         self._lock = threading.RLock()
+        self._read_count_lock = threading.Lock()
         self._tables: dict[str, Any] = {}
         self._dirty: dict[str, int] = {}  # table -> writes since its last optimize
         self._rows: dict[str, int] = {}  # table -> rows added since its last optimize
@@ -172,15 +183,14 @@ class LanceTables:
 
     def _read(self, table: str, where: str | None, columns: list[str] | None = None) -> list[dict[str, Any]]:
         """Rows as dicts with nulls (columns added after the row was written) read as empty values."""
-        with self._lock:
-            handle = self._table(table, create=False)
-            if handle is None:
-                return []
-            query = handle.search().select(columns or SCHEMAS[table].names)
-            if where is not None:
-                query = query.where(where)
-            rows = self._retrying("read", table, lambda: query.to_arrow().to_pylist())
-            self.rows_read += len(rows)
+        handle = self._handle(table)
+        if handle is None:
+            return []
+        query = handle.search().select(columns or SCHEMAS[table].names)
+        if where is not None:
+            query = query.where(where)
+        rows = self._retrying("read", table, lambda: query.to_arrow().to_pylist())
+        self._count_read(rows)
         nulls = {f.name: NULL_AS[f.type] for f in SCHEMAS[table]}
         return [{k: nulls[k] if v is None else v for k, v in row.items()} for row in rows]
 
@@ -204,10 +214,26 @@ class LanceTables:
                 self._tables[table].checkout_latest()
         raise AssertionError("unreachable")
 
-    def _count(self, table: str, where: str | None) -> int:
+    def _handle(self, table: str) -> Any | None:
+        """The table's handle for a read, or None if it does not exist yet.
+
+        Only a first lookup takes the lock, and the query runs outside it, so a turn's read never
+        waits behind another thread's write or the recall indexer's search. LanceDB handles are
+        safe to share between threads, and each read sees the latest committed version.
+        """
+        handle = self._tables.get(table)
+        if handle is not None:
+            return handle
         with self._lock:
-            handle = self._table(table, create=False)
-            return 0 if handle is None else int(self._retrying("read", table, lambda: handle.count_rows(where)))
+            return self._table(table, create=False)
+
+    def _count_read(self, rows: list[dict[str, Any]]) -> None:
+        with self._read_count_lock:
+            self.rows_read += len(rows)
+
+    def _count(self, table: str, where: str | None) -> int:
+        handle = self._handle(table)
+        return 0 if handle is None else int(self._retrying("read", table, lambda: handle.count_rows(where)))
 
     def _write(self, table: str, operation: Callable[[Any], object]) -> None:
         """One LanceDB operation, counted towards the next background optimize."""
@@ -228,6 +254,7 @@ class LanceTables:
             self._write(table, lambda h: h.delete(where))
 
     def _maybe_optimize_in_background(self) -> None:
+        self._last_write = time.monotonic()
         busy = self._optimizer is not None and self._optimizer.is_alive()
         if self._closed or busy or self.optimize_every <= 0:
             return
@@ -243,33 +270,72 @@ class LanceTables:
             self._rows.pop(table, None)
         self._optimizer = threading.Thread(
             target=self._optimize_tables,
-            args=(tables, False, self.cleanup_grace),
+            args=(tables,),
+            kwargs={"background": True},
             name="monad-store-optimize",
             daemon=True,
         )
         self._optimizer.start()
 
-    def _optimize_tables(self, tables: list[str], raise_errors: bool, grace: timedelta) -> None:
-        """One table at a time under the write lock, so writers wait for one compaction at most.
+    def _optimize_tables(self, tables: list[str], *, background: bool) -> None:
+        """Compact each table, drop its old versions and fold new rows into its indexes.
 
-        ``grace``: versions younger than this are kept. Another kernel may be committing files
-        that are not referenced yet, so the background pass keeps a grace period; only an
-        explicit ``optimize()`` drops everything at once.
+        In the background this runs on a handle of its own, outside the lock: at 100k rows a
+        pass takes seconds, and a turn's writes and reads must not wait for it. LanceDB
+        reconciles the compaction with writes committed meanwhile, as it does with another
+        kernel's; the files of a write still in flight are never removed (unreferenced new
+        files are kept), and versions younger than ``cleanup_grace`` are kept for readers.
+        An explicit ``optimize()`` holds the lock and drops every old version at once.
         """
+        due = time.monotonic()
         for name in tables:
-            with self._lock:
-                handle = self._table(name, create=False)
-                if handle is None:
-                    continue
-                try:
-                    handle.optimize(cleanup_older_than=grace)
-                except Exception as exc:
-                    self.last_optimize_error = f"cannot optimize the {name} table at {self.uri} ({_reason(exc)})"
-                    if raise_errors:
-                        raise StoreError(self.last_optimize_error) from None
-                    log.warning("%s", self.last_optimize_error)
+            if background and not self._quiet(due):
+                return
+            if background and name not in _OPTIMIZED_UNDER_LOCK:
+                self._optimize_table(name, self._own_handle(name), self.cleanup_grace)
+            elif background:
+                with self._lock:
+                    self._optimize_table(name, self._own_handle(name), self.cleanup_grace)
+            else:
+                with self._lock:
+                    self._optimize_table(name, self._table(name, create=False), timedelta(0), raise_errors=True)
             if name.startswith(EMBEDDINGS_PREFIX):
                 self._index_vectors(name)
+        if background:
+            self.optimize_runs += 1
+
+    def _quiet(self, due: float) -> bool:
+        """Wait until no write came for ``optimize_quiet`` seconds, or ``optimize_max_delay`` after ``due``.
+
+        A pass costs the cores a turn needs (seconds at 100k rows on 2 cores), so it starts
+        in a pause between writes rather than between a turn's steps. False once closed:
+        the pass is left for the next one.
+        """
+        while not self._closed:
+            now = time.monotonic()
+            idle = now - self._last_write
+            if idle >= self.optimize_quiet or now - due >= self.optimize_max_delay:
+                return True
+            self._wake.wait(min(self.optimize_quiet - idle, self.optimize_max_delay - (now - due)))
+        return False
+
+    def _own_handle(self, name: str) -> Any | None:
+        try:
+            return self._db.open_table(name)
+        except Exception as exc:
+            log.debug("cannot open the %s table to optimize it (%s)", name, _reason(exc))
+            return None
+
+    def _optimize_table(self, name: str, handle: Any | None, grace: timedelta, *, raise_errors: bool = False) -> None:
+        if handle is None:
+            return
+        try:
+            self._retrying("optimize", name, lambda: handle.optimize(cleanup_older_than=grace))
+        except StoreError as exc:
+            self.last_optimize_error = str(exc)
+            if raise_errors:
+                raise
+            log.warning("%s", self.last_optimize_error)
 
     def _wait_for_optimizer(self) -> None:
         optimizer = self._optimizer
@@ -360,12 +426,13 @@ class LanceTables:
         with self._lock:
             tables = [n for n in SCHEMAS if self._table(n, create=False) is not None]
             self._dirty, self._rows = {}, {}
-        self._optimize_tables(tables, True, timedelta(0))
+        self._optimize_tables(tables, background=False)
 
     def close(self) -> None:
-        """Waits for an in-flight optimize, so the process never exits mid-compaction."""
+        """Waits for an in-flight optimize, so the process never exits mid-compaction; a pending one is dropped."""
         with self._lock:
             self._closed = True
+        self._wake.set()
         self._wait_for_optimizer()
 
     def table_stats(self) -> dict[str, dict[str, int]]:

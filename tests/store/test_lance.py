@@ -464,7 +464,7 @@ def test_reset_keeps_the_session_record_and_drops_its_history(store: LanceStore)
 
 def test_background_optimize_keeps_versions_and_fragments_bounded(db: Path) -> None:
     # One writer, so no grace period is needed for other kernels' uncommitted files.
-    store = LanceStore(db, optimize_every=50, cleanup_grace=timedelta(0))
+    store = LanceStore(db, optimize_every=50, cleanup_grace=timedelta(0), optimize_quiet=0)
     for seq in range(300):
         store.append_messages(turn("s", seq, 1))
     store.close()

@@ -1,0 +1,235 @@
+"""Tails of a turn at scale: per-step overhead, the related_context stage and the recall tool, p50 / p95 / max.
+
+    python benchmarks/tails.py [--sizes 1000 10000 100000] [--turns 40] [--queries 40]
+
+Each size seeds a store as a long session leaves it: N messages of a tool-using conversation
+(varied notebook chatter, tool outputs, answers), their recall chunks under the full-text
+index and one vector per chunk (real offline embeddings of the distinct texts plus small
+noise, so seeding 100k does not take an hour), and a summary whose boundary leaves a small
+window. One full optimize then stands for the passes the background optimize made during
+that session (it builds the vector index past 20,000 rows). The background optimize stays
+ON (the default, every 50 writes or 1,000 rows per table) while the turns are timed, and
+the recall indexer embeds each new message with the real offline model, as in a notebook.
+
+Timed on the turn's thread, what the user waits for:
+
+- overhead per step: a turn's wall time minus the model call and the tool run, per step
+  (default config: recall on, related_context off), turns of one tool step plus one answer;
+- the ``<related_context>`` stage as the turn runs it (query embedding, identifier lookup,
+  full-text and vector search), with retrieval enabled, and the ``recall`` tool the model
+  calls in the same turns (embedding included).
+
+All sizes run back to back in one process, so their ratios are comparable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.reference_trace import SUMMARY_TEXT, _Timed, _timed
+from benchmarks.retrieval import FACTS, TEMPLATES, TOPICS
+from monad_notebook.config import Config
+from monad_notebook.context.chunks import message_chunks
+from monad_notebook.messages import Message, ToolCall
+from monad_notebook.session import Session
+from monad_notebook.store.base import Summary
+from monad_notebook.store.embeddings import LocalEmbedder
+from monad_notebook.store.lance import LanceStore
+from monad_notebook.testing import ScriptedModel
+
+SESSION = "bench"
+OUTPUT = (
+    "       region  revenue  orders\n0      North   {a:,}    {b}\n"
+    "1      South   {c:,}    {d}\n2      West    {e:,}    {f}\n"
+)
+QUESTIONS = [q for _, q in FACTS] + [f"Which file held order ORD-{40_000 + i} and its refund?" for i in range(8)]
+
+
+def conversation(rng: random.Random, count: int) -> list[Message]:
+    """``count`` messages of a tool-using notebook conversation: question, call, output, answer."""
+    messages: list[Message] = []
+    turn = 0
+    while len(messages) < count:
+        turn += 1
+        topic = rng.choice(TOPICS)
+        call = ToolCall(id=f"seed_{turn}", name="python", arguments='{"code": "df.groupby(\\"region\\").sum()"}')
+        numbers = {k: rng.randint(10, 99_999) for k in "abcdef"}
+        fact = FACTS[turn % len(FACTS)][0] if turn % 97 == 0 else ""
+        for message in (
+            Message(role="user", content=rng.choice(TEMPLATES).format(t=topic) + " " + fact),
+            Message(role="assistant", content="", tool_calls=[call]),
+            Message(role="tool", content=OUTPUT.format(**numbers), tool_call_id=call.id, name=call.name),
+            Message(role="assistant", content=f"Done: {topic} for ORD-{rng.randint(10_000, 99_999)} looks right."),
+        ):
+            message.session, message.seq, message.turn, message.step = SESSION, len(messages), turn, 1
+            messages.append(message)
+    return messages[:count]
+
+
+def seed(store: LanceStore, embedder: LocalEmbedder, count: int) -> None:
+    """Messages, their chunks and their vectors, 2,000 messages per write; then a summary and one optimize."""
+    rng = random.Random(count)
+    noise = np.random.default_rng(count)
+    cache: dict[str, np.ndarray] = {}
+    messages = conversation(rng, count)
+    for start in range(0, count, 2000):
+        batch = messages[start : start + 2000]
+        store.append_messages(batch)
+        chunks = [c for m in batch for c in message_chunks(m)]
+        store.save_chunks(SESSION, chunks)
+        keys = [_shape(c.text) for c in chunks]
+        missing = sorted({k for k in keys if k not in cache})
+        for key, vector in zip(missing, embedder.embed(missing) if missing else [], strict=True):
+            cache[key] = np.array(vector, dtype=np.float32)
+        points = np.stack([cache[k] for k in keys]) + noise.normal(scale=0.02, size=(len(keys), embedder.dims))
+        points /= np.linalg.norm(points, axis=1, keepdims=True)
+        store.save_embeddings(SESSION, list(zip(chunks, points.tolist(), strict=True)), embedder.name)
+    last_user = (count - 1) // 4 * 4
+    store.save_summary(Summary(SESSION, SUMMARY_TEXT, max(-1, last_user - 21), time.time()))
+    store.optimize()
+
+
+def _shape(text: str) -> str:
+    """The text with its digits blanked: texts differing only in numbers share one real embedding."""
+    return "".join("0" if c.isdigit() else c for c in text)
+
+
+def timed_turns(session: Session, turns: int, questions: list[str], stage: dict[str, list[float]]) -> list[float]:
+    """Ms per step outside the model and the tools, one sample per turn."""
+    outside = {"seconds": 0.0}
+    session.model = _Timed(session.model, outside)  # type: ignore[arg-type, assignment]
+    execute = session.execute_tool
+
+    def tool(call: ToolCall) -> Any:
+        started = time.perf_counter()
+        try:
+            return _timed(outside, execute, call)
+        finally:
+            stage.setdefault(call.name, []).append(1000 * (time.perf_counter() - started))
+
+    session.execute_tool = tool  # type: ignore[method-assign]
+    per_step = []
+    for n in range(turns):
+        outside["seconds"] = 0.0
+        started = time.perf_counter()
+        reply = session.ask(questions[n % len(questions)])
+        per_step.append(1000 * (time.perf_counter() - started - outside["seconds"]) / reply.steps)
+    return per_step
+
+
+def run_size(size: int, turns: int, queries: int, embedder: LocalEmbedder) -> dict[str, Any]:
+    """Seed a store of ``size`` messages, then time default turns, then turns with retrieval and recall."""
+    with tempfile.TemporaryDirectory() as tmp:
+        store = LanceStore(Path(tmp) / "db")
+        started = time.perf_counter()
+        seed(store, embedder, size)
+        seeded = time.perf_counter() - started
+        overhead = _phase(store, {}, turns, ["next question"] * turns, lambda n: ("list_variables", {}), {})
+        stage: dict[str, list[float]] = {}
+        cfg = {"context": {"retrieval": {"enabled": True}}}
+        asked = [QUESTIONS[n % len(QUESTIONS)] for n in range(queries)]
+        _phase(store, cfg, queries, asked, lambda n: ("recall", {"query": asked[n]}), stage)
+        optimized = getattr(store, "optimize_runs", "?")
+        store.close()
+    return {"overhead": overhead, "stage": stage, "seeded": seeded, "optimize_runs": optimized}
+
+
+def _phase(
+    store: LanceStore,
+    extra: dict[str, Any],
+    turns: int,
+    questions: list[str],
+    call: Callable[[int], tuple[str, dict[str, Any]]],
+    stage: dict[str, list[float]],
+) -> list[float]:
+    script: list[Any] = []
+    for n in range(turns):
+        script += [ScriptedModel.tool_call(*call(n)), "done"]
+    model = ScriptedModel(script, context_window=128_000)
+    config = Config.model_validate({"tools": {"python": {"approval": "auto"}}, **extra})
+    session = Session(SESSION, config=config, store=store, model=model, namespace={"x": 1})
+    retrieval = session.cascade.turn_stages.retrieval
+    if retrieval is not None:
+        related = retrieval.related_context
+
+        def timed_related(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return related(*args, **kwargs)
+            finally:
+                stage.setdefault("related_context", []).append(1000 * (time.perf_counter() - started))
+
+        retrieval.related_context = timed_related  # type: ignore[method-assign]
+    per_step = timed_turns(session, turns, questions, stage)
+    session.close()
+    return per_step[2:]  # the first turns load the model and warm caches
+
+
+def stats(samples: list[float]) -> tuple[float, float, float]:
+    ordered = sorted(samples)
+    return statistics.median(ordered), ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], ordered[-1]
+
+
+def report(results: dict[int, dict[str, Any]]) -> list[str]:
+    first = min(results)
+    base = {key: stats(value)[1] for key, value in _series(results[first]).items()}
+    lines = [
+        "| stored messages | what | samples | p50 ms | p95 ms | max ms | p95 / p95 at smallest |",
+        "| ---: | --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for size, result in results.items():
+        for key, samples in _series(result).items():
+            p50, p95, top = stats(samples)
+            ratio = p95 / base[key] if base.get(key) else float("nan")
+            lines.append(f"| {size:,} | {key} | {len(samples)} | {p50:.1f} | {p95:.1f} | {top:.1f} | {ratio:.2f}x |")
+    lines.append("")
+    for size, result in results.items():
+        lines.append(
+            f"{size:,} messages: seeded in {result['seeded']:.0f} s; "
+            f"{result['optimize_runs']} background optimize pass(es) ran during the timed turns."
+        )
+    return lines
+
+
+def _series(result: dict[str, Any]) -> dict[str, list[float]]:
+    series = {"overhead per step": result["overhead"]}
+    for key in ("related_context", "recall"):
+        if result["stage"].get(key):
+            series[f"{key} (embedding included)"] = result["stage"][key][1:]
+    return series
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000, 100_000])
+    parser.add_argument("--turns", type=int, default=40, help="default turns timed per size")
+    parser.add_argument("--queries", type=int, default=30, help="turns with related_context and recall per size")
+    args = parser.parse_args()
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    command = " ".join(["python benchmarks/tails.py", *sys.argv[1:]])
+    print(f"`{command}`: {os.cpu_count()} CPUs, load average {load} at start\n")
+    embedder = LocalEmbedder()
+    results = {}
+    for size in args.sizes:
+        results[size] = run_size(size, args.turns, args.queries, embedder)
+        print(f"  {size:,} done", file=sys.stderr, flush=True)
+    print("\n".join(report(results)))
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"\nLoad average {load} at the end.")
+
+
+if __name__ == "__main__":
+    main()
