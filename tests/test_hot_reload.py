@@ -19,7 +19,7 @@ from monad_notebook import events as ev
 from monad_notebook.config import ConfigWatcher, deep_merge
 from monad_notebook.context.summarize import SECTIONS
 from monad_notebook.errors import AuthError, EndpointError
-from monad_notebook.testing import FakeOpenAIServer
+from monad_notebook.testing import FakeOpenAIServer, tool_call
 from tests.test_config import touch_later
 
 SUMMARY = "\n\n".join(f"## {name}\n- noted" for name in SECTIONS)
@@ -220,3 +220,21 @@ def test_a_new_optimize_interval_applies_to_the_open_store(isolated_env, servers
     agents.edit({"store": {"optimizeEveryWrites": 3}})
     session.ask("second")
     assert store.optimize_every == 3
+
+
+# tools
+
+
+def test_a_python_time_limit_set_between_turns_stops_the_next_turns_code(isolated_env, servers, store, capsys):
+    server, _ = servers
+    agents = Agents(isolated_env, deep_merge(main_on(server.base_url), {"tools": {"python": {"approval": "auto"}}}))
+    session = session_on(agents, store)
+    nap = tool_call("python", {"code": "import time\ntime.sleep(1.5)\nprint('woke up')"})
+    server.queue(nap, "slept")
+    session.ask("first")
+    agents.edit({"tools": {"python": {"timeoutSeconds": 0.5}}})
+    server.queue(nap, "stopped")
+    session.ask("second")
+    results = [m["content"] for m in server.chat_requests[-1]["messages"] if m["role"] == "tool"]
+    stopped = "error: stopped after 0.5 s (tools.python.timeoutSeconds); the output it printed before that is kept"
+    assert results == ["stdout:\nwoke up", f"{stopped} above"]
