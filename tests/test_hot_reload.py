@@ -65,43 +65,78 @@ def session_on(agents: Agents, store, name: str = "live") -> Session:
 # the main tier
 
 
-def test_a_fixed_base_url_after_cannot_reach_answers_the_next_turn(isolated_env, servers, store):
-    server, _ = servers
-    agents = Agents(isolated_env, main_on(closed_port_url()))
-    session = session_on(agents, store)
-    with pytest.raises(EndpointError, match="Cannot reach"):
-        session.ask("hi")
-    agents.edit(main_on(server.base_url))
-    server.queue("reached")
-    assert session.ask("hi again").text == "reached"
-    assert server.chat_requests[0]["messages"][-1]["content"] == "hi again"
+@pytest.mark.parametrize(
+    ("broken", "fix", "error", "message"),
+    [
+        pytest.param(
+            lambda url: main_on(closed_port_url(), apiKeyEnv="NEW_KEY"),
+            lambda url: main_on(url),
+            EndpointError,
+            "Cannot reach",
+            id="base-url",
+        ),
+        pytest.param(
+            lambda url: main_on(url, apiKeyEnv="OLD_KEY"),
+            lambda url: {"models": {"main": {"apiKeyEnv": "NEW_KEY"}}},
+            AuthError,
+            "OLD_KEY",
+            id="key-variable",
+        ),
+    ],
+)
+def test_a_setting_fixed_after_a_failed_turn_answers_the_next_turn(
+    isolated_env, store, monkeypatch, broken, fix, error, message
+):
+    monkeypatch.setenv("OLD_KEY", "sk-old")
+    monkeypatch.setenv("NEW_KEY", "sk-new")
+    with FakeOpenAIServer(require_key="sk-new") as server:
+        agents = Agents(isolated_env, broken(server.base_url))
+        session = session_on(agents, store)
+        with pytest.raises(error, match=message):
+            session.ask("hi")
+        agents.edit(fix(server.base_url))
+        server.queue("reached")
+        assert session.ask("hi again").text == "reached"
+        assert server.chat_requests[-1]["messages"][-1]["content"] == "hi again"
+        assert server.log[-1].headers["authorization"] == "Bearer sk-new"
 
 
-def test_a_new_output_cap_and_temperature_are_in_the_next_request(isolated_env, servers, store):
+@pytest.mark.parametrize(
+    ("edit", "observe", "before", "after"),
+    [
+        pytest.param(
+            {"models": {"main": {"maxOutputTokens": 321}}},
+            lambda server, store: server.chat_requests[-1].get("max_tokens"),
+            None,
+            321,
+            id="output-cap",
+        ),
+        pytest.param(
+            {"models": {"main": {"temperature": 0.25}}},
+            lambda server, store: server.chat_requests[-1].get("temperature"),
+            None,
+            0.25,
+            id="temperature",
+        ),
+        pytest.param(
+            {"store": {"optimizeEveryWrites": 3}},
+            lambda server, store: store.optimize_every,
+            50,
+            3,
+            id="optimize-every",
+        ),
+    ],
+)
+def test_an_edited_setting_is_in_force_from_the_next_turn(isolated_env, servers, store, edit, observe, before, after):
     server, _ = servers
     agents = Agents(isolated_env, main_on(server.base_url))
     session = session_on(agents, store)
     server.queue("one", "two")
     session.ask("first")
-    agents.edit({"models": {"main": {"maxOutputTokens": 321, "temperature": 0.25}}})
+    assert observe(server, store) == before
+    agents.edit(edit)
     session.ask("second")
-    first, second = server.chat_requests
-    assert "max_tokens" not in first and "temperature" not in first
-    assert (second["max_tokens"], second["temperature"]) == (321, 0.25)
-
-
-def test_a_new_key_variable_sends_the_next_request_with_that_key(isolated_env, store, monkeypatch):
-    monkeypatch.setenv("OLD_KEY", "sk-old")
-    monkeypatch.setenv("NEW_KEY", "sk-new")
-    with FakeOpenAIServer(require_key="sk-new") as server:
-        agents = Agents(isolated_env, main_on(server.base_url, apiKeyEnv="OLD_KEY"))
-        session = session_on(agents, store)
-        with pytest.raises(AuthError, match="OLD_KEY"):
-            session.ask("first")
-        agents.edit({"models": {"main": {"apiKeyEnv": "NEW_KEY"}}})
-        server.queue("authorized")
-        assert session.ask("second").text == "authorized"
-        assert server.log[-1].headers["authorization"] == "Bearer sk-new"
+    assert observe(server, store) == after
 
 
 def test_a_shorter_timeout_applies_to_the_next_request(isolated_env, servers, store):
@@ -209,17 +244,6 @@ def test_a_new_store_uri_mid_session_is_one_warning_and_the_open_store_stays(iso
     assert session.store is store and session.config.agent.max_steps == 7
     assert [m.content for m in store.load_messages("live") if m.role == "user"] == ["first", "second", "third"]
     assert not elsewhere.exists()
-
-
-def test_a_new_optimize_interval_applies_to_the_open_store(isolated_env, servers, store):
-    server, _ = servers
-    agents = Agents(isolated_env, main_on(server.base_url))
-    session = session_on(agents, store)
-    server.queue("one", "two")
-    session.ask("first")
-    agents.edit({"store": {"optimizeEveryWrites": 3}})
-    session.ask("second")
-    assert store.optimize_every == 3
 
 
 # tools
