@@ -227,6 +227,7 @@ class Session:
             shell=self.shell,
             store=self.store,
             python_approval=self.config.tools.python.approval,
+            python_timeout=self.config.tools.python.timeout_seconds,
             approve=self.approve,
             redactor=self.cascade.redactor,
             extra={

@@ -19,7 +19,7 @@ from monad_notebook import events as ev
 from monad_notebook.config import ConfigWatcher, deep_merge
 from monad_notebook.context.summarize import SECTIONS
 from monad_notebook.errors import AuthError, EndpointError
-from monad_notebook.testing import FakeOpenAIServer
+from monad_notebook.testing import FakeOpenAIServer, tool_call
 from tests.test_config import touch_later
 
 SUMMARY = "\n\n".join(f"## {name}\n- noted" for name in SECTIONS)
@@ -65,43 +65,78 @@ def session_on(agents: Agents, store, name: str = "live") -> Session:
 # the main tier
 
 
-def test_a_fixed_base_url_after_cannot_reach_answers_the_next_turn(isolated_env, servers, store):
-    server, _ = servers
-    agents = Agents(isolated_env, main_on(closed_port_url()))
-    session = session_on(agents, store)
-    with pytest.raises(EndpointError, match="Cannot reach"):
-        session.ask("hi")
-    agents.edit(main_on(server.base_url))
-    server.queue("reached")
-    assert session.ask("hi again").text == "reached"
-    assert server.chat_requests[0]["messages"][-1]["content"] == "hi again"
+@pytest.mark.parametrize(
+    ("broken", "fix", "error", "message"),
+    [
+        pytest.param(
+            lambda url: main_on(closed_port_url(), apiKeyEnv="NEW_KEY"),
+            lambda url: main_on(url),
+            EndpointError,
+            "Cannot reach",
+            id="base-url",
+        ),
+        pytest.param(
+            lambda url: main_on(url, apiKeyEnv="OLD_KEY"),
+            lambda url: {"models": {"main": {"apiKeyEnv": "NEW_KEY"}}},
+            AuthError,
+            "OLD_KEY",
+            id="key-variable",
+        ),
+    ],
+)
+def test_a_setting_fixed_after_a_failed_turn_answers_the_next_turn(
+    isolated_env, store, monkeypatch, broken, fix, error, message
+):
+    monkeypatch.setenv("OLD_KEY", "sk-old")
+    monkeypatch.setenv("NEW_KEY", "sk-new")
+    with FakeOpenAIServer(require_key="sk-new") as server:
+        agents = Agents(isolated_env, broken(server.base_url))
+        session = session_on(agents, store)
+        with pytest.raises(error, match=message):
+            session.ask("hi")
+        agents.edit(fix(server.base_url))
+        server.queue("reached")
+        assert session.ask("hi again").text == "reached"
+        assert server.chat_requests[-1]["messages"][-1]["content"] == "hi again"
+        assert server.log[-1].headers["authorization"] == "Bearer sk-new"
 
 
-def test_a_new_output_cap_and_temperature_are_in_the_next_request(isolated_env, servers, store):
+@pytest.mark.parametrize(
+    ("edit", "observe", "before", "after"),
+    [
+        pytest.param(
+            {"models": {"main": {"maxOutputTokens": 321}}},
+            lambda server, store: server.chat_requests[-1].get("max_tokens"),
+            None,
+            321,
+            id="output-cap",
+        ),
+        pytest.param(
+            {"models": {"main": {"temperature": 0.25}}},
+            lambda server, store: server.chat_requests[-1].get("temperature"),
+            None,
+            0.25,
+            id="temperature",
+        ),
+        pytest.param(
+            {"store": {"optimizeEveryWrites": 3}},
+            lambda server, store: store.optimize_every,
+            50,
+            3,
+            id="optimize-every",
+        ),
+    ],
+)
+def test_an_edited_setting_is_in_force_from_the_next_turn(isolated_env, servers, store, edit, observe, before, after):
     server, _ = servers
     agents = Agents(isolated_env, main_on(server.base_url))
     session = session_on(agents, store)
     server.queue("one", "two")
     session.ask("first")
-    agents.edit({"models": {"main": {"maxOutputTokens": 321, "temperature": 0.25}}})
+    assert observe(server, store) == before
+    agents.edit(edit)
     session.ask("second")
-    first, second = server.chat_requests
-    assert "max_tokens" not in first and "temperature" not in first
-    assert (second["max_tokens"], second["temperature"]) == (321, 0.25)
-
-
-def test_a_new_key_variable_sends_the_next_request_with_that_key(isolated_env, store, monkeypatch):
-    monkeypatch.setenv("OLD_KEY", "sk-old")
-    monkeypatch.setenv("NEW_KEY", "sk-new")
-    with FakeOpenAIServer(require_key="sk-new") as server:
-        agents = Agents(isolated_env, main_on(server.base_url, apiKeyEnv="OLD_KEY"))
-        session = session_on(agents, store)
-        with pytest.raises(AuthError, match="OLD_KEY"):
-            session.ask("first")
-        agents.edit({"models": {"main": {"apiKeyEnv": "NEW_KEY"}}})
-        server.queue("authorized")
-        assert session.ask("second").text == "authorized"
-        assert server.log[-1].headers["authorization"] == "Bearer sk-new"
+    assert observe(server, store) == after
 
 
 def test_a_shorter_timeout_applies_to_the_next_request(isolated_env, servers, store):
@@ -211,12 +246,19 @@ def test_a_new_store_uri_mid_session_is_one_warning_and_the_open_store_stays(iso
     assert not elsewhere.exists()
 
 
-def test_a_new_optimize_interval_applies_to_the_open_store(isolated_env, servers, store):
+# tools
+
+
+def test_a_python_time_limit_set_between_turns_stops_the_next_turns_code(isolated_env, servers, store, capsys):
     server, _ = servers
-    agents = Agents(isolated_env, main_on(server.base_url))
+    agents = Agents(isolated_env, deep_merge(main_on(server.base_url), {"tools": {"python": {"approval": "auto"}}}))
     session = session_on(agents, store)
-    server.queue("one", "two")
+    nap = tool_call("python", {"code": "import time\ntime.sleep(1.5)\nprint('woke up')"})
+    server.queue(nap, "slept")
     session.ask("first")
-    agents.edit({"store": {"optimizeEveryWrites": 3}})
+    agents.edit({"tools": {"python": {"timeoutSeconds": 0.5}}})
+    server.queue(nap, "stopped")
     session.ask("second")
-    assert store.optimize_every == 3
+    results = [m["content"] for m in server.chat_requests[-1]["messages"] if m["role"] == "tool"]
+    stopped = "error: stopped after 0.5 s (tools.python.timeoutSeconds); the output it printed before that is kept"
+    assert results == ["stdout:\nwoke up", f"{stopped} above"]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import time
+
 import pytest
 
 pytestmark = pytest.mark.slow
@@ -51,3 +54,35 @@ def test_a_worker_threads_warning_skips_the_plain_cell_and_shows_once_at_the_nex
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
+
+
+def test_agent_code_past_the_time_limit_stops_in_a_real_kernel_and_the_next_cell_runs(isolated_env):
+    from jupyter_client.manager import start_new_kernel
+
+    from monad_notebook.testing import FakeOpenAIServer, tool_call
+
+    with FakeOpenAIServer() as server:
+        agents = {
+            "models": {"main": {"model": "m", "baseUrl": server.base_url, "maxRetries": 0}},
+            "tools": {"python": {"approval": "auto", "timeoutSeconds": 1}},
+        }
+        (isolated_env / "agents.json").write_text(json.dumps(agents))
+        server.queue(tool_call("python", {"code": "print('spinning')\nwhile True:\n    pass"}), "stopped it")
+        server.queue(tool_call("python", {"code": "print(6 * 7)"}), "all done")
+        km, kc = start_new_kernel(kernel_name="python3", cwd=str(isolated_env))
+        try:
+            run(kc, "%load_ext monad_notebook")
+            started = time.monotonic()
+            first = shown_text(run(kc, "%%monad --session limits\nspin"))
+            took = time.monotonic() - started
+            second = shown_text(run(kc, "%%monad\nmultiply"))
+            plain = shown_text(run(kc, "print('plain cell')"))
+        finally:
+            kc.stop_channels()
+            km.shutdown_kernel(now=True)
+    assert took < 20 and "spinning" in first and "42" in second and plain == "plain cell\n"
+    results = [m["content"] for r in server.chat_requests for m in r["messages"] if m["role"] == "tool"]
+    assert results[0] == "stdout:\nspinning\nerror: stopped after 1 s (tools.python.timeoutSeconds); " + (
+        "the output it printed before that is kept above"
+    )
+    assert results[-1] == "stdout:\n42"

@@ -31,6 +31,7 @@ class ToolContext:
     shell: Any = None  # IPython InteractiveShell, when running inside one
     store: Any = None  # monad_notebook.store.base.Store
     python_approval: str = "ask"  # ask | auto | off
+    python_timeout: float | None = None  # seconds before the python tool stops the code; None: no limit
     approve: Callable[[str], bool | None] | None = None  # None result: nobody can answer
     redactor: Any = None  # monad_notebook.redaction.redactor.Redactor
     extra: dict[str, Any] = field(default_factory=dict)

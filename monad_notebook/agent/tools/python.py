@@ -23,6 +23,7 @@ from typing import Any
 from monad_notebook.agent.tools.approval import Answer, Asker
 from monad_notebook.agent.tools.base import Tool, ToolContext, tool
 from monad_notebook.agent.tools.code_view import summary, terminal_view
+from monad_notebook.agent.tools.time_limit import CodeTimedOut, TimeLimit
 
 CutPoint = Callable[..., int]  # Redactor.cut_point(text, at, *, forward) -> where to cut instead
 
@@ -160,6 +161,9 @@ class _Run:
         self.stdout.paused = max(0, self.stdout.paused - 1)
         self.stderr.paused = max(0, self.stderr.paused - 1)
 
+    def fail(self, error: BaseException, limit: TimeLimit) -> None:
+        self.error = limit.message if isinstance(error, CodeTimedOut) else short_traceback(error)
+
     def record_display(self, data: dict[str, Any]) -> None:
         text = str(data.get("text/plain", ""))
         rich = sorted(k for k in data if k != "text/plain")
@@ -281,23 +285,25 @@ def _short_path(filename: str) -> str:
     return filename
 
 
-def _run_in_shell(shell: Any, code: str) -> _Run:
+def _run_in_shell(shell: Any, code: str, limit: TimeLimit) -> _Run:
     run = _Run()
     outer = getattr(shell.displayhook, "exec_result", None)  # the %%monad cell's own result, reset by run_cell
     try:
-        with _recording(run, shell):
+        with _recording(run, shell), limit:
             result = shell.run_cell(code, store_history=False, silent=False)
+        error = result.error_before_exec or result.error_in_exec
+    except CodeTimedOut as stopped:  # at the very end of the run, outside the code itself
+        error = stopped
     finally:
         shell.displayhook.exec_result = outer
-    error = result.error_before_exec or result.error_in_exec
     if isinstance(error, KeyboardInterrupt):
         raise error
     if error is not None:
-        run.error = short_traceback(error)
+        run.fail(error, limit)
     return run
 
 
-def _run_plain(namespace: dict[str, Any], code: str) -> _Run:
+def _run_plain(namespace: dict[str, Any], code: str, limit: TimeLimit) -> _Run:
     """No kernel (a script, a test): exec the body and eval a final expression."""
     run = _Run()
     lines = code.splitlines(keepends=True)
@@ -305,7 +311,7 @@ def _run_plain(namespace: dict[str, Any], code: str) -> _Run:
     try:
         tree = ast.parse(code, filename=_PLAIN_FILENAME)
         last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
-        with _recording(run):
+        with _recording(run), limit:
             exec(compile(tree, _PLAIN_FILENAME, "exec"), namespace)
             if last is not None:
                 value = eval(compile(ast.Expression(last.value), _PLAIN_FILENAME, "eval"), namespace)
@@ -314,7 +320,7 @@ def _run_plain(namespace: dict[str, Any], code: str) -> _Run:
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # SystemExit too: the user's session must survive the agent's code
-        run.error = short_traceback(exc)
+        run.fail(exc, limit)
     return run
 
 
@@ -354,7 +360,8 @@ def python(ctx: ToolContext, code: str) -> str:
     if refusal is not None:
         ctx.outcome = "refused"
         return refusal
-    run = _run_in_shell(ctx.shell, code) if is_shell(ctx.shell) else _run_plain(ctx.namespace, code)
+    limit = TimeLimit(ctx.python_timeout)
+    run = _run_in_shell(ctx.shell, code, limit) if is_shell(ctx.shell) else _run_plain(ctx.namespace, code, limit)
     ctx.outcome = "error" if run.error else "ok"
     return run.render(ctx.redactor.cut_point if ctx.redactor is not None else None)
 
