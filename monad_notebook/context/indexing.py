@@ -17,7 +17,10 @@ full-text search always covers all of it.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
+import os
+import sys
 import threading
 import time
 import weakref
@@ -27,11 +30,13 @@ from monad_notebook.context.chunks import indexed_text, message_chunks
 from monad_notebook.messages import Message
 from monad_notebook.store.base import Chunk, Store
 from monad_notebook.store.embeddings import Embedder
+from monad_notebook.store.foreground import FOREGROUND, Foreground
 
 log = logging.getLogger(__name__)
 
 EMBED_MAX_CHARS = 200_000
 EXIT_WAIT_SECONDS = 10.0
+BACKGROUND_NICE = 10  # a thread this much nicer gets about a tenth of a core its turn's thread wants
 _LIVE: weakref.WeakSet[RecallIndexer] = weakref.WeakSet()
 
 
@@ -46,14 +51,22 @@ class RecallIndexer:
     """Chunks messages into the store for full-text search and, with an embedder, vector search."""
 
     write_chunks = 256
-    embed_batch = 32
+    embed_batch = 8  # chunks per embedding call: what a search started meanwhile may have to share the cores with
     linger = 0.5  # seconds a job waits for the next ones, so back-to-back steps share their writes
+    max_yield = 5.0  # seconds one unit of work waits for the foreground at most, so indexing always progresses
 
     def __init__(
-        self, store: Store, embedder: Embedder | None, *, embed_max_chars: int = EMBED_MAX_CHARS, batch_size: int = 0
+        self,
+        store: Store,
+        embedder: Embedder | None,
+        *,
+        embed_max_chars: int = EMBED_MAX_CHARS,
+        batch_size: int = 0,
+        foreground: Foreground = FOREGROUND,
     ) -> None:
         self.store = store
         self.embedder = embedder
+        self.foreground = foreground
         self.embed_max_chars = embed_max_chars
         self.write_chunks = batch_size or self.write_chunks
         self.last_error: str | None = None
@@ -93,6 +106,7 @@ class RecallIndexer:
         self.flush(timeout)
 
     def _run(self) -> None:
+        _lower_priority()
         while True:
             with self._cond:
                 deadline = time.monotonic() + self.linger
@@ -127,6 +141,7 @@ class RecallIndexer:
             return
         chunks = self._chunks(session, fresh)
         new_text = [c for m in fresh if m.id not in texted for c in chunks[m.id]]
+        self._yield()
         self.store.save_chunks(session, new_text)
         texted.update(m.id for m in fresh)
         if self.embedder is not None:
@@ -147,11 +162,17 @@ class RecallIndexer:
             batch = todo[start : start + self.write_chunks]
             vectors: list[list[float]] = []
             for at in range(0, len(batch), self.embed_batch):
+                self._yield()
                 if self._stopping:
                     return
                 vectors += self.embedder.embed([c.text for c in batch[at : at + self.embed_batch]])
+            self._yield()
             self.store.save_embeddings(session, list(zip(batch, vectors, strict=True)), self.embedder.name)
         done.update(m.id for m in messages)
+
+    def _yield(self) -> None:
+        """Let a search the user waits for finish first: its embedding and ours would share the cores."""
+        self.foreground.wait_free(self.max_yield, cancelled=lambda: self._stopping)
 
     def _stored_vectors(self, session: str) -> set[str]:
         dims = self.embedder.dims if self.embedder is not None else 0
@@ -171,3 +192,15 @@ class RecallIndexer:
         first = self.last_error is None
         self.last_error = f"indexing messages of {session!r} for recall failed: {exc}"
         (log.warning if first else log.debug)("%s; recall will miss them", self.last_error)
+
+
+def _lower_priority() -> None:
+    """Make the calling thread nicer, so an embedding batch in flight cedes the cores to a search.
+
+    The foreground gate stops new batches, not the one running; on Linux the niceness of a
+    thread is its own (elsewhere it would be the whole process's, so it is left alone).
+    """
+    if sys.platform == "linux":
+        with contextlib.suppress(OSError):
+            tid = threading.get_native_id()
+            os.setpriority(os.PRIO_PROCESS, tid, max(os.getpriority(os.PRIO_PROCESS, tid), BACKGROUND_NICE))

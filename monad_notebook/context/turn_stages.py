@@ -3,7 +3,8 @@
 They append to the prompt, so they run once per turn (never per step): :meth:`TurnStages.blocks`
 returns the turn's blocks, which the window holds until the next turn replaces them.
 Indexing new messages for recall (chunks for full-text search, and their vectors) happens on
-a worker thread, in batches, whenever the recall tool or retrieval is on.
+a worker thread, in batches, whenever the recall tool or retrieval is on; the retrieval stage and
+the recall tool hold the foreground gate (``store/foreground.py``), so that work waits for them.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from monad_notebook.provider import ChatModel
 from monad_notebook.redaction.redactor import Redactor
 from monad_notebook.store.base import Store, Summary
 from monad_notebook.store.embeddings import Embedder, make_embedder
+from monad_notebook.store.foreground import FOREGROUND
 
 
 class TurnStages:
@@ -92,7 +94,10 @@ class TurnStages:
             if plan:
                 blocks["plan"] = plan
         if self.retrieval is not None:
-            related = self.retrieval.related_context(window.session, user.content, window.messages, query_id=user.id)
+            with FOREGROUND.held():
+                related = self.retrieval.related_context(
+                    window.session, user.content, window.messages, query_id=user.id
+                )
             if related:
                 blocks["related_context"] = related
                 self.emit(ev.REINJECTED, chars=len(related), hits=related.count("\n- "))
@@ -107,7 +112,8 @@ class TurnStages:
         """Recall's passages for ``query`` that ``window`` does not show; [] when recall is off."""
         if self.recall is None:
             return []
-        return self.recall.search(window.session, query, k, window=window.messages)
+        with FOREGROUND.held():
+            return self.recall.search(window.session, query, k, window=window.messages)
 
     def on_summary_saved(self, session: str, span: list[Message], summary: Summary) -> None:
         """The folded span's last chance: promote durable facts (best-effort, never raises)."""

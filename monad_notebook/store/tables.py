@@ -32,6 +32,7 @@ import pyarrow as pa
 from lancedb.index import FTS, Bitmap, IvfFlat
 
 from monad_notebook.errors import StoreError
+from monad_notebook.store.foreground import FOREGROUND, Foreground
 from monad_notebook.store.rows import EMBEDDINGS_PREFIX, NULL_AS, SCHEMAS, embeddings_table
 
 log = logging.getLogger(__name__)
@@ -98,6 +99,7 @@ class LanceTables:
         cleanup_grace: timedelta = timedelta(minutes=2),
         ann_min_rows: int = 20_000,
         optimize_quiet: float = 1.0,
+        foreground: Foreground = FOREGROUND,
     ) -> None:
         text = str(uri)
         self.uri = text if "://" in text else str(Path(text).expanduser())
@@ -107,6 +109,7 @@ class LanceTables:
         self.rows_read = 0
         self.optimize_runs = 0  # background passes finished
         self.optimize_quiet = optimize_quiet
+        self.foreground = foreground
         self.optimize_max_delay = 30.0
         self._last_write = 0.0
         self._wake = threading.Event()
@@ -305,18 +308,21 @@ class LanceTables:
             self.optimize_runs += 1
 
     def _quiet(self, due: float) -> bool:
-        """Wait until no write came for ``optimize_quiet`` seconds, or ``optimize_max_delay`` after ``due``.
+        """Wait for ``optimize_quiet`` seconds without writes and no search in the foreground.
 
         A pass costs the cores a turn needs (seconds at 100k rows on 2 cores), so it starts
-        in a pause between writes rather than between a turn's steps. False once closed:
-        the pass is left for the next one.
+        in a pause between writes rather than between a turn's steps, and not while the user
+        waits for a search (``foreground.py``); ``optimize_max_delay`` after ``due`` it runs
+        anyway. False once closed: the pass is left for the next one.
         """
         while not self._closed:
             now = time.monotonic()
             idle = now - self._last_write
-            if idle >= self.optimize_quiet or now - due >= self.optimize_max_delay:
+            late = now - due >= self.optimize_max_delay
+            if late or (idle >= self.optimize_quiet and not self.foreground.busy):
                 return True
-            self._wake.wait(min(self.optimize_quiet - idle, self.optimize_max_delay - (now - due)))
+            wait = max(self.optimize_quiet - idle, 0.05)
+            self._wake.wait(min(wait, self.optimize_max_delay - (now - due)))
         return False
 
     def _own_handle(self, name: str) -> Any | None:

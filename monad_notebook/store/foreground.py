@@ -1,0 +1,59 @@
+"""The foreground gate: background work steps aside while the user waits for a search.
+
+A turn's retrieval stage and the ``recall`` tool embed a question and search the store while
+the user waits; the recall indexer's embeddings and the store's optimize passes need the same
+cores (two, on a laptop or a shared machine). Whoever the user waits on holds the gate; the
+background waits for it to be free before each small unit of work, so at most one such unit
+overlaps a search. One gate per process: the embedder and the cores are shared by every session.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+
+class Foreground:
+    """Counts the user-facing searches in progress; background work waits until there are none."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._held = 0
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """Hold the gate for the block: background work started after this waits for its end."""
+        with self._cond:
+            self._held += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._held -= 1
+                if not self._held:
+                    self._cond.notify_all()
+
+    @property
+    def busy(self) -> bool:
+        return self._held > 0
+
+    def wait_free(self, timeout: float, *, cancelled: Callable[[], bool] = lambda: False) -> bool:
+        """Wait until no one holds the gate, at most ``timeout`` seconds; True when free.
+
+        The timeout bounds how long background work can be put off (a search never takes
+        long, but a stuck holder must not stop indexing for good); ``cancelled`` is polled so
+        a stopping worker does not wait it out.
+        """
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while self._held and not cancelled():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(min(left, 0.1))
+            return not self._held
+
+
+FOREGROUND = Foreground()

@@ -1,0 +1,143 @@
+"""Background work steps aside while the user waits for a search, and loses nothing by it.
+
+The retrieval stage and the recall tool hold the foreground gate; the recall indexer does not
+start an embedding or a write while it is held, and the store's optimize does not start a pass.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from monad_notebook import Session
+from monad_notebook.config import Config
+from monad_notebook.context import turn_stages
+from monad_notebook.context.indexing import RecallIndexer
+from monad_notebook.messages import Message
+from monad_notebook.store.foreground import FOREGROUND
+from monad_notebook.store.lance import LanceStore
+from monad_notebook.testing import ScriptedModel, tool_call
+from tests.context.test_retrieval import KeywordEmbedder
+
+pytestmark = pytest.mark.filterwarnings(r"ignore:optimize\(cleanup_older_than=0\):UserWarning")
+
+
+class TimedEmbedder(KeywordEmbedder):
+    """Records when each call started, on which thread, and whether the foreground was held."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.started: list[tuple[float, str, bool]] = []
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        self.started.append((time.monotonic(), threading.current_thread().name, FOREGROUND.busy))
+        return super().embed(texts)
+
+
+def notes(count: int, start: int = 0) -> list[Message]:
+    return [Message("user", f"cat note {i}", session="s", seq=i, turn=i) for i in range(start, start + count)]
+
+
+def test_the_indexer_does_not_embed_while_a_search_holds_the_foreground_and_indexes_everything_after(store):
+    embedder = TimedEmbedder()
+    indexer = RecallIndexer(store, embedder)
+    messages = notes(20)
+    with FOREGROUND.held():
+        indexer.index_pending("s", messages)
+        time.sleep(indexer.linger + 0.5)
+        released = time.monotonic()
+        assert embedder.started == []
+        assert store.search_chunks("s", "note", 30) == []
+
+    assert indexer.flush(timeout=30)
+    assert embedder.started and all(at >= released for at, _, _ in embedder.started)
+    assert store.embedded_ids("s", model=embedder.name, dims=embedder.dims) == {m.id for m in messages}
+    assert len(store.search_chunks("s", "note", 30)) == 20
+
+
+def test_the_indexer_embeds_in_small_batches_so_a_search_waits_for_at_most_one(store):
+    embedder = TimedEmbedder()
+    indexer = RecallIndexer(store, embedder)
+    indexer.index_pending("s", notes(40))
+    assert indexer.flush(timeout=30)
+
+    assert max(len(call) for call in embedder.calls) <= 8
+    assert sum(len(call) for call in embedder.calls) == 40
+
+
+def test_a_gate_held_for_too_long_delays_indexing_but_never_stops_it(store):
+    embedder = TimedEmbedder()
+    indexer = RecallIndexer(store, embedder)
+    indexer.max_yield = 0.2
+    messages = notes(3)
+    with FOREGROUND.held():
+        indexer.index_pending("s", messages)
+        assert indexer.flush(timeout=10)
+    assert store.embedded_ids("s", model=embedder.name, dims=embedder.dims) == {m.id for m in messages}
+
+
+def test_stopping_an_indexer_that_waits_for_the_foreground_returns_at_once(store):
+    embedder = TimedEmbedder()
+    indexer = RecallIndexer(store, embedder)
+    with FOREGROUND.held():
+        indexer.index_pending("s", notes(3))
+        time.sleep(indexer.linger + 0.2)
+        started = time.monotonic()
+        indexer.stop(timeout=10)
+        assert time.monotonic() - started < 1.0
+    assert embedder.started == []
+
+
+def test_a_turns_question_is_embedded_with_the_foreground_held(store, monkeypatch):
+    embedder = TimedEmbedder()
+    monkeypatch.setattr(turn_stages, "make_embedder", lambda cfg: embedder)
+    config = Config.model_validate(
+        {"tools": {"python": {"approval": "auto"}}, "context": {"retrieval": {"enabled": True}}}
+    )
+    model = ScriptedModel([tool_call("recall", {"query": "the pizza order"}), "done"], context_window=100_000)
+    session = Session("s", config=config, store=store, model=model)
+    session.ask("which cat note was about pizza?")
+    session.close()
+
+    on_turn = [busy for _, thread, busy in embedder.started if thread == threading.current_thread().name]
+    assert len(on_turn) == 2  # the retrieval stage's question and the recall tool's query
+    assert all(on_turn)
+    assert not FOREGROUND.busy
+
+
+def test_a_background_optimize_does_not_start_while_a_search_holds_the_foreground(tmp_path: Path) -> None:
+    store = LanceStore(tmp_path / "db", optimize_every=3, optimize_quiet=0.2)
+    try:
+        with FOREGROUND.held():
+            for seq in range(3):
+                store.append_messages([Message("user", f"question {seq}", session="s", seq=seq)])
+            time.sleep(1.0)
+            assert store.optimize_runs == 0
+        deadline = time.monotonic() + 10
+        while store.optimize_runs == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert store.optimize_runs == 1
+        assert [m.seq for m in store.load_messages("s")] == [0, 1, 2]
+    finally:
+        store.close()
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="per-thread niceness is a Linux feature")
+def test_the_indexer_embeds_at_a_lower_priority_than_the_turns_thread(store):
+    priorities: list[int] = []
+
+    class PriorityEmbedder(KeywordEmbedder):
+        def embed(self, texts: list[str]) -> list[list[float]]:
+            priorities.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+            return super().embed(texts)
+
+    indexer = RecallIndexer(store, PriorityEmbedder())
+    indexer.index_pending("s", notes(3))
+    assert indexer.flush(timeout=30)
+
+    assert priorities and min(priorities) > os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
