@@ -3,11 +3,11 @@
 A forgotten identifier cannot be searched for by its exact text, only by what surrounded it
 ("which file was the churn raw extract?"). So a question goes to two searches over the
 session's chunks (``context/chunks.py``): BM25 full-text, which finds the context's words
-(snake_case and dotted names are split into words by the index), and the embedder's vectors
-of its content words, which find paraphrases. Each brings three times the passages asked
+(snake_case and dotted names are split into words by the index), and the embedder's vectors,
+which find paraphrases. Each brings three times the passages asked
 for; repeats of one text are kept once; the rankings are fused by reciprocal rank: a chunk
-both find comes first, then the best of each. The ``recall`` tool answers with these passages; the per-turn
-``<related_context>`` block (``retrieval.py``) keeps the ones it trusts.
+both find comes first, then the best of each. The ``recall`` tool answers with these
+passages; the per-turn ``<related_context>`` block (``retrieval.py``) keeps the ones it trusts.
 
 What the window already shows is skipped: a user or assistant message in the window whole,
 a tool result's chunk only when its text is visible (the middle of a truncated result is not).
@@ -108,17 +108,9 @@ class Recall:
         return distinct((p for p in fused if not _shown(p.hit, partial)), _passage_text)[:k]
 
     def _nearest(self, session: str, query: str, k: int, hidden: set[str]) -> list[EmbeddingHit]:
-        """The nearest chunks to the question's content words (the question itself when it has none).
-
-        "which file was the ..." embeds near every other question and far from the statement
-        that answers it; without its question words, the message holding the answer to a probe
-        asked in other words was among the vectors' top 6 for 20 of the fidelity benchmark's 35,
-        against 15 with the whole question.
-        """
         if self.embedder is None:
             return []
-        text = " ".join(query_terms(query)) or query
-        vector = self.embedder.embed([text[:QUERY_MAX_CHARS]])[0]
+        vector = self.embedder.embed([query[:QUERY_MAX_CHARS]])[0]
         hits = self.store.search_embeddings(session, vector, k, model=self.embedder.name, exclude_ids=hidden)
         return [h for h in hits if h.score >= VECTOR_FLOOR]
 
@@ -165,11 +157,11 @@ def fuse(
     by_words, by_meaning = distinct(by_words, _hit_text), distinct(by_meaning, _hit_text)
     passages: dict[str, Passage] = {}
     best_rank: dict[str, int] = {}
-    for rank, hit in zip(_ranks(by_words), by_words, strict=True):
+    for rank, hit in enumerate(by_words):
         share = coverage(hit.snippet, terms) if terms else 1.0
         passages[hit.message_id] = Passage(hit, share / (RRF_K + rank + 1), by_words=True)
         best_rank[hit.message_id] = rank
-    for rank, hit in zip(_ranks(by_meaning), by_meaning, strict=True):
+    for rank, hit in enumerate(by_meaning):
         weight = min(1.0, max(0.0, (hit.score - VECTOR_FLOOR) / (VECTOR_FULL - VECTOR_FLOOR)))
         found = passages.get(hit.message_id)
         if found is None:
@@ -180,15 +172,6 @@ def fuse(
         if rank < best_rank[hit.message_id]:
             found.hit = hit
     return sorted(passages.values(), key=lambda p: (not any(n in p.hit.snippet for n in names), -p.score, -p.hit.seq))
-
-
-def _ranks(hits: list[EmbeddingHit]) -> list[int]:
-    """Each hit's rank, equal scores sharing the best of theirs: a tie is not an order to fuse by."""
-    ranks: list[int] = []
-    for at, hit in enumerate(hits):
-        tied = at > 0 and abs(hit.score - hits[at - 1].score) < 1e-6
-        ranks.append(ranks[-1] if tied else at)
-    return ranks
 
 
 def _stem(term: str) -> str:
