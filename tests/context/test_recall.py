@@ -215,20 +215,9 @@ def etl_log(seed: int, planted: str | None = None, lines: int = 300) -> str:
 
 
 @pytest.mark.skipif(local_model_files() is None, reason="the local extra is not installed")
-@pytest.mark.parametrize(
-    ("planted", "value", "question"),
-    [
-        (
-            "exported the quarterly invoices -> out/q3_inv_8812.csv",
-            "out/q3_inv_8812.csv",
-            "which file got the billing statements for those three months?",
-        ),
-        ("model accuracy on the holdout: 0.91734", "0.91734", "how well did the classifier score on unseen data?"),
-    ],
-)
-def test_a_question_in_other_words_finds_the_line_inside_the_middle_of_a_long_saved_output(
-    store, planted, value, question
-):
+def test_a_question_in_other_words_finds_the_line_inside_the_middle_of_a_long_saved_output(store):
+    planted, value = "exported the quarterly invoices -> out/q3_inv_8812.csv", "out/q3_inv_8812.csv"
+    question = "which file got the billing statements for those three months?"
     messages = []
     for n in range(12):
         messages.append(Message("user", "Look at the nightly logs.", session="s", seq=2 * n, turn=n))
