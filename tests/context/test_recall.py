@@ -34,10 +34,10 @@ def tool_result(session: str, text: str, call_id: str, seq: int, max_chars: int 
     return Message("tool", shown, session=session, seq=seq, turn=1, tool_call_id=call_id, name="python")
 
 
-def index(store, embedder, session: str, messages: list[Message]) -> RecallIndexer:
+def index(store, embedder, session: str, messages: list[Message], timeout: float = 60) -> RecallIndexer:
     indexer = RecallIndexer(store, embedder)
     indexer.index_pending(session, messages)
-    assert indexer.flush(timeout=60)
+    assert indexer.flush(timeout=timeout)
     assert indexer.last_error is None
     return indexer
 
@@ -225,7 +225,7 @@ def test_a_question_in_other_words_finds_the_line_inside_the_middle_of_a_long_sa
         messages.append(tool_result("s", full, f"call_{n}", 2 * n + 1))
         store.save_raw_outputs("s", {f"call_{n}": full})
     embedder = LocalEmbedder()
-    index(store, embedder, "s", messages)
+    index(store, embedder, "s", messages, timeout=600)  # about 900 chunks to embed on a busy machine
     assert value not in messages[13].content
 
     passages = Recall(store, embedder).search("s", question, 6)
