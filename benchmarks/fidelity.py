@@ -1,6 +1,6 @@
 """Fidelity: of 100 identifiers seen once in a long session, how many can the agent still reach?
 
-    python benchmarks/fidelity.py [--turns 60] [--window 16000] [--summarizers good weak failing]
+    python benchmarks/fidelity.py [--turns 60] [--window 16000] [--summarizers good weak failing] [--misses]
 
 A real ``Session`` (LanceDB in a temp dir, the offline embedder, default context settings
 but for the window and a ``toolOutput.maxChars`` of 8,000 that suits it) is driven by a
@@ -18,6 +18,9 @@ summary, ledger, window), or inside a saved tool output whose ``read_tool_output
 prompt shows, or in the ``recall`` tool's answer to its probe: a question naming its context,
 never the identifier. "Folded 5+ ago" are those whose message was folded into the summary by a
 compaction followed by at least four more.
+
+``--misses`` lists each identifier recall did not bring back: where it was, its probe, what
+recall answered, and the rank of the message holding it in each search alone (words, vectors).
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from benchmarks.fidelity_session import KINDS, PLACEMENTS, Plant, Script, Turn, 
 from monad_notebook.agent.tools.base import Tool, ToolContext, tool
 from monad_notebook.config import Config
 from monad_notebook.context.ledger import parse_ledger
+from monad_notebook.context.recall import query_terms
 from monad_notebook.context.summarize import SECTIONS, parse_sections, render_sections
 from monad_notebook.context.tokens import TokenCounter
 from monad_notebook.errors import ModelError
@@ -160,6 +164,7 @@ class Run:
     ledger_stored: int = 0
     seconds: float = 0.0
     index_wait: float = 0.0
+    misses: list[str] = field(default_factory=list)
 
 
 def config(window: int, embedding: str = "local") -> Config:
@@ -172,7 +177,7 @@ def config(window: int, embedding: str = "local") -> Config:
     )
 
 
-def run(script: Script, quality: str, window: int, tmp: Path, embedding: str = "local") -> Run:
+def run(script: Script, quality: str, window: int, tmp: Path, embedding: str = "local", *, misses: bool = False) -> Run:
     counter = TokenCounter("gpt-4o")
     result = Run(quality)
     store = LanceStore(tmp / quality)
@@ -199,6 +204,8 @@ def run(script: Script, quality: str, window: int, tmp: Path, embedding: str = "
     final = model.calls[-1].messages
     result.final_tokens = counter.count_messages(final) + tools_tokens
     measure(result, script, session, store, final, counter)
+    if misses:
+        result.misses = explain_misses(result, script, session, store)
     result.seconds = time.perf_counter() - started
     session.close()
     store.close()
@@ -245,6 +252,45 @@ def measure(
         result.found[plant.value] = where
         folded_by = next((i for i, b in enumerate(boundaries) if b >= seqs[plant.value]), None)
         result.ago[plant.value] = 0 if folded_by is None else len(boundaries) - folded_by
+
+
+def explain_misses(result: Run, script: Script, session: Session, store: LanceStore) -> list[str]:
+    """One line per identifier recall missed: where it was, the probe, recall's answer, each search's rank."""
+    ids = _carrier_ids(store, script)
+    recall = session.cascade.turn_stages.recall
+    lines = []
+    for number, plant in enumerate(script.plants):
+        if "recall" in result.found[plant.value] or recall is None:
+            continue
+        words = " ".join(query_terms(plant.probe))
+        by_words = store.search_chunks("fidelity", words, 500)
+        by_meaning: list = []
+        if recall.embedder is not None:
+            vector = recall.embedder.embed([plant.probe])[0]
+            by_meaning = store.search_embeddings("fidelity", vector, 500, model=recall.embedder.name)
+        answer = session.execute_tool(ToolCall(f"miss_{number}", "recall", json.dumps({"query": plant.probe}))).text
+        got = [line.strip()[:70] for line in answer.splitlines()[2::2]][:3]
+        reach = ",".join(sorted(result.found[plant.value])) or "UNREACHABLE"
+        lines.append(
+            f"- {plant.value!r} ({plant.kind}, {plant.placement}, {reach}) {plant.probe!r}"
+            f" words #{_rank(by_words, ids.get(plant.value), plant.value)}"
+            f" vectors #{_rank(by_meaning, ids.get(plant.value), plant.value)}; recall gave {got}"
+        )
+    return lines
+
+
+def _rank(hits: list, message_id: str | None, value: str) -> str:
+    """1-based rank of the message holding ``value``, '*' when its best chunk lacks the value; '-' not found."""
+    for rank, hit in enumerate(hits, 1):
+        if hit.message_id == message_id:
+            return f"{rank}{'' if value in hit.snippet else '*'}"
+    return "-"
+
+
+def _carrier_ids(store: LanceStore, script: Script) -> dict[str, str]:
+    seqs = _carrier_seqs(store, script)
+    by_seq = {m.seq: m.id for m in store.load_messages("fidelity")}
+    return {value: by_seq[seq] for value, seq in seqs.items() if seq in by_seq}
 
 
 def _boundaries(store: LanceStore) -> list[int]:
@@ -319,6 +365,9 @@ def report(script: Script, runs: list[Run]) -> str:
             _row("probe in the context's words", [p for p in script.plants if not p.paraphrased], r),
             "",
         ]
+        if r.misses:
+            lines += [f"Recall missed {len(r.misses)} (rank in each search alone; * its best chunk lacks it):"]
+            lines += [*r.misses, ""]
     return "\n".join(lines)
 
 
@@ -374,6 +423,7 @@ def main() -> None:
     parser.add_argument(
         "--summarizers", nargs="+", default=["good", "weak", "failing"], choices=["good", "weak", "failing"]
     )
+    parser.add_argument("--misses", action="store_true", help="list what recall missed, and why")
     args = parser.parse_args()
     logging.getLogger("monad_notebook").setLevel(logging.ERROR)
     embeddings._shared_local = ReusedEmbedder()
@@ -387,7 +437,7 @@ def main() -> None:
     runs = []
     with tempfile.TemporaryDirectory() as tmp:
         for quality in args.summarizers:
-            runs.append(run(script, quality, args.window, Path(tmp)))
+            runs.append(run(script, quality, args.window, Path(tmp), misses=args.misses))
             print(report(script, runs[-1:]), flush=True)
     print(goals(script, runs))
 

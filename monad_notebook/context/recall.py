@@ -4,9 +4,10 @@ A forgotten identifier cannot be searched for by its exact text, only by what su
 ("which file was the churn raw extract?"). So a question goes to two searches over the
 session's chunks (``context/chunks.py``): BM25 full-text, which finds the context's words
 (snake_case and dotted names are split into words by the index), and the embedder's vectors,
-which find paraphrases. Their rankings are fused by reciprocal rank: a chunk both find comes
-first, then the best of each. The ``recall`` tool answers with these passages; the per-turn
-``<related_context>`` block (``retrieval.py``) keeps the ones it trusts.
+which find paraphrases. Each brings three times the passages asked
+for; repeats of one text are kept once; the rankings are fused by reciprocal rank: a chunk
+both find comes first, then the best of each. The ``recall`` tool answers with these
+passages; the per-turn ``<related_context>`` block (``retrieval.py``) keeps the ones it trusts.
 
 What the window already shows is skipped: a user or assistant message in the window whole,
 a tool result's chunk only when its text is visible (the middle of a truncated result is not).
@@ -20,6 +21,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TypeVar
 
 from monad_notebook.messages import Message
 from monad_notebook.store.base import EmbeddingHit, Store
@@ -28,10 +30,13 @@ from monad_notebook.store.embeddings import Embedder
 log = logging.getLogger(__name__)
 
 RRF_K = 20
+CANDIDATES = 3  # each search brings this many times the passages asked for, so fusion has a choice
 QUERY_MAX_CHARS = 2000
 VECTOR_FLOOR = 0.2  # below this cosine a vector hit is noise, even when asked for explicitly
 VECTOR_FULL = 0.6  # at or above this cosine a vector hit counts in full
 _WORD = re.compile(r"[^\W_]{3,}")
+_TOKEN = re.compile(r"[\w][\w.:/-]*[\w]")
+MAX_NAMES = 6
 _STOP_TEXT = (
     "the and for are was were what which who whom whose where when why how did does doing done has have had"
     " that this these those with from into onto about than then there their they them our ours your yours"
@@ -50,6 +55,22 @@ class Passage:
     score: float
     cosine: float | None = None  # the vector search found it, at this similarity
     by_words: bool = False  # the full-text search found it
+
+
+def identifier_terms(query: str) -> list[str]:
+    """The words of ``query`` that name one thing: ids, file names, snake_case columns, long numbers.
+
+    Sentence embeddings place "order ORD-48213" next to every other order, so a passage holding
+    one of these verbatim is trusted whatever its similarity. Plain words (and short numbers
+    such as years) are left to the vector.
+    """
+    terms: list[str] = []
+    for token in _TOKEN.findall(query):
+        token = token.rstrip(".:/-")
+        named = any(c.isdigit() for c in token) or "_" in token or re.search(r"[A-Za-z]\.[A-Za-z]", token)
+        if len(token) >= 4 and named and not (token.isdigit() and len(token) < 5) and token not in terms:
+            terms.append(token)
+    return terms[:MAX_NAMES]
 
 
 def query_terms(query: str) -> list[str]:
@@ -73,7 +94,7 @@ class Recall:
         if k <= 0 or not query.strip():
             return []
         hidden, partial = _visibility(window)
-        wanted = k + len(partial)
+        wanted = CANDIDATES * k + len(partial)
         words = " ".join(query_terms(query)) or query
         errors: list[Exception] = []
         words_search = _pool().submit(
@@ -83,8 +104,8 @@ class Recall:
         by_words = words_search.result()
         if len(errors) == 2 or (errors and self.embedder is None):
             raise errors[-1]
-        fused = fuse(by_words or [], by_meaning or [], query_terms(query))
-        return [p for p in fused if not _shown(p.hit, partial)][:k]
+        fused = fuse(by_words or [], by_meaning or [], query_terms(query), identifier_terms(query))
+        return distinct((p for p in fused if not _shown(p.hit, partial)), _passage_text)[:k]
 
     def _nearest(self, session: str, query: str, k: int, hidden: set[str]) -> list[EmbeddingHit]:
         if self.embedder is None:
@@ -116,7 +137,12 @@ def _pool() -> ThreadPoolExecutor:
         return _POOL
 
 
-def fuse(by_words: list[EmbeddingHit], by_meaning: list[EmbeddingHit], terms: Sequence[str] = ()) -> list[Passage]:
+def fuse(
+    by_words: list[EmbeddingHit],
+    by_meaning: list[EmbeddingHit],
+    terms: Sequence[str] = (),
+    names: Sequence[str] = (),
+) -> list[Passage]:
     """Reciprocal-rank fusion, each hit weighted by how well it matches; one passage per message, best first.
 
     A full-text hit counts by the share of the question's words it holds (when ``terms`` are
@@ -124,8 +150,11 @@ def fuse(by_words: list[EmbeddingHit], by_meaning: list[EmbeddingHit], terms: Se
     ``VECTOR_FULL``): plain rank fusion puts a passage that shares one common word with a
     question asked in other words level with the vectors' best. Measured on the fidelity
     benchmark's 100 probes (top 6): 75 found with plain fusion, 80 with these weights. A
-    message both searches found keeps the chunk of the search that ranked it higher.
+    message both searches found keeps the chunk of the search that ranked it higher. Passages
+    holding verbatim one of ``names`` (identifiers the question gives) come first: two weak
+    matches summed must not bury the one message that names the order asked about.
     """
+    by_words, by_meaning = distinct(by_words, _hit_text), distinct(by_meaning, _hit_text)
     passages: dict[str, Passage] = {}
     best_rank: dict[str, int] = {}
     for rank, hit in enumerate(by_words):
@@ -142,7 +171,7 @@ def fuse(by_words: list[EmbeddingHit], by_meaning: list[EmbeddingHit], terms: Se
         found.cosine = hit.score
         if rank < best_rank[hit.message_id]:
             found.hit = hit
-    return sorted(passages.values(), key=lambda p: (-p.score, -p.hit.seq))
+    return sorted(passages.values(), key=lambda p: (not any(n in p.hit.snippet for n in names), -p.score, -p.hit.seq))
 
 
 def _stem(term: str) -> str:
@@ -155,6 +184,33 @@ def coverage(text: str, terms: Sequence[str]) -> float:
         return 0.0
     lowered = text.lower()
     return sum(_stem(term) in lowered for term in terms) / len(terms)
+
+
+T = TypeVar("T")
+
+
+def distinct(items: Iterable[T], text: Callable[[T], str]) -> list[T]:
+    """The first of each text: a request asked again or an output printed twice says nothing new.
+
+    Repeats would otherwise fill the answer (nine copies of "Clean up the date columns." for
+    a question about a date column) and push a match that differs out of it.
+    """
+    seen: set[str] = set()
+    kept = []
+    for item in items:
+        key = " ".join(text(item).split())
+        if key not in seen:
+            seen.add(key)
+            kept.append(item)
+    return kept
+
+
+def _hit_text(hit: EmbeddingHit) -> str:
+    return hit.snippet
+
+
+def _passage_text(passage: Passage) -> str:
+    return passage.hit.snippet
 
 
 def _visibility(window: Iterable[Message]) -> tuple[set[str], dict[str, str]]:

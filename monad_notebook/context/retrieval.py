@@ -13,40 +13,21 @@ or an embedding failure yields no block, never a failed turn.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Iterable
 
 from monad_notebook.config import RetrievalConfig
-from monad_notebook.context.recall import Passage, Recall
+from monad_notebook.context.recall import Passage, Recall, identifier_terms
 from monad_notebook.messages import Message
 from monad_notebook.store.base import Store
 from monad_notebook.store.embeddings import Embedder
 
 log = logging.getLogger(__name__)
 
-MAX_TERMS = 6
-_TOKEN = re.compile(r"[\w][\w.:/-]*[\w]")
 OPEN_TAG, CLOSE_TAG = "<related_context>", "</related_context>"
 INTRO = (
     "Earlier messages from this session that may bear on the request below, found by similarity"
     " or by a name they share with it (they may be out of date; the window no longer shows them):"
 )
-
-
-def identifier_terms(query: str) -> list[str]:
-    """The words of ``query`` that name one thing: ids, file names, snake_case columns, long numbers.
-
-    Sentence embeddings place "order ORD-48213" next to every other order, so a passage holding
-    one of these verbatim is trusted whatever its similarity. Plain words (and short numbers
-    such as years) are left to the vector.
-    """
-    terms: list[str] = []
-    for token in _TOKEN.findall(query):
-        token = token.rstrip(".:/-")
-        named = any(c.isdigit() for c in token) or "_" in token or re.search(r"[A-Za-z]\.[A-Za-z]", token)
-        if len(token) >= 4 and named and not (token.isdigit() and len(token) < 5) and token not in terms:
-            terms.append(token)
-    return terms[:MAX_TERMS]
 
 
 class Retrieval:

@@ -17,6 +17,7 @@ from monad_notebook.context.truncation import truncate_tool_output
 from monad_notebook.errors import ModelError
 from monad_notebook.messages import Message
 from monad_notebook.store.base import EmbeddingHit
+from monad_notebook.store.embeddings import LocalEmbedder, local_model_files
 from tests.context.test_retrieval import KeywordEmbedder
 
 pytestmark = pytest.mark.filterwarnings(r"ignore:optimize\(cleanup_older_than=0\):UserWarning")
@@ -33,10 +34,10 @@ def tool_result(session: str, text: str, call_id: str, seq: int, max_chars: int 
     return Message("tool", shown, session=session, seq=seq, turn=1, tool_call_id=call_id, name="python")
 
 
-def index(store, embedder, session: str, messages: list[Message]) -> RecallIndexer:
+def index(store, embedder, session: str, messages: list[Message], timeout: float = 60) -> RecallIndexer:
     indexer = RecallIndexer(store, embedder)
     indexer.index_pending(session, messages)
-    assert indexer.flush(timeout=60)
+    assert indexer.flush(timeout=timeout)
     assert indexer.last_error is None
     return indexer
 
@@ -199,3 +200,73 @@ def test_steps_that_come_back_to_back_share_one_write(store):
 
     assert store.table_stats()["recall_text"]["fragments"] == 1
     assert len(store.chunked_ids("s")) == 3
+
+
+def etl_log(seed: int, planted: str | None = None, lines: int = 300) -> str:
+    rng = random.Random(seed)
+    rows = [
+        f"[etl {seed}] {rng.choice(['extract', 'clean', 'join'])} batch {i}: {rng.randrange(9999)} records"
+        f" in {rng.randrange(5, 900)} ms"
+        for i in range(lines)
+    ]
+    if planted is not None:
+        rows.insert(lines // 2, planted)
+    return "\n".join(rows)
+
+
+@pytest.mark.skipif(local_model_files() is None, reason="the local extra is not installed")
+def test_a_question_in_other_words_finds_the_line_inside_the_middle_of_a_long_saved_output(store):
+    planted, value = "exported the quarterly invoices -> out/q3_inv_8812.csv", "out/q3_inv_8812.csv"
+    question = "which file got the billing statements for those three months?"
+    messages = []
+    for n in range(12):
+        messages.append(Message("user", "Look at the nightly logs.", session="s", seq=2 * n, turn=n))
+        full = etl_log(n, planted if n == 6 else None)
+        messages.append(tool_result("s", full, f"call_{n}", 2 * n + 1))
+        store.save_raw_outputs("s", {f"call_{n}": full})
+    embedder = LocalEmbedder()
+    index(store, embedder, "s", messages, timeout=600)  # about 900 chunks to embed on a busy machine
+    assert value not in messages[13].content
+
+    passages = Recall(store, embedder).search("s", question, 6)
+
+    assert any(value in p.hit.snippet and p.hit.tool_call_id == "call_6" for p in passages)
+
+
+def test_a_request_repeated_many_times_comes_back_once_and_leaves_room_for_the_answer(store):
+    asked = [Message("user", "Clean up the date columns.", session="s", seq=i, turn=i) for i in range(8)]
+    dictionary = "\n".join(f"field_{i:<24} int64   legacy id {i}" for i in range(40))
+    dictionary += "\npayment_date_17              float64   payment date"
+    output = Message("tool", dictionary, session="s", seq=9, turn=9, tool_call_id="call_dict", name="python")
+    index(store, None, "s", [*asked, output])
+
+    passages = Recall(store, None).search("s", "which column has the payment date?", 3)
+
+    snippets = [p.hit.snippet for p in passages]
+    assert len(snippets) == len(set(snippets))
+    assert any("payment_date_17" in s for s in snippets)
+
+
+def test_each_chunk_of_a_log_starts_at_a_line_start_so_a_line_stays_with_the_words_that_describe_it():
+    text = etl_log(3, "$ make job-4312 TARGET=wa    # retrain the web session data: ok")
+
+    spans = chunk_spans(text)
+
+    assert len(spans) > 10
+    assert all(start == 0 or text[start - 1] == "\n" for start, _ in spans)
+    line = "$ make job-4312 TARGET=wa    # retrain the web session data: ok"
+    assert all(line in text[s:e] for s, e in spans if "retrain the web session" in text[s:e])
+
+
+def test_a_passage_holding_the_identifier_asked_about_comes_first_when_the_vectors_tie(store):
+    notes = [
+        Message("user", f"Order ORD-{n} shipped to city {chr(65 + i)} with a damaged pallet.", session="s", seq=i)
+        for i, n in enumerate(random.Random(3).sample(range(10_000, 99_999), 20))
+    ]
+    embedder = KeywordEmbedder()
+    index(store, embedder, "s", notes)
+    recall = Recall(store, embedder)
+
+    for note in notes:
+        order = note.content.split()[1]
+        assert [p.hit.message_id for p in recall.search("s", f"Where did {order} ship to?", 1)] == [note.id]
