@@ -21,8 +21,9 @@ cost ``d`` per token on every request; clearing them makes the next request rese
 uncached, everything after the first cleared result. Waiting until ``X`` tokens are
 reclaimable while the window grows ``g`` per step costs least at
 ``X = sqrt(2 (1 - d) R g / d)`` (the economic-order-quantity rule, ``R`` the resend): a
-warm cache at a deep discount batches widely, a cold one (``d`` = 1) clears as soon as a
-pass is worth ``clear_at_least``, since the next request pays full price anyway.
+warm cache at a deep discount batches widely (never less than ``clear_at_least``). A cold one
+(``d`` = 1) gains nothing by waiting, since the next request pays full price anyway, so it
+clears as deep as is lossless: every eligible result, as soon as there is one.
 
 Everything here is pure: the caller saves ``plan.spill`` as raw outputs *before* the
 placeholders advertising them are sent, then records the placeholders.
@@ -74,13 +75,16 @@ def rounds(messages: list[Message]) -> list[list[Message]]:
 
 
 def placeholder_for(message: Message, tokens: int, *, handle: bool) -> str:
-    """The text sent instead of an evicted tool result; it says how to get the output back."""
-    what = f"Output of {message.name or 'a tool call'} ({tokens} tokens) was cleared to save context."
+    """The text sent instead of an evicted tool result: which tool, how big, how to get it back.
+
+    It stays short because every placeholder is resent on each later request.
+    """
+    what = f"{PLACEHOLDER_PREFIX} {message.name or 'tool'} output ({tokens} tokens)"
     if handle:
-        return f"{PLACEHOLDER_PREFIX} {what} Read it back exactly with {read_call(message.tool_call_id)}."
+        return f"{what}: {read_call(message.tool_call_id)}"
     if message.redacted:
-        return f"{PLACEHOLDER_PREFIX} {what} It had secrets redacted and was not saved; re-run the tool if needed."
-    return f"{PLACEHOLDER_PREFIX} {what} It was not saved; re-run the tool if needed."
+        return f"{what}, secrets redacted, not saved; re-run the tool if needed"
+    return f"{what}, not saved; re-run the tool if needed"
 
 
 def plan_eviction(
@@ -106,8 +110,10 @@ def plan_eviction(
     spilled (truncated at execution time): those are never spilled again, since their
     content is the truncated text and the saved raw output is the full one.
 
-    ``cache_discount`` (None: fire at ``at_fraction`` only) also fires the pass below it once
-    it reclaims the batch that costs least at that price (see the module's docstring).
+    ``cache_discount`` (None: fire at ``at_fraction`` only) also fires the pass once it reclaims
+    the batch that costs least at that price (see the module's docstring): at 1 (a cold cache
+    or none) any eligible result, so the window carries no stale result the next request
+    would pay for in full.
     """
     if keep_recent_rounds < 0:
         raise ValueError("keep_recent_rounds must not be negative")
@@ -138,13 +144,14 @@ def plan_eviction(
         plan.reclaimed_tokens += saved
         if handle and message.tool_call_id not in spilled:
             plan.spill[message.tool_call_id] = message.content
-    if not plan.placeholders or plan.reclaimed_tokens < clear_at_least:
-        return EvictionPlan()
-    if not over and plan.reclaimed_tokens < cheapest_batch(
-        messages, plan, all_rounds, cache_discount, count_tokens, keep_recent_rounds
-    ):
-        return EvictionPlan()
-    return plan
+    if not plan.placeholders:
+        return plan
+    if over and plan.reclaimed_tokens >= clear_at_least:
+        return plan
+    batch = cheapest_batch(messages, plan, all_rounds, cache_discount, count_tokens, keep_recent_rounds)
+    if batch > 0:  # a warm cache: the spec's batch is the least worth a resend
+        batch = max(batch, clear_at_least)
+    return plan if plan.reclaimed_tokens >= batch else EvictionPlan()
 
 
 def cheapest_batch(

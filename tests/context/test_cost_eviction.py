@@ -31,9 +31,23 @@ def test_a_cold_cache_clears_every_old_result_below_at_fraction():
     assert len(evicted) == 4 and not evicted & kept
 
 
-def test_a_cold_cache_still_needs_a_pass_worth_clear_at_least():
+def test_a_cold_cache_clears_a_single_eligible_result_below_at_fraction():
     t = transcript(3, size=400)
-    assert not plan(t.messages, occupancy=5_000, keep_recent_rounds=2, clear_at_least=1_000, cache_discount=1.0)
+    cleared = plan(t.messages, occupancy=5_000, keep_recent_rounds=2, clear_at_least=1_000, cache_discount=1.0)
+    assert cleared.evicted_tool_call_ids == [rounds(t.messages)[0][1].tool_call_id]
+    assert cleared.reclaimed_tokens < 1_000  # less than clear_at_least: waiting would only bill it again
+
+
+def test_a_warm_cache_at_a_deep_discount_leaves_the_same_single_result_alone():
+    t = transcript(3, size=400)
+    assert not plan(t.messages, occupancy=5_000, keep_recent_rounds=2, clear_at_least=1_000, cache_discount=0.1)
+
+
+def test_a_cold_cache_never_clears_a_result_below_min_result_tokens_or_in_the_recent_rounds():
+    t = transcript(3, size=150)
+    assert not plan(t.messages, occupancy=5_000, keep_recent_rounds=2, min_result_tokens=50, cache_discount=1.0)
+    t = transcript(2)
+    assert not plan(t.messages, occupancy=5_000, keep_recent_rounds=2, cache_discount=1.0)
 
 
 def test_a_warm_deep_discount_waits_for_a_bigger_batch_than_a_shallow_one():
@@ -65,7 +79,7 @@ def server():
         yield server
 
 
-def session_for(server, store, clock) -> Session:
+def session_for(server, store, clock, *, discount: float = 0.1, clear_at_least: int = 500) -> Session:
     config = Config.model_validate(
         {
             "models": {
@@ -73,13 +87,13 @@ def session_for(server, store, clock) -> Session:
                     "model": "m",
                     "baseUrl": server.base_url,
                     "contextWindow": 100_000,
-                    "cache": {"discount": 0.1, "ttlSeconds": 300},
+                    "cache": {"discount": discount, "ttlSeconds": 300},
                 }
             },
             "tools": {"python": {"approval": "auto"}},
             "context": {
                 "summarize": {"enabled": False},
-                "eviction": {"keepRecentRounds": 1, "clearAtLeast": 500, "minResultTokens": 50},
+                "eviction": {"keepRecentRounds": 1, "clearAtLeast": clear_at_least, "minResultTokens": 50},
             },
         }
     )
@@ -119,4 +133,17 @@ def test_within_the_cache_lifetime_the_same_window_is_left_whole(server, store):
         ask_with_output(server, session, i)
         clock[0] += 60
     assert all(cleared_in(request) == 0 for request in server.chat_requests)
+    session.close()
+
+
+def test_without_a_cache_discount_an_old_result_is_cleared_even_when_smaller_than_clear_at_least(server, store):
+    clock = [1000.0]
+    session = session_for(server, store, clock, discount=1.0, clear_at_least=50_000)
+    for i in range(2):
+        ask_with_output(server, session, i)
+        clock[0] += 30
+    answer = server.chat_requests[-1]
+    assert cleared_in(answer) == 1  # round 0; the newest round stays whole
+    assert 'read_tool_output({"id": "call_0"})' in str(answer["messages"])
+    assert "result 0: lorem ipsum" in session.store.get_raw_output(session.name, "call_0")
     session.close()

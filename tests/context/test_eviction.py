@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from monad_notebook.context.eviction import EvictionPlan, apply_plan, placeholder_for, plan_eviction, rounds
+from monad_notebook.context.tokens import TokenCounter
 from monad_notebook.messages import Message, ToolCall
 
 CALL = re.compile(r"read_tool_output\((\{.*?\})\)")
@@ -222,6 +223,14 @@ def test_planning_again_after_applying_changes_nothing():
     assert not plan(t.messages, clear_at_least=0)
     apply_plan(t.messages, EvictionPlan(placeholders=dict.fromkeys(placeholders, "[context-cleared] other")))
     assert {m.id: m.placeholder for m in t.messages if m.evicted} == placeholders
+
+
+def test_a_placeholder_costs_few_tokens_and_still_carries_the_exact_read_call():
+    counter = TokenCounter("gpt-4o")
+    message = Message("tool", "x" * 100, tool_call_id="k7Hq2xZ9a", name="run_python")
+    text = placeholder_for(message, 12_345, handle=True)
+    assert text.endswith('read_tool_output({"id": "k7Hq2xZ9a"})') and "run_python" in text
+    assert counter.count_text(text) <= 30  # resent on every later request, hundreds of them in a long session
 
 
 def test_placeholder_names_the_tool_and_starts_with_context_cleared():

@@ -73,7 +73,7 @@ def test_the_cascade_tour_shows_each_stage_happen_with_its_evidence(isolated_env
     assert 'read_tool_output({"id": "call_shipments", "offset": ' in cut and "kept all 20,600" in cut
 
     evicted = out.text("for result in received_tool_results():")
-    assert re.search(r"\[context-cleared\] Output of read_file \(\d+ tokens\) was cleared", evicted)
+    assert re.search(r'\[context-cleared\] read_file output \(\d+ tokens\): read_tool_output\(\{"id": "call_', evicted)
     assert "'tool_call_ids': ['call_shipments']" in evicted and "context.evicted {'reclaimed': " in evicted
     reclaimed = re.search(r"reclaimed so far: ([\d,]+) tokens", evicted)
     assert reclaimed and int(reclaimed[1].replace(",", "")) > 0
