@@ -19,6 +19,7 @@ from typing import Any
 from monad_notebook.errors import StoreError
 from monad_notebook.messages import Message
 from monad_notebook.store.base import Chunk, EmbeddingHit
+from monad_notebook.store.indexes import IndexedTables
 from monad_notebook.store.rows import (
     EMBEDDED_TEXT_MAX_CHARS,
     best_hits,
@@ -26,7 +27,6 @@ from monad_notebook.store.rows import (
     hit_from_row,
     sql_str,
 )
-from monad_notebook.store.tables import LanceTables
 
 TEXT_TABLE = "recall_text"
 MAX_QUERY_WORDS = 48
@@ -46,7 +46,7 @@ def as_chunk(item: Message | Chunk) -> Chunk:
     return Chunk(item.id, 0, item.content, item.seq, item.turn, item.role, item.name, item.tool_call_id)
 
 
-class SearchTables(LanceTables):
+class SearchTables(IndexedTables):
     """Chunk and vector tables, and the two searches over them; one session at a time, never another's."""
 
     # full-text

@@ -29,7 +29,6 @@ from typing import Any, TypeVar
 
 import lancedb
 import pyarrow as pa
-from lancedb.index import FTS, Bitmap, IvfFlat
 
 from monad_notebook.errors import StoreError
 from monad_notebook.store.foreground import FOREGROUND, Foreground
@@ -42,7 +41,6 @@ _T = TypeVar("_T")
 warnings.filterwarnings("ignore", r"optimize\(cleanup_older_than=0\)", UserWarning, r"monad_notebook\.store\.tables")
 
 _RETRIES = 4
-_PARTITIONS = 8
 OPTIMIZE_ROWS = 1000
 # Claims read the version just before their own under the lock (claims.py): that version must stay.
 _OPTIMIZED_UNDER_LOCK = frozenset({"claims"})
@@ -302,10 +300,12 @@ class LanceTables:
             else:
                 with self._lock:
                     self._optimize_table(name, self._table(name, create=False), timedelta(0), raise_errors=True)
-            if name.startswith(EMBEDDINGS_PREFIX):
-                self._index_vectors(name)
+            self._index_after_optimize(name)
         if background:
             self.optimize_runs += 1
+
+    def _index_after_optimize(self, name: str) -> None:
+        """Build the indexes a table has grown into (``indexes.py``); none at this level."""
 
     def _quiet(self, due: float) -> bool:
         """Wait for ``optimize_quiet`` seconds without writes and no search in the foreground.
@@ -356,73 +356,6 @@ class LanceTables:
             raise StoreError(f"cannot list the tables at {self.uri} ({_reason(exc)})") from None
         suffixes = [n.removeprefix(EMBEDDINGS_PREFIX) for n in names if n.startswith(EMBEDDINGS_PREFIX)]
         return [embeddings_table(int(s)) for s in suffixes if s.isdigit()]
-
-    def _index_filters(self, table: str) -> None:
-        """Bitmap indexes on ``session`` and ``model``, so the search prefilter reads one session's rows.
-
-        Measured at 100k rows in 100 sessions: 186 ms -> 9 ms per search. The background
-        optimize folds new rows into them; rows not yet folded are scanned, which stays correct.
-        """
-        if table in self._filter_indexed:
-            return
-        with self._lock:
-            handle = self._table(table, create=False)
-            if handle is None:
-                return
-            try:
-                indexed = {tuple(index.columns) for index in handle.list_indices()}
-                for column in ("session", "model"):
-                    if (column,) not in indexed:
-                        handle.create_index(column, config=Bitmap())
-            except Exception as exc:
-                log.warning("cannot index the %s table (%s); search works, only slower", table, _reason(exc))
-                return
-            self._filter_indexed.add(table)
-
-    def _index_text(self, table: str) -> bool:
-        """A session bitmap and LanceDB's native full-text index on ``text``, created once; False if none.
-
-        Measured on LanceDB 0.40: rows appended after the index was built are found at once
-        (searched unindexed, a flat scan of just those rows: about 25 ms per 2,000 chunks), and
-        the background optimize folds them into the index.
-        """
-        if table in self._filter_indexed:
-            return True
-        with self._lock:
-            handle = self._table(table, create=False)
-            if handle is None:
-                return False
-            try:
-                indexed = {tuple(index.columns) for index in handle.list_indices()}
-                if ("session",) not in indexed:
-                    handle.create_index("session", config=Bitmap())
-                if ("text",) not in indexed:
-                    handle.create_index("text", config=FTS())
-            except Exception as exc:
-                log.warning("cannot index the %s table (%s); recall by words is off", table, _reason(exc))
-                return False
-            self._filter_indexed.add(table)
-            return True
-
-    def _index_vectors(self, table: str) -> None:
-        """An IVF_FLAT index on ``vector`` once the table holds ``ann_min_rows`` rows, built outside the lock.
-
-        Searches probe every partition, so results equal an exact search; the gain is the
-        index's in-memory, partition-ordered copy of the vectors. Measured at 100k 384-d rows
-        in one session on 2 cores: about 2.5 s to build, search p95 124 -> 34 ms (BENCHMARKS.md).
-        Fewer partitions build faster and cost nothing at search time. No lock is held, so
-        writers keep committing during the build; rows written after it are searched flat
-        until the next optimize folds them in. A failed build is logged; search stays exact.
-        """
-        try:
-            handle = self._db.open_table(table)
-            if any(index.columns == ["vector"] for index in handle.list_indices()):
-                return
-            if handle.count_rows() < self.ann_min_rows:
-                return
-            handle.create_index("vector", config=IvfFlat(distance_type="cosine", num_partitions=_PARTITIONS))
-        except Exception as exc:
-            log.warning("cannot build the vector index of the %s table (%s); search stays exact", table, _reason(exc))
 
     # housekeeping
 

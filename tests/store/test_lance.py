@@ -476,6 +476,24 @@ def test_background_optimize_keeps_versions_and_fragments_bounded(db: Path) -> N
     assert store.last_optimize_error is None
 
 
+def test_after_a_background_optimize_a_turns_catch_up_read_uses_indexes_and_still_sees_newer_rows(db: Path) -> None:
+    store = LanceStore(db, optimize_every=5, optimize_quiet=0)
+    for seq in range(0, 150, 30):
+        store.append_messages(turn("s", seq, 30) + turn("other", seq, 30))
+    deadline = time.monotonic() + 20
+    while store.optimize_runs == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    store.append_messages(turn("s", 150, 3))
+    handle = store._table("messages", create=False)
+    handle.checkout_latest()
+
+    plan = handle.search().where("session = 's' AND seq > 140").explain_plan()
+
+    assert "ScalarIndexQuery" in plan and "seq_idx" in plan and "session_idx" in plan
+    assert [m.seq for m in store.load_messages("s", after_seq=140)] == list(range(141, 153))
+    store.close()
+
+
 def test_without_optimize_every_write_leaves_a_version(db: Path) -> None:
     store = LanceStore(db, optimize_every=0)
     for seq in range(60):
