@@ -25,7 +25,11 @@ Strategies, each meeting the trace as an agent loop would (one request per step 
 5. monad: a real ``Session`` (as ``reference_trace.run_monad``) whose clock follows the
    simulated pauses and whose ``models.main.cache`` states the cell's ``d``.
 
-The fidelity side (which identifiers stay findable) is measured elsewhere; this is cost only.
+Findable, as in ``benchmarks/fidelity.py``: of the trace's planted identifiers, how many an agent
+that has forgotten them can still reach at the end: verbatim in the last request (window,
+summary, ledger), in a saved output whose ``read_tool_output`` id that request shows (monad), or
+in the ``recall`` tool's answer to the identifier's probe (monad). A last request that was
+refused reaches nothing.
 """
 
 from __future__ import annotations
@@ -56,7 +60,7 @@ from benchmarks.reference_trace import (
     replay_tool,
     tool_schemas,
 )
-from benchmarks.trace import Trace, generate_trace, replay_events
+from benchmarks.trace import Planted, Trace, generate_trace, replay_events
 from monad_notebook.agent.instructions import SYSTEM_PROMPT
 from monad_notebook.agent.tools.base import Tool, ToolContext, tool
 from monad_notebook.config import Config
@@ -65,7 +69,7 @@ from monad_notebook.context.prompt import assemble
 from monad_notebook.context.summarize import ExtractiveSummarizer, LLMSummarizer
 from monad_notebook.context.tokens import TokenCounter
 from monad_notebook.errors import ContextLengthError
-from monad_notebook.messages import Message
+from monad_notebook.messages import Message, ToolCall
 from monad_notebook.session import Session
 from monad_notebook.store.base import Summary
 from monad_notebook.store.lance import LanceStore
@@ -120,6 +124,7 @@ class Log:
     clock: Clock
     requests: list[Sent] = field(default_factory=list)
     seconds: float = 0.0
+    findable: int = 0  # planted identifiers reachable at the end (see the module's docstring)
 
     def send(self, messages: Messages, tokens: int) -> bool:
         refused = tokens > self.window
@@ -172,6 +177,32 @@ class PrefixCache:
         return bill
 
 
+def _prompt_text(messages: Messages) -> str:
+    parts = []
+    for message in messages:
+        parts += [str(message.get("content") or ""), str(message.get("tool_call_id") or "")]
+        parts.extend(f"{c['id']} {c['function']['arguments']}" for c in message.get("tool_calls") or ())
+    return "\n".join(parts)
+
+
+def findable(
+    trace: Trace,
+    log: Log,
+    handle: Callable[[str], str | None] = lambda call_id: None,
+    recall: Callable[[Planted], str] | None = None,
+) -> int:
+    """Planted identifiers the end of the session still reaches: the last request, a handle it shows, recall."""
+    if not log.requests or log.requests[-1].refused:
+        return 0
+    text = _prompt_text(log.requests[-1].messages)
+    found = 0
+    for plant in trace.planted:
+        call_id = trace.steps[plant.step - 1].call_id
+        by_handle = call_id in text and plant.value in (handle(call_id) or "")
+        found += plant.value in text or by_handle or (recall is not None and plant.value in recall(plant))
+    return found
+
+
 def _common(a: list[str], b: list[str]) -> int:
     n = 0
     for x, y in zip(a, b, strict=False):
@@ -195,6 +226,7 @@ def _drive(trace: Trace, pauses: Pauses, log: Log, request: Callable[[], None], 
         if kind == "step":
             log.clock.advance(pauses.per_step[value.index])
     log.seconds = time.perf_counter() - started
+    log.findable = findable(trace, log)
     return log
 
 
@@ -411,6 +443,13 @@ def run_monad(trace: Trace, pauses: Pauses, window: int, discount: float, counte
             session.ask(turn.user)
         session.wait_for_background()
     log.seconds = time.perf_counter() - started
+
+    def recall(plant: Planted) -> str:
+        call = ToolCall(f"probe_{plant.step}", "recall", json.dumps({"query": plant.probe}))
+        return session.execute_tool(call).text
+
+    session.wait_for_background()
+    log.findable = findable(trace, log, lambda call_id: store.get_raw_output(session.name, call_id), recall)
     session.close()
     store.close()
     return log
@@ -427,6 +466,18 @@ def table(rows: list[tuple[int, float, dict[str, Bill]]], names: list[str]) -> s
         best = min(fits, key=fits.__getitem__) if fits else "-"
         ratio = f"{bills['monad cascade'].billed / fits[best]:.2f}x" if best != "-" else "-"
         lines.append(f"| {window // 1000}k | {discount:g} | " + " | ".join(cells) + f" | {best} | {ratio} |")
+    return "\n".join(lines)
+
+
+def findable_table(rows: list[tuple[int, float, dict[str, Log]]], names: list[str], planted: int) -> str:
+    lines = [
+        f"Planted identifiers findable at the end, of {planted} (as in benchmarks/fidelity.py):",
+        "",
+        "| window | d | " + " | ".join(names) + " |",
+        "|---:|---:|" + "---:|" * len(names),
+    ]
+    for window, discount, logs in rows:
+        lines.append(f"| {window // 1000}k | {discount:g} | " + " | ".join(str(logs[n].findable) for n in names) + " |")
     return "\n".join(lines)
 
 
@@ -448,6 +499,7 @@ def main() -> None:
     )
     simulated = [run_everything, run_summarize_budget, run_langchain_clear, run_langchain_summarize]
     rows: list[tuple[int, float, dict[str, Bill]]] = []
+    found: list[tuple[int, float, dict[str, Log]]] = []
     names: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
         tools = tool_schemas(trace, Path(tmp))
@@ -459,6 +511,7 @@ def main() -> None:
                 bills = {log.name: cache.bill(log, discount, TTL_SECONDS) for log in [*logs, ours]}
                 names = list(bills)
                 rows.append((window, discount, bills))
+                found.append((window, discount, {log.name: log for log in [*logs, ours]}))
                 print(
                     f"  {window:,} d={discount:g}: "
                     + ", ".join(f"{n} {b.billed / 1e6:.2f}M" for n, b in bills.items()),
@@ -467,6 +520,8 @@ def main() -> None:
                 )
     print()
     print(table(rows, names))
+    print()
+    print(findable_table(found, names, len(trace.planted)))
 
 
 if __name__ == "__main__":
