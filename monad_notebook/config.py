@@ -1,8 +1,8 @@
-"""agents.json: defaults, validation, discovery and hot reload.
+"""agents.json: discovery, reading, validation into ``Config`` and hot reload.
 
-Every knob has a default, so no file is needed. A file is validated strictly (JSON
-types, bounds, no unknown keys) because a typo that silently falls back to a default
-is worse than an error; each error is one line naming the file and the dotted key.
+The schema (sections, defaults, bounds) is ``config_schema.py``; this module finds the file,
+reads it strictly and keeps the configuration current. Each error is one line naming the
+file and the dotted key.
 """
 
 from __future__ import annotations
@@ -12,294 +12,41 @@ import os
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal
-from urllib.parse import urlsplit
+from typing import Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
-from pydantic.alias_generators import to_camel
-from pydantic_core import PydanticCustomError
+from pydantic import ValidationError
 
-from monad_notebook.config_errors import canonical, describe_error, display_path, plain_number, working_dir
+from monad_notebook.config_errors import canonical, describe_error, display_path, working_dir
 from monad_notebook.config_json import check_shape, read_json
+from monad_notebook.config_schema import (
+    SCRIPTED_DEMO_MODEL,
+    Config,
+    EmbeddingConfig,
+    ModelConfig,
+    RedactionConfig,
+    RetrievalConfig,
+    monad_home,
+)
 from monad_notebook.errors import ConfigError
+
+__all__ = [
+    "SCRIPTED_DEMO_MODEL",
+    "Config",
+    "ConfigWatcher",
+    "EmbeddingConfig",
+    "ModelConfig",
+    "RedactionConfig",
+    "RetrievalConfig",
+    "deep_merge",
+    "find_config_path",
+    "load_config",
+    "monad_home",
+    "parse_config",
+    "watch_config",
+]
 
 CONFIG_NAME = "agents.json"
 STILL_IN_FORCE = " — the last good configuration is still in force"
-SCRIPTED_DEMO_MODEL = "scripted-demo"
-
-
-def _fraction(value: float) -> float:
-    if value <= 0:
-        raise PydanticCustomError("fraction", "must be above 0 (got {got})", {"got": plain_number(value)})
-    if value > 1:
-        raise PydanticCustomError("fraction", "must be between 0 and 1 (got {got})", {"got": plain_number(value)})
-    return value
-
-
-def _compiles(value: str) -> str:
-    """Patterns run on RE2 (linear time), so they are checked with RE2: no lookarounds or backreferences.
-
-    A pattern that can match nothing at all (``""``, ``x*``, ``\\b``) would redact nothing while
-    looking like a rule, so it is refused.
-    """
-    import re2
-
-    try:
-        compiled = re2.compile(value)
-    except re2.error as error:
-        why = error.args[0] if error.args else "unknown error"
-        why = why.decode(errors="replace") if isinstance(why, bytes) else str(why)
-        raise PydanticCustomError("regex", "is not a valid RE2 regular expression: {why}", {"why": why}) from None
-    if any(match.end() == match.start() for probe in _EMPTY_PROBES for match in compiled.finditer(probe)):
-        raise PydanticCustomError("regex", "matches the empty string, so it would redact nothing: make it match text")
-    return value
-
-
-_EMPTY_PROBES = ("", "a", "a b", "1-x")
-
-
-def _http_url(value: str) -> str:
-    parts = urlsplit(value)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise PydanticCustomError("url", "must be an http:// or https:// URL")
-    return value
-
-
-Fraction = Annotated[float, AfterValidator(_fraction)]
-PositiveInt = Annotated[int, Field(gt=0)]
-NonNegativeInt = Annotated[int, Field(ge=0)]
-Seconds = Annotated[float, Field(gt=0, le=86_400)]
-Name = Annotated[str, Field(min_length=1)]
-Url = Annotated[str, AfterValidator(_http_url)]
-
-
-class _Section(BaseModel):
-    """JSON keys are camelCase, attributes snake_case; JSON types are not coerced."""
-
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        populate_by_name=True,
-        extra="forbid",
-        strict=True,
-        validate_assignment=True,
-        allow_inf_nan=False,
-    )
-
-
-class CacheConfig(_Section):
-    """How the endpoint bills a prompt prefix it serves from its cache; unset keys follow the provider's default."""
-
-    discount: Annotated[float, Field(ge=0, le=1)] | None = None
-    ttl_seconds: Seconds | None = None
-
-
-class ModelConfig(_Section):
-    """One model tier on an OpenAI-compatible endpoint (``baseUrl`` null means OpenAI)."""
-
-    model: Name = "gpt-4.1-mini"
-    base_url: Url | None = None
-    api_key_env: Name = "OPENAI_API_KEY"
-    context_window: PositiveInt | None = None
-    max_output_tokens: PositiveInt | None = None
-    temperature: Annotated[float, Field(ge=0, le=2)] | None = None
-    timeout_seconds: Seconds = 60.0
-    max_retries: NonNegativeInt = 4
-    cache: CacheConfig = Field(default_factory=CacheConfig)
-
-    @field_validator("max_output_tokens")
-    @classmethod
-    def _output_fits_the_window(cls, value: int | None, info: ValidationInfo) -> int | None:
-        window = info.data.get("context_window")
-        if value is not None and window is not None and value >= window:
-            raise PydanticCustomError(
-                "order", "must be below contextWindow, {window} (got {got})", {"window": window, "got": value}
-            )
-        return value
-
-
-class FastModelConfig(ModelConfig):
-    """Same keys as main; whatever is not set here is read from main (see ``resolved_fast``)."""
-
-    model: Name = "gpt-4.1-nano"
-
-
-class EmbeddingConfig(_Section):
-    provider: Literal["local", "openai", "none"] = "local"
-    model: Name | None = None
-    base_url: Url | None = None
-    api_key_env: Name = "OPENAI_API_KEY"
-    dimensions: PositiveInt | None = None
-
-
-class ModelsConfig(_Section):
-    main: ModelConfig = Field(default_factory=ModelConfig)
-    fast: FastModelConfig = Field(default_factory=FastModelConfig)
-    embedding: EmbeddingConfig = Field(default_factory=EmbeddingConfig)
-
-    def resolved_fast(self) -> ModelConfig:
-        """The fast tier with every key it does not set taken from main.
-
-        An unset fast model is gpt-4.1-nano only while main talks to OpenAI itself; on a
-        custom endpoint (or the scripted demo) nano would not exist, so main's model is
-        reused. Window and output limits describe a model, so they are inherited only
-        when both tiers resolve to the same model.
-        """
-        own = self.fast.model_fields_set
-        values = {name: getattr(self.fast if name in own else self.main, name) for name in ModelConfig.model_fields}
-        if "model" not in own:
-            on_openai = self.main.base_url is None and self.main.model != SCRIPTED_DEMO_MODEL
-            values["model"] = self.fast.model if on_openai else self.main.model
-        if values["model"] != self.main.model:
-            for name in ("context_window", "max_output_tokens"):
-                values[name] = getattr(self.fast, name)
-        return ModelConfig.model_construct(**values)  # each value is validated; main and fast may mix
-
-
-class StoreConfig(_Section):
-    uri: Name | None = None
-    storage_options: dict[str, str] = Field(default_factory=dict)
-    optimize_every_writes: PositiveInt = 50
-
-    def resolved_uri(self) -> str:
-        """The LanceDB URI to open: ``uri`` or ``$MONAD_HOME/db``."""
-        return self.uri if self.uri is not None else str(monad_home() / "db")
-
-
-class AgentConfig(_Section):
-    name: Annotated[str, Field(min_length=1, max_length=100)] | None = None
-    max_steps: PositiveInt = 24
-    system_prompt: str | None = None
-
-
-class PythonToolConfig(_Section):
-    approval: Literal["ask", "auto", "off"] = "ask"
-    timeout_seconds: Seconds | None = None
-
-
-class FilesToolConfig(_Section):
-    root: Name | None = None
-
-
-class ToolsConfig(_Section):
-    python: PythonToolConfig = Field(default_factory=PythonToolConfig)
-    files: FilesToolConfig = Field(default_factory=FilesToolConfig)
-
-
-class ToolOutputConfig(_Section):
-    max_chars: PositiveInt = 24_000
-    head_fraction: Fraction = 0.7
-    persist_raw: bool = True
-    raw_cap_bytes: PositiveInt = 10_000_000
-
-
-class EvictionConfig(_Section):
-    enabled: bool = True
-    at_fraction: Fraction = 0.5
-    keep_recent_rounds: PositiveInt = 3
-    clear_at_least: NonNegativeInt = 2000
-    min_result_tokens: NonNegativeInt = 200
-
-
-class SummarizeConfig(_Section):
-    enabled: bool = True
-    background: bool = True
-    soft_fraction: Fraction = 0.75
-    hard_fraction: Fraction = 0.9
-    keep_recent: PositiveInt = 8
-    reflect_at_tokens: PositiveInt = 4000
-    ledger_max_items: PositiveInt = 150
-    ledger_max_tokens: PositiveInt = 1500
-
-    @field_validator("hard_fraction")
-    @classmethod
-    def _hard_not_below_soft(cls, value: float, info: ValidationInfo) -> float:
-        soft = info.data.get("soft_fraction")
-        if soft is not None and value < soft:
-            raise PydanticCustomError(
-                "order",
-                "must be at least softFraction, {soft} (got {got})",
-                {"soft": plain_number(soft), "got": plain_number(value)},
-            )
-        return value
-
-
-class RecitationConfig(_Section):
-    enabled: bool = False
-
-
-class RetrievalConfig(_Section):
-    enabled: bool = False
-    min_score: Annotated[float, Field(ge=0, le=1)] = 0.30
-    max_results: PositiveInt = 5
-    snippet_chars: PositiveInt = 600
-
-
-class RecallConfig(_Section):
-    enabled: bool = True
-    max_results: Annotated[int, Field(gt=0, le=20)] = 6
-    snippet_chars: Annotated[int, Field(ge=80, le=2000)] = 320
-    embed_max_chars: NonNegativeInt = 200_000
-
-
-class MemoryPromotionConfig(_Section):
-    mode: Literal["off", "suggest", "auto"] = "off"
-    max_facts: PositiveInt = 8
-
-
-class MemoryConfig(_Section):
-    prompt_budget_tokens: NonNegativeInt = 800
-
-
-class HandoffConfig(_Section):
-    enabled: bool = False
-    at_fraction: Fraction = 0.6
-    after_reflections: PositiveInt = 2
-
-
-class RedactionPattern(_Section):
-    name: Name
-    regex: Annotated[str, AfterValidator(_compiles)]
-
-
-class RedactionConfig(_Section):
-    enabled: bool = True
-    env_secrets: bool = True
-    patterns: list[RedactionPattern] = Field(default_factory=list)
-    hook: Annotated[str, Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")] | None = None
-
-
-class ContextConfig(_Section):
-    tool_output: ToolOutputConfig = Field(default_factory=ToolOutputConfig)
-    eviction: EvictionConfig = Field(default_factory=EvictionConfig)
-    summarize: SummarizeConfig = Field(default_factory=SummarizeConfig)
-    recitation: RecitationConfig = Field(default_factory=RecitationConfig)
-    retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
-    recall: RecallConfig = Field(default_factory=RecallConfig)
-    memory_promotion: MemoryPromotionConfig = Field(default_factory=MemoryPromotionConfig)
-    memory: MemoryConfig = Field(default_factory=MemoryConfig)
-    handoff: HandoffConfig = Field(default_factory=HandoffConfig)
-    redaction: RedactionConfig = Field(default_factory=RedactionConfig)
-
-
-class Config(_Section):
-    """The whole of agents.json; ``Config()`` is the all-defaults configuration."""
-
-    models: ModelsConfig = Field(default_factory=ModelsConfig)
-    store: StoreConfig = Field(default_factory=StoreConfig)
-    agent: AgentConfig = Field(default_factory=AgentConfig)
-    tools: ToolsConfig = Field(default_factory=ToolsConfig)
-    context: ContextConfig = Field(default_factory=ContextConfig)
-
-    def to_json_dict(self) -> dict[str, Any]:
-        """The effective configuration in agents.json shape (fast tier shown resolved)."""
-        data = self.model_dump(mode="json", by_alias=True)
-        data["models"]["fast"] = self.models.resolved_fast().model_dump(mode="json", by_alias=True)
-        return data
-
-
-def monad_home() -> Path:
-    """Where the database and the user-wide agents.json live: ``$MONAD_HOME`` or ``~/.monad``."""
-    return Path(os.environ.get("MONAD_HOME") or "~/.monad").expanduser()
 
 
 def find_config_path() -> Path | None:

@@ -22,7 +22,7 @@ LAYERS: list[set[str]] = [
     {"agent", "context", "memory", "widget", "branching", "demo", "testing", "safe_markdown", "export"},
     {"store", "redaction"},
     {"provider"},
-    {"config", "config_errors", "config_json", "events", "errors", "messages"},
+    {"config", "config_errors", "config_json", "config_schema", "events", "errors", "messages"},
 ]
 
 
@@ -134,4 +134,4 @@ def test_only_the_provider_package_imports_openai_and_only_the_lance_store_impor
                 owners[dependency].add(name)
     assert {room(name) for name in owners["openai"]} == {"provider"}
     assert owners["anywidget"] == {"monad_notebook.widget.panel", "monad_notebook.widget.cell_approval"}
-    assert owners["lancedb"] <= {"monad_notebook.store.lance", "monad_notebook.store.tables"}
+    assert owners["lancedb"] <= {"monad_notebook.store.lance", "monad_notebook.store.tables", "monad_notebook.store.indexes"}

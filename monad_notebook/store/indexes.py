@@ -23,9 +23,12 @@ _LOOKUPS: dict[str, dict[str, Any]] = {"messages": {"session": Bitmap, "seq": BT
 class IndexedTables(LanceTables):
     """Index building on top of the table plumbing; the searches that use them live in ``search.py``."""
 
-    def _index_after_optimize(self, name: str) -> None:
+    def _index_before_optimize(self, name: str) -> None:
+        """Lookups first, so the pass that follows drops the versions their builds made."""
         if name in _LOOKUPS:
             self._index_lookups(name)
+
+    def _index_after_optimize(self, name: str) -> None:
         if name.startswith(EMBEDDINGS_PREFIX):
             self._index_vectors(name)
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import random
 import re
 import threading
@@ -30,6 +29,7 @@ from typing import Any, TypeVar
 import lancedb
 import pyarrow as pa
 
+from monad_notebook.config_schema import monad_home
 from monad_notebook.errors import StoreError
 from monad_notebook.store.foreground import FOREGROUND, Foreground
 from monad_notebook.store.rows import EMBEDDINGS_PREFIX, NULL_AS, SCHEMAS, embeddings_table
@@ -49,7 +49,7 @@ _RETRYABLE = ("not found", "incompatible transaction", "commit conflict", "retry
 
 def default_db_uri() -> str:
     """``$MONAD_HOME/db``, or ``~/.monad/db``: one database shared by every kernel of this user."""
-    return str(Path(os.environ.get("MONAD_HOME") or "~/.monad").expanduser() / "db")
+    return str(monad_home() / "db")
 
 
 _ELSEWHERE = "point MONAD_HOME (or store.uri in agents.json) at a writable directory"
@@ -292,6 +292,7 @@ class LanceTables:
         for name in tables:
             if background and not self._quiet(due):
                 return
+            self._index_before_optimize(name)
             if background and name not in _OPTIMIZED_UNDER_LOCK:
                 self._optimize_table(name, self._own_handle(name), self.cleanup_grace)
             elif background:
@@ -304,8 +305,11 @@ class LanceTables:
         if background:
             self.optimize_runs += 1
 
+    def _index_before_optimize(self, name: str) -> None:
+        """Build the indexes the optimize then keeps current (``indexes.py``); none at this level."""
+
     def _index_after_optimize(self, name: str) -> None:
-        """Build the indexes a table has grown into (``indexes.py``); none at this level."""
+        """Build the indexes best built over compacted rows (``indexes.py``); none at this level."""
 
     def _quiet(self, due: float) -> bool:
         """Wait for ``optimize_quiet`` seconds without writes and no search in the foreground.
