@@ -8,6 +8,12 @@ back to back does not contend with its own indexing for the store at every step.
 indexed (read from the store once per session) are skipped, so handing over the same messages
 again is cheap.
 
+The first time an indexer meets a session it also goes over what the session stored before:
+messages a kernel stored but never indexed (it stopped with work queued, or crashed) and, after
+the embedding model changed, messages without a vector from the new one. Recall is only as good
+as its index: a message that is in the store but not in the index cannot be found by meaning
+or by words.
+
 A tool result whose full text was saved (truncated when it arrived) is indexed from that
 text, read back in one query per batch. Vectors cost CPU (about 2,000 tokens a second on one
 core for the offline model), so at most ``embed_max_chars`` of one message are embedded;
@@ -53,6 +59,7 @@ class RecallIndexer:
     write_chunks = 256
     embed_batch = 8  # chunks per embedding call: what a search started meanwhile may have to share the cores with
     linger = 0.5  # seconds a job waits for the next ones, so back-to-back steps share their writes
+    backfill_slice = 500  # stored messages indexed per pass when catching up with a session's history
     max_yield = 5.0  # seconds one unit of work waits for the foreground at most, so indexing always progresses
 
     def __init__(
@@ -71,22 +78,28 @@ class RecallIndexer:
         self.write_chunks = batch_size or self.write_chunks
         self.last_error: str | None = None
         self._cond = threading.Condition()
-        self._queue: list[tuple[str, list[Message]]] = []
+        self._queue: list[tuple[str, list[Message] | None]] = []  # None: the session's stored history
         self._pending = 0
         self._worker: threading.Thread | None = None
         self._texted: dict[str, set[str]] = {}
         self._embedded: dict[str, set[str]] = {}
+        self._met: set[str] = set()
         self._stopping = False
         _LIVE.add(self)
 
     def index_pending(self, session: str, messages: Iterable[Message]) -> None:
-        """Queue the messages worth indexing; returns at once."""
-        todo = [m for m in messages if m.role != "system" and (m.role == "tool" or indexed_text(m))]
-        if not todo or self._stopping:
+        """Queue the messages worth indexing (and, the first time, the session's unindexed history); returns at once."""
+        todo = [m for m in messages if _worth_indexing(m)]
+        if self._stopping or not (todo or session not in self._met):
             return
         with self._cond:
-            self._queue.append((session, todo))
-            self._pending += 1
+            if session not in self._met:
+                self._met.add(session)
+                self._queue.append((session, None))
+                self._pending += 1
+            if todo:
+                self._queue.append((session, todo))
+                self._pending += 1
             if self._worker is None:
                 self._worker = threading.Thread(target=self._run, name="monad-recall-index", daemon=True)
                 self._worker.start()
@@ -123,15 +136,26 @@ class RecallIndexer:
                     self._pending -= len(jobs)
                     self._cond.notify_all()
 
-    def _process(self, jobs: list[tuple[str, list[Message]]]) -> None:
+    def _process(self, jobs: list[tuple[str, list[Message] | None]]) -> None:
         by_session: dict[str, dict[str, Message]] = {}
         for session, messages in jobs:
-            by_session.setdefault(session, {}).update((m.id, m) for m in messages)
+            by_session.setdefault(session, {}).update((m.id, m) for m in messages or ())
         for session, messages in by_session.items():
             try:
+                if any(job == (session, None) for job in jobs):
+                    self._backfill(session)
                 self._index(session, list(messages.values()))
             except Exception as exc:
                 self._failed(session, exc)
+
+    def _backfill(self, session: str) -> None:
+        """Index what the session stored before this indexer started, a slice at a time."""
+        self._yield()
+        stored = [m for m in self.store.load_messages(session) if _worth_indexing(m)]
+        for start in range(0, len(stored), self.backfill_slice):
+            if self._stopping:
+                return
+            self._index(session, stored[start : start + self.backfill_slice])
 
     def _index(self, session: str, messages: list[Message]) -> None:
         texted = self._known(self._texted, session, lambda: self.store.chunked_ids(session))
@@ -192,6 +216,10 @@ class RecallIndexer:
         first = self.last_error is None
         self.last_error = f"indexing messages of {session!r} for recall failed: {exc}"
         (log.warning if first else log.debug)("%s; recall will miss them", self.last_error)
+
+
+def _worth_indexing(message: Message) -> bool:
+    return message.role != "system" and (message.role == "tool" or bool(indexed_text(message)))
 
 
 def _lower_priority() -> None:

@@ -270,3 +270,50 @@ def test_a_passage_holding_the_identifier_asked_about_comes_first_when_the_vecto
     for note in notes:
         order = note.content.split()[1]
         assert [p.hit.message_id for p in recall.search("s", f"Where did {order} ship to?", 1)] == [note.id]
+
+
+def test_history_a_kernel_stored_but_never_indexed_is_found_once_a_new_indexer_meets_the_session(store):
+    said = [
+        Message("user", f"note {i}: the churn raw extract is data/raw/churn_{i}.parquet", session="s", seq=i)
+        for i in range(3)
+    ]
+    store.append_messages(said)  # a kernel stopped (or crashed) before indexing these
+    assert store.search_chunks("s", "churn", 5) == []
+    embedder = KeywordEmbedder()
+
+    index(store, embedder, "s", [Message("user", "revenue by region", session="s", seq=3)])
+
+    assert {h.message_id for h in store.search_chunks("s", "churn raw extract", 5)} == {m.id for m in said}
+    assert {m.id for m in said} <= store.embedded_ids("s", model=embedder.name, dims=embedder.dims)
+    passages = Recall(store, embedder).search("s", "where is the churn raw extract", 3)
+    assert "data/raw/churn_0.parquet" in " ".join(p.hit.snippet for p in passages)
+
+
+class RenamedEmbedder(KeywordEmbedder):
+    name = "keywords-v2"
+
+
+def test_after_the_embedding_model_changes_earlier_messages_get_vectors_from_the_new_one(store):
+    earlier = [Message("user", f"cat note {i}", session="s", seq=i) for i in range(4)]
+    store.append_messages(earlier)
+    index(store, KeywordEmbedder(), "s", earlier)
+    renamed = RenamedEmbedder()
+
+    index(store, renamed, "s", [Message("user", "revenue by region", session="s", seq=4)])
+
+    assert {m.id for m in earlier} <= store.embedded_ids("s", model=renamed.name, dims=renamed.dims)
+    hits = store.search_embeddings("s", renamed.embed(["cat"])[0], 2, model=renamed.name)
+    assert hits and hits[0].message_id in {m.id for m in earlier}
+
+
+def test_a_session_whose_history_is_all_indexed_costs_its_new_indexer_no_writes(store):
+    earlier = [Message("user", f"cat note {i}", session="s", seq=i) for i in range(4)]
+    store.append_messages(earlier)
+    index(store, KeywordEmbedder(), "s", earlier)
+    versions = (store.table_version("recall_text"), store.table_version("embeddings_7"))
+    embedder = KeywordEmbedder()
+
+    index(store, embedder, "s", [])
+
+    assert (store.table_version("recall_text"), store.table_version("embeddings_7")) == versions
+    assert embedder.calls == []
