@@ -311,6 +311,7 @@ class Session:
             "stored_messages": self.store.count_messages(self.name),
             "window_messages": len(self.window.messages),
             "summary": bool(self.window.summary and self.window.summary.text),
+            "unindexed": self.cascade.turn_stages.unindexed,
             **self.usage_snapshot(),
         }
 

@@ -22,6 +22,7 @@ KNOWN = {
     "stored_messages",
     "window_messages",
     "summary",
+    "unindexed",
     "occupancy",
     "context_window",
     "fraction",
@@ -93,6 +94,12 @@ def status_sentences(status: dict[str, Any], *, approval: str, allowed_for_sessi
             else "none has been summarized yet."
         ),
     ]
+    unindexed = int(status.get("unindexed") or 0)
+    if unindexed:
+        lines.append(
+            f"Recall is still indexing {_plural(unindexed, 'message')} in the background; "
+            "it finds them once they are indexed."
+        )
     reclaimed = int(status.get("reclaimed") or 0)
     if reclaimed:
         lines.append(f"Clearing old tool results has saved {reclaimed:,} tokens; each stays readable by its handle.")

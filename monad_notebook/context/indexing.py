@@ -84,6 +84,8 @@ class RecallIndexer:
         self._texted: dict[str, set[str]] = {}
         self._embedded: dict[str, set[str]] = {}
         self._met: set[str] = set()
+        self._queued = 0  # new messages queued or in hand
+        self._backlog = 0  # earlier messages of a session still to index
         self._stopping = False
         _LIVE.add(self)
 
@@ -100,9 +102,15 @@ class RecallIndexer:
             if todo:
                 self._queue.append((session, todo))
                 self._pending += 1
+                self._queued += len(todo)
             if self._worker is None:
                 self._worker = threading.Thread(target=self._run, name="monad-recall-index", daemon=True)
                 self._worker.start()
+
+    @property
+    def waiting(self) -> int:
+        """Messages stored but not yet indexed: recall cannot find them until they are."""
+        return self._queued + self._backlog
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until every queued message is indexed (or given up on); False on timeout."""
@@ -114,6 +122,7 @@ class RecallIndexer:
         with self._cond:
             self._stopping = True
             self._pending -= len(self._queue)
+            self._queued -= sum(len(messages or ()) for _, messages in self._queue)
             self._queue = []
             self._cond.notify_all()
         self.flush(timeout)
@@ -134,6 +143,7 @@ class RecallIndexer:
             finally:
                 with self._cond:
                     self._pending -= len(jobs)
+                    self._queued -= sum(len(messages or ()) for _, messages in jobs)
                     self._cond.notify_all()
 
     def _process(self, jobs: list[tuple[str, list[Message] | None]]) -> None:
@@ -151,18 +161,28 @@ class RecallIndexer:
     def _backfill(self, session: str) -> None:
         """Index what the session stored before this indexer started, a slice at a time."""
         self._yield()
-        stored = [m for m in self.store.load_messages(session) if _worth_indexing(m)]
-        for start in range(0, len(stored), self.backfill_slice):
-            if self._stopping:
-                return
-            self._index(session, stored[start : start + self.backfill_slice])
+        stored = self._fresh(session, [m for m in self.store.load_messages(session) if _worth_indexing(m)])
+        self._backlog = len(stored)
+        try:
+            for start in range(0, len(stored), self.backfill_slice):
+                if self._stopping:
+                    return
+                self._index(session, stored[start : start + self.backfill_slice])
+                self._backlog = max(0, len(stored) - start - self.backfill_slice)
+        finally:
+            self._backlog = 0
 
-    def _index(self, session: str, messages: list[Message]) -> None:
+    def _fresh(self, session: str, messages: list[Message]) -> list[Message]:
+        """The messages not yet in the full-text index, or (with an embedder) without its vectors."""
         texted = self._known(self._texted, session, lambda: self.store.chunked_ids(session))
         embedded = self._known(self._embedded, session, lambda: self._stored_vectors(session))
-        fresh = [m for m in messages if m.id not in texted or (self.embedder is not None and m.id not in embedded)]
+        return [m for m in messages if m.id not in texted or (self.embedder is not None and m.id not in embedded)]
+
+    def _index(self, session: str, messages: list[Message]) -> None:
+        fresh = self._fresh(session, messages)
         if not fresh:
             return
+        texted, embedded = self._texted[session], self._embedded[session]
         chunks = self._chunks(session, fresh)
         new_text = [c for m in fresh if m.id not in texted for c in chunks[m.id]]
         self._yield()

@@ -119,6 +119,11 @@ class TurnStages:
         """The folded span's last chance: promote durable facts (best-effort, never raises)."""
         self.promotion.on_summary_saved(session, span, self.agent)
 
+    @property
+    def unindexed(self) -> int:
+        """Stored messages recall cannot find yet (queued, or earlier history being caught up)."""
+        return self.indexer.waiting if self.indexer is not None else 0
+
     def flush(self, timeout: float | None = None) -> None:
         if self.indexer is not None:
             self.indexer.flush(timeout)

@@ -317,3 +317,38 @@ def test_a_session_whose_history_is_all_indexed_costs_its_new_indexer_no_writes(
 
     assert (store.table_version("recall_text"), store.table_version("embeddings_7")) == versions
     assert embedder.calls == []
+
+
+def test_a_session_reopened_with_recall_on_says_it_is_catching_up_and_then_its_earlier_turns_are_found(
+    store, monkeypatch
+):
+    from monad_notebook import Session
+    from monad_notebook.cell.status import status_sentences
+    from monad_notebook.config import Config
+    from monad_notebook.context import turn_stages
+    from monad_notebook.testing import ScriptedModel, tool_call
+
+    off = Config.model_validate({"context": {"recall": {"enabled": False}}})
+    first = Session("s", config=off, store=store, model=ScriptedModel(["noted"] * 3, context_window=100_000))
+    for i in range(3):
+        first.ask(f"cat note {i}: the churn raw extract is data/raw/churn_{i}.parquet")
+    first.close()
+    embedder = KeywordEmbedder()
+    embedder.gate = threading.Event()
+    monkeypatch.setattr(turn_stages, "make_embedder", lambda cfg: embedder)
+    model = ScriptedModel(["ok", tool_call("recall", {"query": "churn raw extract"}), "done"], context_window=100_000)
+    second = Session("s", config=Config(), store=store, model=model)
+
+    second.ask("hello again")
+    assert embedder.entered.wait(10)
+    busy = status_sentences(second.status(), approval="ask", allowed_for_session=False)
+    embedder.gate.set()
+    second.wait_for_background(30)
+    settled = status_sentences(second.status(), approval="ask", allowed_for_session=False)
+    second.window.messages = second.window.messages[-2:]  # as if compaction had folded the earlier turns
+    second.ask("where was the churn raw extract?")
+    second.close()
+
+    assert "Recall is still indexing" in busy and "Recall is still indexing" not in settled
+    answer = model.calls[-1].messages[-1]["content"]
+    assert "data/raw/churn_0.parquet" in answer
