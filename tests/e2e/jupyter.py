@@ -32,8 +32,15 @@ def free_port() -> int:
 
 def write_notebook(path: Path, sources: list[str]) -> None:
     cells = [
-        {"cell_type": "code", "metadata": {}, "source": source, "outputs": [], "execution_count": None}
-        for source in sources
+        {
+            "id": f"cell-{n}",
+            "cell_type": "code",
+            "metadata": {},
+            "source": source,
+            "outputs": [],
+            "execution_count": None,
+        }
+        for n, source in enumerate(sources)
     ]
     notebook = {
         "cells": cells,
