@@ -60,6 +60,8 @@ class RecallIndexer:
     embed_batch = 8  # chunks per embedding call: what a search started meanwhile may have to share the cores with
     linger = 0.5  # seconds a job waits for the next ones, so back-to-back steps share their writes
     backfill_slice = 500  # stored messages indexed per pass when catching up with a session's history
+    backfill_quiet = 1.0  # seconds without new messages before catching up starts (a pause between turns)
+    backfill_max_delay = 60.0  # ... or this long after the session was met, pause or not
     max_yield = 5.0  # seconds one unit of work waits for the foreground at most, so indexing always progresses
 
     def __init__(
@@ -83,7 +85,8 @@ class RecallIndexer:
         self._worker: threading.Thread | None = None
         self._texted: dict[str, set[str]] = {}
         self._embedded: dict[str, set[str]] = {}
-        self._met: set[str] = set()
+        self._met: dict[str, float] = {}  # session -> when this indexer met it
+        self._last_new = 0.0
         self._queued = 0  # new messages queued or in hand
         self._backlog = 0  # earlier messages of a session still to index
         self._stopping = False
@@ -96,13 +99,14 @@ class RecallIndexer:
             return
         with self._cond:
             if session not in self._met:
-                self._met.add(session)
+                self._met[session] = time.monotonic()
                 self._queue.append((session, None))
                 self._pending += 1
             if todo:
                 self._queue.append((session, todo))
                 self._pending += 1
                 self._queued += len(todo)
+                self._last_new = time.monotonic()
             if self._worker is None:
                 self._worker = threading.Thread(target=self._run, name="monad-recall-index", daemon=True)
                 self._worker.start()
@@ -138,13 +142,22 @@ class RecallIndexer:
                     self._worker = None
                     return
                 jobs, self._queue = self._queue, []
+                later = [job for job in jobs if job[1] is None and not self._backfill_due(job[0])]
+                jobs = [job for job in jobs if not (job[1] is None and job in later)]
             try:
                 self._process(jobs)
             finally:
                 with self._cond:
-                    self._pending -= len(jobs)
+                    self._pending -= len(jobs) + (len(later) if self._stopping else 0)
                     self._queued -= sum(len(messages or ()) for _, messages in jobs)
+                    if not self._stopping:
+                        self._queue[:0] = later
                     self._cond.notify_all()
+
+    def _backfill_due(self, session: str) -> bool:
+        """Catching up reads a whole session's ids (and indexes what is missing): it waits for a pause."""
+        now = time.monotonic()
+        return now - self._last_new >= self.backfill_quiet or now - self._met[session] >= self.backfill_max_delay
 
     def _process(self, jobs: list[tuple[str, list[Message] | None]]) -> None:
         by_session: dict[str, dict[str, Message]] = {}
@@ -159,9 +172,20 @@ class RecallIndexer:
                 self._failed(session, exc)
 
     def _backfill(self, session: str) -> None:
-        """Index what the session stored before this indexer started, a slice at a time."""
+        """Index what the session stored before this indexer started, a slice at a time.
+
+        Ids first: a large session whose history is all indexed costs three reads of one
+        column, not the texts of every message.
+        """
         self._yield()
-        stored = self._fresh(session, [m for m in self.store.load_messages(session) if _worth_indexing(m)])
+        known = self._known(self._texted, session, lambda: self.store.chunked_ids(session))
+        if self.embedder is not None:
+            known = known & self._known(self._embedded, session, lambda: self._stored_vectors(session))
+        missing = self.store.message_ids(session) - known
+        if not missing:
+            return
+        self._yield()
+        stored = self._fresh(session, [m for m in self.store.load_messages(session, ids=missing) if _worth_indexing(m)])
         self._backlog = len(stored)
         try:
             for start in range(0, len(stored), self.backfill_slice):

@@ -128,8 +128,11 @@ class Store(Protocol):
     def append_messages(self, messages: list[Message]) -> None:
         """One write for the whole batch, whatever its size."""
 
-    def load_messages(self, session: str, *, after_seq: int = -1) -> list[Message]:
-        """Messages with seq > after_seq, in seq order, deduplicated by id."""
+    def load_messages(self, session: str, *, after_seq: int = -1, ids: Iterable[str] | None = None) -> list[Message]:
+        """Messages with seq > after_seq (only those in ``ids`` when given), in seq order, deduplicated by id."""
+
+    def message_ids(self, session: str) -> set[str]:
+        """The ids of the session's stored messages, without reading their texts."""
 
     def count_messages(self, session: str) -> int: ...
     def set_placeholders(self, session: str, placeholders: dict[str, str]) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
@@ -32,6 +33,8 @@ from monad_notebook.store.rows import (
 )
 from monad_notebook.store.search import TEXT_TABLE, SearchTables
 from monad_notebook.store.tables import default_db_uri
+
+_IDS_PER_READ = 500  # ids per IN (...) filter
 
 __all__ = ["LanceStore", "default_db_uri"]
 
@@ -113,14 +116,26 @@ class LanceStore(ClaimTables, SearchTables):
     def append_messages(self, messages: list[Message]) -> None:
         self._add("messages", [message_row(m) for m in messages])
 
-    def load_messages(self, session: str, *, after_seq: int = -1) -> list[Message]:
-        rows = self._read("messages", f"session = {sql_str(session)} AND seq > {int(after_seq)}")
+    def load_messages(self, session: str, *, after_seq: int = -1, ids: Iterable[str] | None = None) -> list[Message]:
+        where = f"session = {sql_str(session)} AND seq > {int(after_seq)}"
+        if ids is None:
+            rows = self._read("messages", where)
+        else:
+            wanted = sorted(set(ids))
+            rows = [
+                row
+                for start in range(0, len(wanted), _IDS_PER_READ)
+                for row in self._read("messages", f"{where} AND id IN {sql_in(wanted[start : start + _IDS_PER_READ])}")
+            ]
         unique: dict[str, dict[str, Any]] = {}
         for row in rows:
             kept = unique.get(row["id"])
             if kept is None or (row["placeholder"] and not kept["placeholder"]):
                 unique[row["id"]] = row
         return sorted((message_from_row(r) for r in unique.values()), key=lambda m: (m.seq, m.created_at))
+
+    def message_ids(self, session: str) -> set[str]:
+        return {row["id"] for row in self._read("messages", f"session = {sql_str(session)}", ["id"])}
 
     def count_messages(self, session: str) -> int:
         """Stored rows, without reading them; a rare duplicate from a retried write counts twice."""

@@ -476,6 +476,18 @@ def test_background_optimize_keeps_versions_and_fragments_bounded(db: Path) -> N
     assert store.last_optimize_error is None
 
 
+def test_messages_load_by_id_across_batches_and_their_ids_read_without_their_texts(store: LanceStore) -> None:
+    messages = turn("s", 0, 1200) + turn("other", 0, 3)
+    store.append_messages(messages)
+    wanted = [m.id for m in messages[::2] if m.session == "s"]
+
+    loaded = store.load_messages("s", ids=[*wanted, "no-such-id"])
+
+    assert [m.id for m in loaded] == wanted
+    assert store.message_ids("s") == {m.id for m in messages if m.session == "s"}
+    assert store.load_messages("s", ids=[]) == []
+
+
 def test_after_a_background_optimize_a_turns_catch_up_read_uses_indexes_and_still_sees_newer_rows(db: Path) -> None:
     store = LanceStore(db, optimize_every=5, optimize_quiet=0)
     for seq in range(0, 150, 30):
