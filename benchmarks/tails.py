@@ -15,6 +15,7 @@ Timed on the turn's thread, what the user waits for:
 
 - overhead per step: a turn's wall time minus the model call and the tool run, per step
   (default config: recall on, related_context off), turns of one tool step plus one answer;
+- a turn's catch-up read (``seq > n`` of the session, nothing newer) on the freshly compacted store;
 - the ``<related_context>`` stage as the turn runs it (query embedding, identifier lookup,
   full-text and vector search), with retrieval enabled, and the ``recall`` tool the model
   calls in the same turns (embedding included).
@@ -137,6 +138,7 @@ def run_size(size: int, turns: int, queries: int, embedder: LocalEmbedder) -> di
         started = time.perf_counter()
         seed(store, embedder, size)
         seeded = time.perf_counter() - started
+        catch_up = [_timed_ms(lambda: store.load_messages(SESSION, after_seq=size)) for _ in range(30)]
         overhead = _phase(store, {}, turns, ["next question"] * turns, lambda n: ("list_variables", {}), {})
         stage: dict[str, list[float]] = {}
         cfg = {"context": {"retrieval": {"enabled": True}}}
@@ -144,7 +146,13 @@ def run_size(size: int, turns: int, queries: int, embedder: LocalEmbedder) -> di
         _phase(store, cfg, queries, asked, lambda n: ("recall", {"query": asked[n]}), stage)
         optimized = getattr(store, "optimize_runs", "?")
         store.close()
-    return {"overhead": overhead, "stage": stage, "seeded": seeded, "optimize_runs": optimized}
+    return {"overhead": overhead, "stage": stage, "seeded": seeded, "optimize_runs": optimized, "catch_up": catch_up}
+
+
+def _timed_ms(action: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    action()
+    return 1000 * (time.perf_counter() - started)
 
 
 def _phase(
@@ -205,7 +213,7 @@ def report(results: dict[int, dict[str, Any]]) -> list[str]:
 
 
 def _series(result: dict[str, Any]) -> dict[str, list[float]]:
-    series = {"overhead per step": result["overhead"]}
+    series = {"overhead per step": result["overhead"], "catch-up read (compacted store)": result["catch_up"]}
     for key in ("related_context", "recall"):
         if result["stage"].get(key):
             series[f"{key} (embedding included)"] = result["stage"][key][1:]

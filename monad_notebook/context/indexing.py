@@ -143,7 +143,7 @@ class RecallIndexer:
                     return
                 jobs, self._queue = self._queue, []
                 later = [job for job in jobs if job[1] is None and not self._backfill_due(job[0])]
-                jobs = [job for job in jobs if not (job[1] is None and job in later)]
+                jobs = [job for job in jobs if job not in later]
             try:
                 self._process(jobs)
             finally:
@@ -175,12 +175,15 @@ class RecallIndexer:
         """Index what the session stored before this indexer started, a slice at a time.
 
         Ids first: a large session whose history is all indexed costs three reads of one
-        column, not the texts of every message.
+        column, not the texts of every message. Stored vectors are read again here: a remote
+        model's width is learnt from its first answer, and until then none could be counted.
         """
         self._yield()
         known = self._known(self._texted, session, lambda: self.store.chunked_ids(session))
-        if self.embedder is not None:
-            known = known & self._known(self._embedded, session, lambda: self._stored_vectors(session))
+        if self._embeds:
+            embedded = self._embedded.setdefault(session, set())
+            embedded |= self._stored_vectors(session)
+            known = known & embedded
         missing = self.store.message_ids(session) - known
         if not missing:
             return
@@ -197,10 +200,15 @@ class RecallIndexer:
             self._backlog = 0
 
     def _fresh(self, session: str, messages: list[Message]) -> list[Message]:
-        """The messages not yet in the full-text index, or (with an embedder) without its vectors."""
+        """The messages not yet in the full-text index, or (when it embeds) without their vectors."""
         texted = self._known(self._texted, session, lambda: self.store.chunked_ids(session))
         embedded = self._known(self._embedded, session, lambda: self._stored_vectors(session))
-        return [m for m in messages if m.id not in texted or (self.embedder is not None and m.id not in embedded)]
+        return [m for m in messages if m.id not in texted or (self._embeds and m.id not in embedded)]
+
+    @property
+    def _embeds(self) -> bool:
+        """Vectors are made: an embedder, and ``embed_max_chars`` above 0 (0: words only)."""
+        return self.embedder is not None and self.embed_max_chars > 0
 
     def _index(self, session: str, messages: list[Message]) -> None:
         fresh = self._fresh(session, messages)

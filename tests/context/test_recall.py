@@ -352,3 +352,44 @@ def test_a_session_reopened_with_recall_on_says_it_is_catching_up_and_then_its_e
     assert "Recall is still indexing" in busy and "Recall is still indexing" not in settled
     answer = model.calls[-1].messages[-1]["content"]
     assert "data/raw/churn_0.parquet" in answer
+
+
+class LearningEmbedder(KeywordEmbedder):
+    """Like a remote model of unknown width: ``dims`` is 0 until its first answer."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dims = 0
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        vectors = super().embed(texts)
+        self.dims = len(vectors[0]) if vectors else self.dims
+        return vectors
+
+
+def test_a_new_kernel_does_not_embed_again_what_a_model_of_unknown_width_already_embedded(store):
+    earlier = [Message("user", f"cat note {i}", session="s", seq=i) for i in range(6)]
+    store.append_messages(earlier)
+    index(store, LearningEmbedder(), "s", earlier)
+    embedder = LearningEmbedder()
+
+    index(store, embedder, "s", [Message("user", "revenue by region", session="s", seq=6)])
+
+    assert [text for call in embedder.calls for text in call] == ["revenue by region"]
+
+
+def test_with_words_only_a_new_kernel_reads_no_message_texts_again(store, monkeypatch):
+    earlier = [Message("user", f"cat note {i}", session="s", seq=i) for i in range(6)]
+    store.append_messages(earlier)
+    first = RecallIndexer(store, KeywordEmbedder(), embed_max_chars=0)
+    first.index_pending("s", earlier)
+    assert first.flush(timeout=30)
+    indexer = RecallIndexer(store, KeywordEmbedder(), embed_max_chars=0)
+    loaded: list[object] = []
+    original = store.load_messages
+    monkeypatch.setattr(store, "load_messages", lambda *a, **k: loaded.append(k) or original(*a, **k))
+
+    indexer.index_pending("s", [])
+    assert indexer.flush(timeout=30)
+
+    assert loaded == []
