@@ -134,4 +134,8 @@ def test_only_the_provider_package_imports_openai_and_only_the_lance_store_impor
                 owners[dependency].add(name)
     assert {room(name) for name in owners["openai"]} == {"provider"}
     assert owners["anywidget"] == {"monad_notebook.widget.panel", "monad_notebook.widget.cell_approval"}
-    assert owners["lancedb"] <= {"monad_notebook.store.lance", "monad_notebook.store.tables", "monad_notebook.store.indexes"}
+    assert owners["lancedb"] <= {
+        "monad_notebook.store.lance",
+        "monad_notebook.store.tables",
+        "monad_notebook.store.indexes",
+    }

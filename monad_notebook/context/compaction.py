@@ -20,7 +20,6 @@ from monad_notebook import events as ev
 from monad_notebook.context.ledger import parse_ledger
 from monad_notebook.context.salience import Ledger, seed
 from monad_notebook.context.summarize import (
-    ExtractiveSummarizer,
     Summarizer,
     attach_ledger,
     reflect_with_fallback,
@@ -106,7 +105,7 @@ class Compactor:
         store: Store,
         session: str,
         summarizer_factory: Callable[[], Summarizer | None],
-        fallback: ExtractiveSummarizer,
+        fallback: Summarizer,
         count_tokens: Callable[[str], int],
         emit: Callable[..., None],
         reflect_at_tokens: int,

@@ -122,14 +122,30 @@ def plan_eviction(
         return EvictionPlan()
     all_rounds = rounds(messages)
     old_rounds = all_rounds[: max(0, len(all_rounds) - keep_recent_rounds)]
-    candidates: list[tuple[Message, int]] = []
-    for round_ in old_rounds:
-        for message in round_[1:]:
-            if message.evicted:
-                continue
-            tokens = count_tokens(message.content)
-            if tokens >= min_result_tokens:
-                candidates.append((message, tokens))
+    candidates = [
+        (message, tokens)
+        for round_ in old_rounds
+        for message in round_[1:]
+        if not message.evicted and (tokens := count_tokens(message.content)) >= min_result_tokens
+    ]
+    plan = _clear_all(candidates, count_tokens, has_raw, persist_raw)
+    if not plan.placeholders:
+        return plan
+    if over and plan.reclaimed_tokens >= clear_at_least:
+        return plan
+    batch = cheapest_batch(messages, plan, all_rounds, cache_discount, count_tokens, keep_recent_rounds)
+    if batch > 0:  # a warm cache: the spec's batch is the least worth a resend
+        batch = max(batch, clear_at_least)
+    return plan if plan.reclaimed_tokens >= batch else EvictionPlan()
+
+
+def _clear_all(
+    candidates: list[tuple[Message, int]],
+    count_tokens: Callable[[str], int],
+    has_raw: Callable[[list[str]], set[str]],
+    persist_raw: bool,
+) -> EvictionPlan:
+    """A plan clearing every candidate whose placeholder is smaller than it; spills what has no saved copy."""
     handle_ids = [m.tool_call_id for m, _ in candidates if persist_raw and not m.redacted]
     spilled = has_raw(handle_ids) if handle_ids else set()
     plan = EvictionPlan()
@@ -144,14 +160,7 @@ def plan_eviction(
         plan.reclaimed_tokens += saved
         if handle and message.tool_call_id not in spilled:
             plan.spill[message.tool_call_id] = message.content
-    if not plan.placeholders:
-        return plan
-    if over and plan.reclaimed_tokens >= clear_at_least:
-        return plan
-    batch = cheapest_batch(messages, plan, all_rounds, cache_discount, count_tokens, keep_recent_rounds)
-    if batch > 0:  # a warm cache: the spec's batch is the least worth a resend
-        batch = max(batch, clear_at_least)
-    return plan if plan.reclaimed_tokens >= batch else EvictionPlan()
+    return plan
 
 
 def cheapest_batch(

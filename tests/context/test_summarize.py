@@ -4,10 +4,10 @@ import json
 
 import pytest
 
+from monad_notebook.context.extractive import ExtractiveSummarizer
 from monad_notebook.context.ledger import parse_ledger, render_ledger
 from monad_notebook.context.summarize import (
     SECTIONS,
-    ExtractiveSummarizer,
     LLMSummarizer,
     attach_ledger,
     ensure_sections,

@@ -5,9 +5,9 @@ from __future__ import annotations
 from monad_notebook import Session
 from monad_notebook import events as ev
 from monad_notebook.config import Config
+from monad_notebook.context.extractive import ExtractiveSummarizer
 from monad_notebook.context.summarize import (
     SECTIONS,
-    ExtractiveSummarizer,
     LLMSummarizer,
     parse_sections,
     summarize_with_fallback,
