@@ -312,6 +312,7 @@ class Session:
             "window_messages": len(self.window.messages),
             "summary": bool(self.window.summary and self.window.summary.text),
             "unindexed": self.cascade.turn_stages.unindexed,
+            "recall_checking": self.cascade.turn_stages.checking_history,
             **self.usage_snapshot(),
         }
 

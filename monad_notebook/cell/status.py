@@ -23,6 +23,7 @@ KNOWN = {
     "window_messages",
     "summary",
     "unindexed",
+    "recall_checking",
     "occupancy",
     "context_window",
     "fraction",
@@ -76,6 +77,15 @@ def cost_sentence(status: dict[str, Any]) -> str:
     )
 
 
+def _indexing_sentences(unindexed: int, checking: bool) -> list[str]:
+    """What recall cannot find yet: messages queued for indexing, and earlier history not yet checked."""
+    if not (unindexed or checking):
+        return []
+    doing = [f"indexing {_plural(unindexed, 'message')}"] if unindexed else []
+    doing += ["checking this session's earlier history for messages never indexed"] if checking else []
+    return [f"Recall is still {' and '.join(doing)} in the background; it finds them once they are indexed."]
+
+
 def status_sentences(status: dict[str, Any], *, approval: str, allowed_for_session: bool) -> str:
     """``Session.status()`` told as a few sentences a person reads top to bottom."""
     window = int(status.get("context_window") or 0)
@@ -94,12 +104,7 @@ def status_sentences(status: dict[str, Any], *, approval: str, allowed_for_sessi
             else "none has been summarized yet."
         ),
     ]
-    unindexed = int(status.get("unindexed") or 0)
-    if unindexed:
-        lines.append(
-            f"Recall is still indexing {_plural(unindexed, 'message')} in the background; "
-            "it finds them once they are indexed."
-        )
+    lines += _indexing_sentences(int(status.get("unindexed") or 0), bool(status.get("recall_checking")))
     reclaimed = int(status.get("reclaimed") or 0)
     if reclaimed:
         lines.append(f"Clearing old tool results has saved {reclaimed:,} tokens; each stays readable by its handle.")

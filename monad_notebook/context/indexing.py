@@ -89,6 +89,7 @@ class RecallIndexer:
         self._last_new = 0.0
         self._queued = 0  # new messages queued or in hand
         self._backlog = 0  # earlier messages of a session still to index
+        self._unchecked: set[str] = set()  # sessions whose stored history is not yet compared with the index
         self._stopping = False
         _LIVE.add(self)
 
@@ -100,6 +101,7 @@ class RecallIndexer:
         with self._cond:
             if session not in self._met:
                 self._met[session] = time.monotonic()
+                self._unchecked.add(session)
                 self._queue.append((session, None))
                 self._pending += 1
             if todo:
@@ -116,6 +118,11 @@ class RecallIndexer:
         """Messages stored but not yet indexed: recall cannot find them until they are."""
         return self._queued + self._backlog
 
+    @property
+    def checking(self) -> bool:
+        """A session's stored history is still to be compared with the index (how much is missing is not known yet)."""
+        return bool(self._unchecked)
+
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until every queued message is indexed (or given up on); False on timeout."""
         with self._cond:
@@ -125,6 +132,7 @@ class RecallIndexer:
         """Drop queued work and wait for the batch in hand; later messages are not indexed."""
         with self._cond:
             self._stopping = True
+            self._unchecked.clear()
             self._pending -= len(self._queue)
             self._queued -= sum(len(messages or ()) for _, messages in self._queue)
             self._queue = []
@@ -179,17 +187,21 @@ class RecallIndexer:
         model's width is learnt from its first answer, and until then none could be counted.
         """
         self._yield()
-        known = self._known(self._texted, session, lambda: self.store.chunked_ids(session))
-        if self._embeds:
-            embedded = self._embedded.setdefault(session, set())
-            embedded |= self._stored_vectors(session)
-            known = known & embedded
-        missing = self.store.message_ids(session) - known
-        if not missing:
-            return
-        self._yield()
-        stored = self._fresh(session, [m for m in self.store.load_messages(session, ids=missing) if _worth_indexing(m)])
-        self._backlog = len(stored)
+        try:
+            known = self._known(self._texted, session, lambda: self.store.chunked_ids(session))
+            if self._embeds:
+                embedded = self._embedded.setdefault(session, set())
+                embedded |= self._stored_vectors(session)
+                known = known & embedded
+            missing = self.store.message_ids(session) - known
+            if not missing:
+                return
+            self._yield()
+            stored = [m for m in self.store.load_messages(session, ids=missing) if _worth_indexing(m)]
+            stored = self._fresh(session, stored)
+            self._backlog = len(stored)
+        finally:
+            self._unchecked.discard(session)
         try:
             for start in range(0, len(stored), self.backfill_slice):
                 if self._stopping:

@@ -124,6 +124,11 @@ class TurnStages:
         """Stored messages recall cannot find yet (queued, or earlier history being caught up)."""
         return self.indexer.waiting if self.indexer is not None else 0
 
+    @property
+    def checking_history(self) -> bool:
+        """Recall is still to compare the session's stored history with its index."""
+        return self.indexer is not None and self.indexer.checking
+
     def flush(self, timeout: float | None = None) -> None:
         if self.indexer is not None:
             self.indexer.flush(timeout)

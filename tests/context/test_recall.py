@@ -337,7 +337,8 @@ def test_a_session_reopened_with_recall_on_says_it_is_catching_up_and_then_its_e
     embedder.gate = threading.Event()
     monkeypatch.setattr(turn_stages, "make_embedder", lambda cfg: embedder)
     model = ScriptedModel(["ok", tool_call("recall", {"query": "churn raw extract"}), "done"], context_window=100_000)
-    second = Session("s", config=Config(), store=store, model=model)
+    folds = Config.model_validate({"context": {"summarize": {"keepRecent": 2}}})
+    second = Session("s", config=folds, store=store, model=model)
 
     second.ask("hello again")
     assert embedder.entered.wait(10)
@@ -345,13 +346,41 @@ def test_a_session_reopened_with_recall_on_says_it_is_catching_up_and_then_its_e
     embedder.gate.set()
     second.wait_for_background(30)
     settled = status_sentences(second.status(), approval="ask", allowed_for_session=False)
-    second.window.messages = second.window.messages[-2:]  # as if compaction had folded the earlier turns
+    assert second.compact()  # the earlier turns leave the window
     second.ask("where was the churn raw extract?")
     second.close()
 
     assert "Recall is still indexing" in busy and "Recall is still indexing" not in settled
     answer = model.calls[-1].messages[-1]["content"]
     assert "data/raw/churn_0.parquet" in answer
+
+
+def test_until_the_earlier_history_is_checked_the_status_says_so_rather_than_nothing(store, monkeypatch):
+    from monad_notebook import Session
+    from monad_notebook.cell.status import status_sentences
+    from monad_notebook.config import Config
+    from monad_notebook.context import turn_stages
+    from monad_notebook.testing import ScriptedModel
+
+    off = Config.model_validate({"context": {"recall": {"enabled": False}}})
+    first = Session("s", config=off, store=store, model=ScriptedModel(["noted"], context_window=100_000))
+    first.ask("cat note: the churn raw extract is data/raw/churn.parquet")
+    first.close()
+    monkeypatch.setattr(turn_stages, "make_embedder", lambda cfg: KeywordEmbedder())
+    second = Session("s", config=Config(), store=store, model=ScriptedModel(["ok", "ok"], context_window=100_000))
+    indexer = second.cascade.turn_stages.indexer
+    indexer.backfill_quiet = indexer.backfill_max_delay = 60.0  # the catch-up waits for a pause between turns
+    second.ask("hello again")
+    waiting = status_sentences(second.status(), approval="ask", allowed_for_session=False)
+    indexer.backfill_quiet = indexer.backfill_max_delay = 0.0
+    second.ask("and now?")
+    second.wait_for_background(30)
+    settled = status_sentences(second.status(), approval="ask", allowed_for_session=False)
+    second.close()
+
+    assert "checking this session's earlier history" in waiting
+    assert "Recall is still" not in settled
+    assert "data/raw/churn.parquet" in "".join(h.snippet for h in store.search_chunks("s", "churn raw extract", 3))
 
 
 class LearningEmbedder(KeywordEmbedder):
