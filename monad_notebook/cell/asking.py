@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from monad_notebook.agent.tools.approval import Answer, ApprovalGate, Asker
-from monad_notebook.agent.tools.python import stdin_asker
+from monad_notebook.agent.tools.approval import Answer, ApprovalGate, Asker, stdin_asker
 
 if TYPE_CHECKING:
     from monad_notebook.session import Session

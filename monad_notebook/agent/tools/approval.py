@@ -3,16 +3,19 @@
 The gate holds the session's "allow python for this session" override (set by an answer, shown
 by ``%monad status``, gone with the Session object) and records every decision as a
 ``tool.approval`` event, so the store keeps who ran what. How the question is put (a widget
-in the running cell, the panel, the frontend's input prompt) is the asker's business.
+in the running cell, the panel, the frontend's input prompt) is the asker's business; the
+input prompt's asker (:func:`stdin_asker`) is here, the widgets' are in ``cell/``.
 """
 
 from __future__ import annotations
 
 import hashlib
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
-from monad_notebook.agent.tools.code_view import shown_lines, summary
+from monad_notebook.agent.tools.code_view import shown_lines, summary, terminal_view
 from monad_notebook.events import APPROVAL, Emit
 
 RUN, SKIP, ALLOW_SESSION, NO_ANSWER = "run", "skip", "allow for session", "no answer"
@@ -75,3 +78,42 @@ class ApprovalGate:
             first_line=(lines[0] if lines else "")[:120],
             code_sha256=hashlib.sha256(code.encode("utf-8", "surrogatepass")).hexdigest(),
         )
+
+
+PROMPT_CHOICES = "[y/N, a = allow python for this session]"
+
+
+def stdin_asker(shell: Any = None) -> Asker:
+    """Shows the code and asks "Run this code? [y/N, a = ...]" on the frontend's stdin.
+
+    The code is shown through ``code_view``: numbered lines, hidden characters as markers, long
+    lines wrapped, and the line count repeated in the question itself. "a" runs this code and
+    allows python for the rest of the session.
+
+    Answers ``run=None`` when nobody can answer: a kernel whose client does not allow stdin
+    (nbclient, papermill) or a script whose stdin is not a terminal.
+    """
+
+    def ask(code: str) -> Answer:
+        in_kernel = getattr(shell, "kernel", None) is not None
+        if not in_kernel and not (sys.stdin is not None and sys.stdin.isatty()):
+            return Answer(None, via="prompt")
+        from IPython.core.error import StdinNotImplementedError
+
+        facts = summary(code)
+        print(f"The agent wants to run this code ({facts}):\n\n{terminal_view(code)}\n", flush=True)
+        try:
+            reply = input(f"Run this code ({facts})? {PROMPT_CHOICES} ").strip().lower()
+        except (StdinNotImplementedError, EOFError):
+            return Answer(None, via="prompt")
+        if reply in {"a", "always", "allow"}:
+            return Answer(True, always=True, via="prompt")
+        return Answer(reply in {"y", "yes"}, via="prompt")
+
+    return ask
+
+
+def stdin_approver(shell: Any = None) -> Callable[[str], bool | None]:
+    """``stdin_asker`` as a plain approver: True (run), False (skip) or None (nobody can answer)."""
+    ask = stdin_asker(shell)
+    return lambda code: ask(code).run

@@ -20,9 +20,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from monad_notebook.agent.tools.approval import Answer, Asker
 from monad_notebook.agent.tools.base import Tool, ToolContext, tool
-from monad_notebook.agent.tools.code_view import summary, terminal_view
 from monad_notebook.agent.tools.time_limit import CodeTimedOut, TimeLimit
 
 CutPoint = Callable[..., int]  # Redactor.cut_point(text, at, *, forward) -> where to cut instead
@@ -364,45 +362,6 @@ def python(ctx: ToolContext, code: str) -> str:
     run = _run_in_shell(ctx.shell, code, limit) if is_shell(ctx.shell) else _run_plain(ctx.namespace, code, limit)
     ctx.outcome = "error" if run.error else "ok"
     return run.render(ctx.redactor.cut_point if ctx.redactor is not None else None)
-
-
-PROMPT_CHOICES = "[y/N, a = allow python for this session]"
-
-
-def stdin_asker(shell: Any = None) -> Asker:
-    """Shows the code and asks "Run this code? [y/N, a = ...]" on the frontend's stdin.
-
-    The code is shown through ``code_view``: numbered lines, hidden characters as markers, long
-    lines wrapped, and the line count repeated in the question itself. "a" runs this code and
-    allows python for the rest of the session.
-
-    Answers ``run=None`` when nobody can answer: a kernel whose client does not allow stdin
-    (nbclient, papermill) or a script whose stdin is not a terminal.
-    """
-
-    def ask(code: str) -> Answer:
-        in_kernel = getattr(shell, "kernel", None) is not None
-        if not in_kernel and not (sys.stdin is not None and sys.stdin.isatty()):
-            return Answer(None, via="prompt")
-        from IPython.core.error import StdinNotImplementedError
-
-        facts = summary(code)
-        print(f"The agent wants to run this code ({facts}):\n\n{terminal_view(code)}\n", flush=True)
-        try:
-            reply = input(f"Run this code ({facts})? {PROMPT_CHOICES} ").strip().lower()
-        except (StdinNotImplementedError, EOFError):
-            return Answer(None, via="prompt")
-        if reply in {"a", "always", "allow"}:
-            return Answer(True, always=True, via="prompt")
-        return Answer(reply in {"y", "yes"}, via="prompt")
-
-    return ask
-
-
-def stdin_approver(shell: Any = None) -> Callable[[str], bool | None]:
-    """``stdin_asker`` as a plain approver: True (run), False (skip) or None (nobody can answer)."""
-    ask = stdin_asker(shell)
-    return lambda code: ask(code).run
 
 
 TOOLS: list[Tool] = [python]
