@@ -19,7 +19,8 @@ from monad_notebook.testing.scripted import (
     tool_call,
     tool_calls,
 )
-from monad_notebook.testing.server import FakeOpenAIServer, RecordedRequest, hash_vector
+from monad_notebook.testing.server import FakeOpenAIServer, RecordedRequest
+from monad_notebook.testing.wire import hash_vector
 
 __all__ = [
     "FakeOpenAIServer",

@@ -9,7 +9,6 @@ outside ``known_models`` OpenAI's ``model_not_found``.
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 import struct
 import sys
@@ -21,9 +20,9 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from monad_notebook.messages import new_id
 from monad_notebook.provider import ChatResponse
-from monad_notebook.testing.scripted import _estimate, _words, approximate_prompt_tokens, text
+from monad_notebook.testing.scripted import _estimate, approximate_prompt_tokens, text
+from monad_notebook.testing.wire import chunks, completion, error, hash_vector, no_such_path
 
 
 @dataclass
@@ -41,37 +40,12 @@ class _Fault:
     retry_after: float | None
 
 
-_ERROR_TYPES = {400: "invalid_request_error", 401: "invalid_request_error", 404: "invalid_request_error"}
 _DEFAULT_MESSAGES = {
     429: "Rate limit reached for requests (fake).",
     500: "The server had an error while processing your request (fake).",
     503: "The engine is currently overloaded (fake).",
 }
-
-
 _ROUTES = ("/v1/chat/completions", "/v1/embeddings")
-
-
-def _no_such_path() -> dict[str, Any]:
-    """What llama.cpp's server answers for a path it does not route."""
-    return {"error": {"code": 404, "message": "File Not Found", "type": "not_found_error"}}
-
-
-def _error(message: str, *, status: int = 500, code: str | None = None) -> dict[str, Any]:
-    kind = _ERROR_TYPES.get(status, "rate_limit_error" if status == 429 else "server_error")
-    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
-
-
-def hash_vector(content: str, dims: int) -> list[float]:
-    """The fake server's embedding of ``content``: unit length, stable, unrelated to meaning."""
-    raw = b""
-    counter = 0
-    while len(raw) < dims * 4:
-        raw += hashlib.sha256(f"{counter}:{content}".encode()).digest()
-        counter += 1
-    values = [v / 2**31 - 1.0 for v in struct.unpack(f"<{dims}I", raw[: dims * 4])]
-    norm = sum(v * v for v in values) ** 0.5 or 1.0
-    return [v / norm for v in values]
 
 
 class FakeOpenAIServer:
@@ -159,7 +133,7 @@ class FakeOpenAIServer:
         message: str | None = None,
     ) -> None:
         """Answer the next ``times`` POST requests with this HTTP error instead."""
-        body = _error(message or _DEFAULT_MESSAGES.get(status, f"Fake error {status}."), status=status, code=code)
+        body = error(message or _DEFAULT_MESSAGES.get(status, f"Fake error {status}."), status=status, code=code)
         with self._lock:
             self._faults.extend(_Fault(status, body, retry_after) for _ in range(times))
 
@@ -231,7 +205,7 @@ class _Handler(BaseHTTPRequestHandler):
         if not self._authorized():
             return
         if self.path.rstrip("/") != "/v1/models":
-            return self._json(404, _no_such_path())
+            return self._json(404, no_such_path())
         models = sorted(self.fake.known_models or {"fake-model"})
         self._json(200, {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "fake"} for m in models]})
 
@@ -245,13 +219,13 @@ class _Handler(BaseHTTPRequestHandler):
         if not self._authorized():
             return
         if self.path not in _ROUTES:
-            return self._json(404, _no_such_path())
+            return self._json(404, no_such_path())
         if not isinstance(body, dict):
-            return self._json(400, _error("The request body is not a JSON object.", status=400))
+            return self._json(400, error("The request body is not a JSON object.", status=400))
         model = body.get("model")
         if self.fake.known_models is not None and model not in self.fake.known_models:
             message = f"The model `{model}` does not exist or you do not have access to it."
-            return self._json(404, _error(message, status=404, code="model_not_found"))
+            return self._json(404, error(message, status=404, code="model_not_found"))
         seconds = self.fake._take(self.fake._delays)
         if seconds:
             time.sleep(seconds)
@@ -275,7 +249,7 @@ class _Handler(BaseHTTPRequestHandler):
         key = self.fake.require_key
         if key is None or self.headers.get("Authorization") == f"Bearer {key}":
             return True
-        self._json(401, _error("Incorrect API key provided (fake).", status=401, code="invalid_api_key"))
+        self._json(401, error("Incorrect API key provided (fake).", status=401, code="invalid_api_key"))
         return False
 
     def _json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
@@ -293,12 +267,12 @@ class _Handler(BaseHTTPRequestHandler):
         if response is None:
             self.fake.unscripted.append(body)
             message = "FakeOpenAIServer: no queued response for this chat request; call server.queue(...) first."
-            return self._json(500, _error(message))
+            return self._json(500, error(message))
         usage = self._usage(body, response)
         if not body.get("stream"):
-            return self._json(200, _completion(body, response, usage if self.fake.report_usage else None))
+            return self._json(200, completion(body, response, usage if self.fake.report_usage else None))
         include_usage = self.fake.report_usage and bool((body.get("stream_options") or {}).get("include_usage"))
-        self._stream(_chunks(body, response, usage if include_usage else None))
+        self._stream(chunks(body, response, usage if include_usage else None))
 
     def _usage(self, body: dict[str, Any], response: ChatResponse) -> dict[str, Any]:
         if response.usage is not None:
@@ -368,50 +342,3 @@ class _Handler(BaseHTTPRequestHandler):
         tokens = sum(_estimate(str(t)) for t in texts)
         usage = {"prompt_tokens": tokens, "total_tokens": tokens}
         self._json(200, {"object": "list", "data": data, "model": body.get("model"), "usage": usage})
-
-
-def _completion(body: dict[str, Any], response: ChatResponse, usage: dict[str, Any] | None) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": response.content or None}
-    if response.tool_calls:
-        message["tool_calls"] = [
-            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-            for c in response.tool_calls
-        ]
-    return {
-        "id": f"chatcmpl-fake{new_id()[:12]}",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": body.get("model"),
-        "choices": [{"index": 0, "message": message, "finish_reason": response.finish_reason}],
-        "usage": usage,
-    }
-
-
-def _chunks(body: dict[str, Any], response: ChatResponse, usage: dict[str, Any] | None) -> Iterator[dict[str, Any]]:
-    """The answer as OpenAI streams it: role, text deltas, tool-call deltas by index, finish, usage.
-
-    Argument fragments of parallel tool calls are interleaved, which the wire format allows,
-    so a client that assembles calls by arrival order instead of by index gets caught.
-    """
-    base = {"id": f"chatcmpl-fake{new_id()[:12]}", "object": "chat.completion.chunk", "created": int(time.time())}
-    base["model"] = body.get("model")
-    if usage is not None:
-        base["usage"] = None
-
-    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
-        return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]}
-
-    yield chunk({"role": "assistant", "content": ""})
-    for word in _words(response.content):
-        yield chunk({"content": word})
-    for index, call in enumerate(response.tool_calls):
-        head = {"index": index, "id": call.id, "type": "function", "function": {"name": call.name, "arguments": ""}}
-        yield chunk({"tool_calls": [head]})
-    fragments = [[c.arguments[i : i + 8] for i in range(0, len(c.arguments), 8)] for c in response.tool_calls]
-    for step in range(max((len(f) for f in fragments), default=0)):
-        for index, parts in enumerate(fragments):
-            if step < len(parts):
-                yield chunk({"tool_calls": [{"index": index, "function": {"arguments": parts[step]}}]})
-    yield chunk({}, response.finish_reason)
-    if usage is not None:
-        yield {**base, "choices": [], "usage": usage}
