@@ -65,8 +65,9 @@ from monad_notebook.agent.instructions import SYSTEM_PROMPT
 from monad_notebook.agent.tools.base import Tool, ToolContext, tool
 from monad_notebook.config import Config
 from monad_notebook.context.compaction import Compactor
+from monad_notebook.context.extractive import ExtractiveSummarizer
 from monad_notebook.context.prompt import assemble
-from monad_notebook.context.summarize import ExtractiveSummarizer, LLMSummarizer
+from monad_notebook.context.summarize import LLMSummarizer
 from monad_notebook.context.tokens import TokenCounter
 from monad_notebook.errors import ContextLengthError
 from monad_notebook.messages import Message, ToolCall
@@ -406,15 +407,25 @@ def paced_replay_tool(trace: Trace, clock: Clock, pauses: Pauses) -> Tool:
     return tool(replay)
 
 
-def run_monad(trace: Trace, pauses: Pauses, window: int, discount: float, counter: TokenCounter, tmp: Path) -> Log:
-    log = Log("monad cascade", window, Clock())
+def run_monad(
+    trace: Trace,
+    pauses: Pauses,
+    window: int,
+    discount: float,
+    counter: TokenCounter,
+    tmp: Path,
+    *,
+    retrieval: bool = False,
+) -> Log:
+    log = Log("monad cascade" + (" + retrieval" if retrieval else ""), window, Clock())
     result = Result("monad")
-    store = LanceStore(tmp / f"db-{window}-{discount}")
+    store = LanceStore(tmp / f"db-{window}-{discount}-{retrieval}")
     provider = Provider(counter, window, result)
     config = Config.model_validate(
         {
             "models": {"main": {"contextWindow": window, "cache": {"discount": discount, "ttlSeconds": TTL_SECONDS}}},
             "agent": {"maxSteps": 64},
+            "context": {"retrieval": {"enabled": retrieval}},
         }
     )
     session = Session(
@@ -487,6 +498,9 @@ def main() -> None:
     parser.add_argument("--windows", type=int, nargs="*", default=[32_000, 64_000, 128_000])
     parser.add_argument("--discounts", type=float, nargs="*", default=[1.0, 0.5, 0.1])
     parser.add_argument("--seed", type=int, default=11, help="seed of the pauses")
+    parser.add_argument(
+        "--retrieval", action="store_true", help="also run monad with context.retrieval on (its blocks are billed too)"
+    )
     args = parser.parse_args()
     logging.getLogger("monad_notebook").setLevel(logging.ERROR)
     trace = generate_trace(args.steps)
@@ -507,11 +521,13 @@ def main() -> None:
         for window in args.windows:
             logs = [run(trace, pauses, window, tools, counter) for run in simulated]
             for discount in args.discounts:
-                ours = run_monad(trace, pauses, window, discount, counter, Path(tmp))
-                bills = {log.name: cache.bill(log, discount, TTL_SECONDS) for log in [*logs, ours]}
+                ours = [run_monad(trace, pauses, window, discount, counter, Path(tmp))]
+                if args.retrieval:
+                    ours.append(run_monad(trace, pauses, window, discount, counter, Path(tmp), retrieval=True))
+                bills = {log.name: cache.bill(log, discount, TTL_SECONDS) for log in [*logs, *ours]}
                 names = list(bills)
                 rows.append((window, discount, bills))
-                found.append((window, discount, {log.name: log for log in [*logs, ours]}))
+                found.append((window, discount, {log.name: log for log in [*logs, *ours]}))
                 print(
                     f"  {window:,} d={discount:g}: "
                     + ", ".join(f"{n} {b.billed / 1e6:.2f}M" for n, b in bills.items()),

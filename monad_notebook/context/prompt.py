@@ -7,7 +7,7 @@ was sent, and the occupancy estimate can reuse per-message counts.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,12 +85,12 @@ def assemble(
     summary: str | None,
     window: list[Message],
     tools: list[dict[str, Any]],
-    related: str | None = None,
+    related: Mapping[str, str] | None = None,
     plan: str | None = None,
-    current_user_id: str | None = None,
 ) -> Prompt:
     """System prompt (+ memory), the window with the summary folded into the first user message,
-    the related-context block on the current user message, and the plan anchor last."""
+    each related-context block on the user message it was found for (``related``: message id ->
+    block), and the plan anchor last."""
     groups: list[list[PromptPart]] = [[PromptPart("system", "system", system)]]
     if memory:
         groups[0].append(PromptPart("memory", "system", memory))
@@ -101,10 +101,11 @@ def assemble(
             groups[1].insert(0, folded)
         else:  # the window starts mid-exchange: the summary opens the conversation as its own user turn
             groups.insert(1, [folded])
-    if related and current_user_id:
-        current = next((g for g in groups if g[-1].source is not None and g[-1].source.id == current_user_id), None)
-        if current is not None:
-            current.append(PromptPart("related_context", "user", related))
+    for group in groups[1:] if related else ():
+        source = group[-1].source
+        block = related.get(source.id) if related and source is not None else None
+        if block:
+            group.append(PromptPart("related_context", "user", block))
     if plan:
         groups.append([PromptPart("plan", "user", f"<plan>\n{PLAN_NOTE}\n{plan}\n</plan>")])
     return Prompt(messages=[_message(g) for g in groups], tools=tools, groups=groups)

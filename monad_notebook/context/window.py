@@ -47,7 +47,8 @@ class Window:
         self.next_seq = 0
         self.turn = 0
         self.step = 0
-        self.blocks: dict[str, str] = {}  # memory, plan, related_context: replaced once per turn
+        self.blocks: dict[str, str] = {}  # memory, plan: replaced once per turn
+        self.related: dict[str, str] = {}  # user message id -> the related-context block found for it
         self.last_real: int | None = None  # the provider's count of the last request
         self.last_estimate = 0
         self.last_parts = (0, 0)  # raw (messages, tools) tokens of the prompt estimated last
@@ -75,6 +76,7 @@ class Window:
         boundary = self.summary.boundary_seq if self.summary else -1
         stored = store.load_messages(self.session, after_seq=boundary)
         self.messages = answered_calls_only(stored)
+        self.related = {}
         self.next_seq = (stored[-1].seq if stored else boundary) + 1
         self.turn = max((m.turn for m in stored), default=0)
 
@@ -148,6 +150,7 @@ class Window:
     def apply_eviction(self, plan: EvictionPlan) -> None:
         """Placeholders replace the cleared results; the stale provider count shrinks by as much."""
         apply_plan(self.messages, plan)
+        self._drop_related(after=next((m.id for m in self.messages if m.id in plan.placeholders), None))
         self.note_reclaimed(plan.reclaimed_tokens)
 
     def note_reclaimed(self, reclaimed: int) -> None:
@@ -163,12 +166,37 @@ class Window:
         """A landed compaction: the folded messages leave, the new summary opens the window."""
         self.messages = apply_result(self.messages, result)
         self.summary = result.summary
+        kept = {m.id for m in self.messages}
+        self.related = {k: v for k, v in self.related.items() if k in kept}
         self.last_real = None  # the provider's count described the unfolded window
         self._basis_raw = None
         self.estimate(self.prompt())
 
-    def set_blocks(self, blocks: dict[str, str]) -> None:
-        self.blocks = dict(blocks)
+    def set_blocks(self, blocks: dict[str, str], user_id: str | None = None) -> None:
+        """This turn's blocks; a ``related_context`` block rides on ``user_id``, this turn's message.
+
+        Earlier turns' blocks stay on their messages: taking one away would change the prompt
+        from that message on, and the provider would bill the whole turn after it uncached. They
+        go when that costs nothing: when the cache has gone cold (everything is resent anyway),
+        when an eviction pass changes the prompt before them, or with their message, folded.
+        """
+        blocks = dict(blocks)
+        related = blocks.pop("related_context", None)
+        if not self.cost.cache_warm():
+            self.related = {}
+        if related and user_id:
+            self.related[user_id] = related
+        self.blocks = blocks
+
+    def _drop_related(self, *, after: str | None) -> None:
+        """Earlier turns' blocks on messages from ``after`` on: the prompt changes there anyway."""
+        if after is None or not self.related:
+            return
+        ids = [m.id for m in self.messages]
+        start = ids.index(after)
+        current = next((m.id for m in reversed(self.messages) if m.role == "user"), None)
+        later = set(ids[start:]) - {current}
+        self.related = {k: v for k, v in self.related.items() if k not in later}
 
     # --- the prompt and its cost ------------------------------------------------------
 
@@ -184,22 +212,20 @@ class Window:
             self.summary.text if self.summary else None,
             tuple((m.id, m.placeholder) for m in self.messages),
             self._frame_version,  # a reload may change the tools' schemas
-            self.blocks.get("related_context"),
+            tuple(self.related.items()),
             self.blocks.get("plan"),
         )
         if self._last_prompt is not None and self._last_prompt[0] == inputs:
             return self._last_prompt[1]
-        current_user = next((m.id for m in reversed(self.messages) if m.role == "user"), None)
-        system, memory, summary, _, _, related, plan = inputs
+        system, memory, summary, _, _, _, plan = inputs
         prompt = assemble(
             system=system,
             memory=memory,
             summary=summary,
             window=self.messages,
             tools=self.frame.tools,
-            related=related,
+            related=self.related,
             plan=plan,
-            current_user_id=current_user,
         )
         self._last_prompt = (inputs, prompt)
         return prompt

@@ -26,20 +26,24 @@ def test_summary_is_folded_into_the_first_user_message_not_a_second_system_messa
     assert prompt.messages[1]["content"] == "<summary>\n## Objective\nship it\n</summary>\n\nfirst question"
 
 
-def test_related_context_rides_on_the_current_user_message_and_the_plan_comes_last():
+def test_related_context_rides_on_the_user_message_it_was_found_for_and_the_plan_comes_last():
     msgs = window()
     prompt = assemble(
         system="sys",
         memory="facts",
-        summary=None,
+        summary="## Objective\nx",
         window=msgs,
         tools=[],
-        related="<related_context>old</related_context>",
+        related={
+            msgs[0].id: "<related_context>a</related_context>",
+            msgs[-1].id: "<related_context>b</related_context>",
+        },
         plan="## Next Step\nplot it",
-        current_user_id=msgs[-1].id,
     )
     assert prompt.messages[0]["content"] == "sys\n\nfacts"
-    assert prompt.messages[-2]["content"] == "latest question\n\n<related_context>old</related_context>"
+    first = "<summary>\n## Objective\nx\n</summary>\n\nfirst question\n\n<related_context>a</related_context>"
+    assert prompt.messages[1]["content"] == first
+    assert prompt.messages[-2]["content"] == "latest question\n\n<related_context>b</related_context>"
     assert prompt.messages[-1] == {"role": "user", "content": f"<plan>\n{PLAN_NOTE}\n## Next Step\nplot it\n</plan>"}
 
 
@@ -69,3 +73,31 @@ def test_a_window_that_starts_mid_exchange_gets_the_summary_as_its_own_first_use
     prompt = assemble(system="sys", memory="", summary="## Objective\nx", window=msgs, tools=[])
     assert [m["role"] for m in prompt.messages] == ["system", "user", "assistant", "user"]
     assert prompt.messages[1]["content"] == "<summary>\n## Objective\nx\n</summary>"
+
+
+def test_an_eviction_pass_takes_the_related_blocks_after_the_first_result_it_clears_but_not_this_turns():
+    from monad_notebook.context.cost import CachePricing, CostMeter
+    from monad_notebook.context.eviction import EvictionPlan
+    from monad_notebook.context.tokens import TokenCounter
+    from monad_notebook.context.window import Window
+
+    w = Window("s", TokenCounter("gpt-4o"))
+    w.cost = CostMeter(CachePricing(0.1))
+    call = ToolCall("c1", "python", "{}")
+    result = Message(role="tool", content="out " * 200, tool_call_id="c1", name="python")
+    turns = [
+        [Message(role="user", content="q1"), Message(role="assistant", content="", tool_calls=[call]), result],
+        [Message(role="assistant", content="a1"), Message(role="user", content="q2")],
+        [Message(role="assistant", content="a2"), Message(role="user", content="q3")],
+    ]
+    for number, messages in enumerate(turns, 1):
+        w.extend(messages)
+        w.set_blocks(
+            {"related_context": f"<related_context>{number}</related_context>"}, messages[-1 if number > 1 else 0].id
+        )
+        w.cost.add(1_000, 0)  # a request went out: the cache is warm for the next turn
+    w.apply_eviction(EvictionPlan(placeholders={result.id: "[context-cleared] python output"}, reclaimed_tokens=190))
+    sent = [m["content"] for m in w.prompt().messages]
+    assert sent[1] == "q1\n\n<related_context>1</related_context>"  # before the cleared result: its prefix holds
+    assert sent[3].startswith("[context-cleared]") and sent[5] == "q2"
+    assert sent[-1] == "q3\n\n<related_context>3</related_context>"

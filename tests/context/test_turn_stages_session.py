@@ -88,3 +88,34 @@ def test_agent_scoped_memory_is_seen_only_by_that_agents_sessions(store):
         system = other.model.calls[0].messages[0]["content"]
         assert ("Fiscal year starts in April" in system) is sees_april
         assert "Use UTC timestamps everywhere" in system
+
+
+def test_an_earlier_turns_related_context_stays_on_its_message_until_the_cache_goes_cold(store):
+    pytest.importorskip("onnxruntime")
+    from monad_notebook.store.embeddings import local_model_files
+
+    if local_model_files() is None:
+        pytest.skip("the offline embedder of the local extra is not installed")
+    context = {"retrieval": {"enabled": True, "minScore": 0.3}, "summarize": {"keepRecent": 2}}
+    chatter = [f"Topic {i}: the weather report mentions light rain and wind." for i in range(6)]
+    model = ScriptedModel(["noted"] + ["ok"] * len(chatter) + ["answer", "sure", "fine"], context_window=100_000)
+    session = make(store, model, name="sticky", **context)
+    clock = [1000.0]
+    session.window.cost.clock = lambda: clock[0]
+    session.ask("Our churn model uses a gradient boosted tree with 300 estimators.")
+    for line in chatter:
+        session.ask(line)
+    assert session.compact()
+    session.wait_for_background(30)
+    question = "How many estimators does the churn classifier have?"
+    session.ask(question)
+    asked = model.calls[-1].messages
+    assert "300 estimators" in asked[-1]["content"]
+    clock[0] += 60  # within the provider's cache lifetime (5 minutes for this endpoint)
+    session.ask("Thanks, that is all for the tree.")
+    warm = model.calls[-1].messages
+    assert warm[: len(asked)] == asked  # the next request extends the last one: its whole prefix is cached
+    clock[0] += 600  # the cache has expired: the prompt is resent whole, the old block costs a resend no more
+    session.ask("Back to the weather.")
+    cold = model.calls[-1].messages
+    assert [m["content"] for m in cold if str(m["content"]).startswith(question)] == [question]
