@@ -1,6 +1,6 @@
 """What each context strategy is billed for the reference trace, with a provider's prefix cache and pauses.
 
-    python benchmarks/cost.py [--steps 300] [--windows 32000 64000 128000] [--discounts 1 0.5 0.1]
+    python benchmarks/cost.py [--steps 300] [--windows 32000 64000 128000] [--discounts 1 0.5 0.1] [--retrieval]
 
 Raw prompt tokens hide what a provider bills: the part of a request that repeats a recent
 request's prefix is served from its cache at a discount ``d`` (OpenAI 0.5 or less, Anthropic
@@ -24,6 +24,7 @@ Strategies, each meeting the trace as an agent loop would (one request per step 
    the same extractive summarizer;
 5. monad: a real ``Session`` (as ``reference_trace.run_monad``) whose clock follows the
    simulated pauses and whose ``models.main.cache`` states the cell's ``d``.
+   With ``--retrieval``, monad runs a second time with ``context.retrieval`` on.
 
 Findable, as in ``benchmarks/fidelity.py``: of the trace's planted identifiers, how many an agent
 that has forgotten them can still reach at the end: verbatim in the last request (window,
