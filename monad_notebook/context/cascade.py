@@ -160,7 +160,8 @@ class Cascade:
 
     def run_turn(self, user: Message) -> None:
         """Stages that append to the prompt: once per turn, never per step."""
-        self.window.set_blocks(self.turn_stages.blocks(self.window, user), user.id)
+        blocks = self.turn_stages.blocks(self.window, user)
+        self.window.set_blocks(blocks, user.id, retrieval=self.turn_stages.retrieval is not None)
 
     def committed(self, messages: list[Message]) -> None:
         """Messages just persisted: queue them for recall indexing."""

@@ -172,17 +172,18 @@ class Window:
         self._basis_raw = None
         self.estimate(self.prompt())
 
-    def set_blocks(self, blocks: dict[str, str], user_id: str | None = None) -> None:
+    def set_blocks(self, blocks: dict[str, str], user_id: str | None = None, *, retrieval: bool = True) -> None:
         """This turn's blocks; a ``related_context`` block rides on ``user_id``, this turn's message.
 
         Earlier turns' blocks stay on their messages: taking one away would change the prompt
         from that message on, and the provider would bill the whole turn after it uncached. They
         go when that costs nothing: when the cache has gone cold (everything is resent anyway),
-        when an eviction pass changes the prompt before them, or with their message, folded.
+        when an eviction pass changes the prompt before them, or with their message, folded;
+        and at once when retrieval was turned off (``retrieval`` False).
         """
         blocks = dict(blocks)
         related = blocks.pop("related_context", None)
-        if not self.cost.cache_warm():
+        if not retrieval or not self.cost.cache_warm():
             self.related = {}
         if related and user_id:
             self.related[user_id] = related

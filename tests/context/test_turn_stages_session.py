@@ -7,7 +7,7 @@ import time
 import pytest
 
 from monad_notebook import Session
-from monad_notebook.config import Config
+from monad_notebook.config import Config, ConfigWatcher
 from monad_notebook.store.base import Summary
 from monad_notebook.testing import ScriptedModel, tool_call
 
@@ -90,32 +90,52 @@ def test_agent_scoped_memory_is_seen_only_by_that_agents_sessions(store):
         assert "Use UTC timestamps everywhere" in system
 
 
-def test_an_earlier_turns_related_context_stays_on_its_message_until_the_cache_goes_cold(store):
+def sticky_session(store, tmp_path, model):
+    """A session whose agents.json turns retrieval on, with earlier turns folded out of the window."""
+    from tests.test_hot_reload import Agents
+
+    context = {"retrieval": {"enabled": True, "minScore": 0.3}, "summarize": {"keepRecent": 2}}
+    agents = Agents(tmp_path, {"tools": {"python": {"approval": "auto"}}, "context": context})
+    session = Session("sticky", config=ConfigWatcher(agents.path), store=store, model=model)
+    session.ask("Our churn model uses a gradient boosted tree with 300 estimators.")
+    for i in range(6):
+        session.ask(f"Topic {i}: the weather report mentions light rain and wind.")
+    assert session.compact()
+    session.wait_for_background(30)
+    return session, agents
+
+
+QUESTION = "How many estimators does the churn classifier have?"
+
+
+def carried(request: list[dict]) -> list[str]:
+    """What the message that asked QUESTION carried in ``request``."""
+    return [m["content"] for m in request if str(m["content"]).startswith(QUESTION)]
+
+
+@pytest.mark.parametrize("then", ["the cache goes cold", "retrieval is turned off"])
+def test_an_earlier_turns_related_context_stays_on_its_message_until(store, tmp_path, then):
     pytest.importorskip("onnxruntime")
     from monad_notebook.store.embeddings import local_model_files
 
     if local_model_files() is None:
         pytest.skip("the offline embedder of the local extra is not installed")
-    context = {"retrieval": {"enabled": True, "minScore": 0.3}, "summarize": {"keepRecent": 2}}
-    chatter = [f"Topic {i}: the weather report mentions light rain and wind." for i in range(6)]
-    model = ScriptedModel(["noted"] + ["ok"] * len(chatter) + ["answer", "sure", "fine"], context_window=100_000)
-    session = make(store, model, name="sticky", **context)
+    model = ScriptedModel(["noted"] + ["ok"] * 6 + ["answer", "sure", "fine"], context_window=100_000)
+    session, agents = sticky_session(store, tmp_path, model)
     clock = [1000.0]
     session.window.cost.clock = lambda: clock[0]
-    session.ask("Our churn model uses a gradient boosted tree with 300 estimators.")
-    for line in chatter:
-        session.ask(line)
-    assert session.compact()
-    session.wait_for_background(30)
-    question = "How many estimators does the churn classifier have?"
-    session.ask(question)
+    session.ask(QUESTION)
     asked = model.calls[-1].messages
     assert "300 estimators" in asked[-1]["content"]
     clock[0] += 60  # within the provider's cache lifetime (5 minutes for this endpoint)
     session.ask("Thanks, that is all for the tree.")
     warm = model.calls[-1].messages
     assert warm[: len(asked)] == asked  # the next request extends the last one: its whole prefix is cached
-    clock[0] += 600  # the cache has expired: the prompt is resent whole, the old block costs a resend no more
+    if then == "the cache goes cold":
+        clock[0] += 600  # the prompt is resent whole anyway: the old block costs a resend no more
+    else:
+        clock[0] += 60
+        agents.edit({"context": {"retrieval": {"enabled": False}}})
     session.ask("Back to the weather.")
-    cold = model.calls[-1].messages
-    assert [m["content"] for m in cold if str(m["content"]).startswith(question)] == [question]
+    assert carried(model.calls[-1].messages) == [QUESTION]
+    session.close()
