@@ -80,8 +80,8 @@ class TurnStages:
     def scope(self) -> str:
         return resolve_scope(self.agent)
 
-    def blocks(self, window: Window, user: Message) -> dict[str, str]:
-        """This turn's injected blocks: memory facts, the plan anchor, related context."""
+    def blocks(self, window: Window, user: Message, *, shown: list[str] | None = None) -> dict[str, str]:
+        """This turn's injected blocks: memory facts, the plan anchor, related context (none of ``shown``'s hits)."""
         cfg = self.config().context
         blocks: dict[str, str] = {}
         memory = self.memory.prompt_block(
@@ -96,7 +96,7 @@ class TurnStages:
         if self.retrieval is not None:
             with FOREGROUND.held():
                 related = self.retrieval.related_context(
-                    window.session, user.content, window.messages, query_id=user.id
+                    window.session, user.content, window.messages, query_id=user.id, shown=shown or ()
                 )
             if related:
                 blocks["related_context"] = related

@@ -172,22 +172,28 @@ class Window:
         self._basis_raw = None
         self.estimate(self.prompt())
 
-    def set_blocks(self, blocks: dict[str, str], user_id: str | None = None, *, retrieval: bool = True) -> None:
+    def set_blocks(self, blocks: dict[str, str], user_id: str | None = None, *, keep_related: bool = False) -> None:
         """This turn's blocks; a ``related_context`` block rides on ``user_id``, this turn's message.
 
-        Earlier turns' blocks stay on their messages: taking one away would change the prompt
-        from that message on, and the provider would bill the whole turn after it uncached. They
-        go when that costs nothing: when the cache has gone cold (everything is resent anyway),
-        when an eviction pass changes the prompt before them, or with their message, folded;
-        and at once when retrieval was turned off (``retrieval`` False).
+        ``keep_related``: earlier turns' blocks stay on their messages (see :meth:`keeps_related`).
         """
         blocks = dict(blocks)
         related = blocks.pop("related_context", None)
-        if not retrieval or not self.cost.cache_warm():
+        if not keep_related:
             self.related = {}
         if related and user_id:
             self.related[user_id] = related
         self.blocks = blocks
+
+    def keeps_related(self) -> bool:
+        """Should earlier turns' related blocks stay on their messages for the next request?
+
+        Taking one away would change the prompt from its message on, and the provider would
+        bill the whole turn after it uncached. So they stay while the cache is warm, and go
+        when that costs nothing: once the cache is cold (everything is resent anyway), with an
+        eviction pass that changes the prompt before them, or with their message, folded.
+        """
+        return bool(self.related) and self.cost.cache_warm()
 
     def _drop_related(self, *, after: str | None) -> None:
         """Earlier turns' blocks on messages from ``after`` on: the prompt changes there anyway."""

@@ -76,13 +76,11 @@ def test_a_window_that_starts_mid_exchange_gets_the_summary_as_its_own_first_use
 
 
 def test_an_eviction_pass_takes_the_related_blocks_after_the_first_result_it_clears_but_not_this_turns():
-    from monad_notebook.context.cost import CachePricing, CostMeter
     from monad_notebook.context.eviction import EvictionPlan
     from monad_notebook.context.tokens import TokenCounter
     from monad_notebook.context.window import Window
 
     w = Window("s", TokenCounter("gpt-4o"))
-    w.cost = CostMeter(CachePricing(0.1))
     call = ToolCall("c1", "python", "{}")
     result = Message(role="tool", content="out " * 200, tool_call_id="c1", name="python")
     turns = [
@@ -92,10 +90,8 @@ def test_an_eviction_pass_takes_the_related_blocks_after_the_first_result_it_cle
     ]
     for number, messages in enumerate(turns, 1):
         w.extend(messages)
-        w.set_blocks(
-            {"related_context": f"<related_context>{number}</related_context>"}, messages[-1 if number > 1 else 0].id
-        )
-        w.cost.add(1_000, 0)  # a request went out: the cache is warm for the next turn
+        block = {"related_context": f"<related_context>{number}</related_context>"}
+        w.set_blocks(block, messages[-1 if number > 1 else 0].id, keep_related=True)  # a warm cache
     w.apply_eviction(EvictionPlan(placeholders={result.id: "[context-cleared] python output"}, reclaimed_tokens=190))
     sent = [m["content"] for m in w.prompt().messages]
     assert sent[1] == "q1\n\n<related_context>1</related_context>"  # before the cleared result: its prefix holds
