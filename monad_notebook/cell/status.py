@@ -83,7 +83,7 @@ def _indexing_sentences(unindexed: int, checking: bool) -> list[str]:
         return []
     doing = [f"indexing {_plural(unindexed, 'message')}"] if unindexed else []
     doing += ["checking this session's earlier history for messages never indexed"] if checking else []
-    return [f"Recall is still {' and '.join(doing)} in the background; it finds them once they are indexed."]
+    return [f"In the background, recall is still {' and '.join(doing)}; it finds those messages once they are indexed."]
 
 
 def status_sentences(status: dict[str, Any], *, approval: str, allowed_for_session: bool) -> str:

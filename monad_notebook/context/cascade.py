@@ -160,10 +160,8 @@ class Cascade:
 
     def run_turn(self, user: Message) -> None:
         """Stages that append to the prompt: once per turn, never per step."""
-        keep = self.turn_stages.retrieval is not None and self.window.keeps_related()  # off: its blocks go too
-        shown = list(self.window.related.values()) if keep else []
-        blocks = self.turn_stages.blocks(self.window, user, shown=shown)
-        self.window.set_blocks(blocks, user.id, keep_related=keep)
+        blocks = self.turn_stages.blocks(self.window, user)
+        self.window.set_blocks(blocks, user.id, retrieval=self.turn_stages.retrieval is not None)
 
     def committed(self, messages: list[Message]) -> None:
         """Messages just persisted: queue them for recall indexing."""

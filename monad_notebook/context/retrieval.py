@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from monad_notebook.config import RetrievalConfig
 from monad_notebook.context.recall import Passage, Recall, identifier_terms
 from monad_notebook.messages import Message
-from monad_notebook.store.base import EmbeddingHit, Store
+from monad_notebook.store.base import Store
 from monad_notebook.store.embeddings import Embedder
 
 log = logging.getLogger(__name__)
@@ -40,32 +40,23 @@ class Retrieval:
         self.recall = Recall(store, embedder)
 
     def related_context(
-        self,
-        session: str,
-        query: str,
-        window: Iterable[Message] = (),
-        *,
-        query_id: str | None = None,
-        shown: Iterable[str] = (),
+        self, session: str, query: str, window: Iterable[Message] = (), *, query_id: str | None = None
     ) -> str | None:
         """The ``<related_context>`` block for ``query``, or None when there is nothing worth adding.
 
-        What the window shows, the query's own message and the hits of earlier blocks still in
-        the prompt (``shown``) are skipped: repeating what the model can see wastes the budget
-        this stage exists to save.
+        What the window shows and the query's own message are skipped: repeating what the
+        model can see wastes the budget this stage exists to save.
         """
         if not self.cfg.enabled or self.embedder is None or not query.strip():
             return None
         try:
-            passages = self._trusted(session, query, list(window), query_id, "\n".join(shown))
+            passages = self._trusted(session, query, list(window), query_id)
         except Exception as exc:
             log.debug("retrieval skipped for this turn: %s", exc)
             return None
         return format_related(passages, self.cfg.snippet_chars) if passages else None
 
-    def _trusted(
-        self, session: str, query: str, window: list[Message], query_id: str | None, shown: str
-    ) -> list[Passage]:
+    def _trusted(self, session: str, query: str, window: list[Message], query_id: str | None) -> list[Passage]:
         """Recall's passages naming the query's identifiers (first), then those above ``minScore``."""
         limit = self.cfg.max_results
         terms = identifier_terms(query)
@@ -73,7 +64,7 @@ class Retrieval:
         named, near = [], []
         for passage in self.recall.search(session, query, 2 * limit + 1, window=window):
             hit = passage.hit
-            if hit.message_id == query_id or hit.snippet.strip() == asked or self._line(hit) in shown:
+            if hit.message_id == query_id or hit.snippet.strip() == asked:
                 continue
             if any(term in hit.snippet for term in terms):
                 named.append(passage)
@@ -81,20 +72,15 @@ class Retrieval:
                 near.append(passage)
         return [*named, *near][:limit]
 
-    def _line(self, hit: EmbeddingHit) -> str:
-        return hit_line(hit, self.cfg.snippet_chars)
-
 
 def format_related(passages: list[Passage], snippet_chars: int) -> str:
     """The block the model reads: one ``- `` line per hit, oldest first, each with role and ``#seq``."""
-    hits = sorted((p.hit for p in passages), key=lambda h: (h.seq, h.offset))
-    return "\n".join([OPEN_TAG, INTRO, *(hit_line(hit, snippet_chars) for hit in hits), CLOSE_TAG])
-
-
-def hit_line(hit: EmbeddingHit, snippet_chars: int) -> str:
-    """One hit as the block lists it: role and ``#seq``, then its snippet on one line."""
-    who = f"tool {hit.name}" if hit.role == "tool" and hit.name else hit.role or "message"
-    return f"- [#{hit.seq} {who}, turn {hit.turn}] {_snippet(hit.snippet, snippet_chars)}"
+    lines = [OPEN_TAG, INTRO]
+    for hit in sorted((p.hit for p in passages), key=lambda h: (h.seq, h.offset)):
+        who = f"tool {hit.name}" if hit.role == "tool" and hit.name else hit.role or "message"
+        lines.append(f"- [#{hit.seq} {who}, turn {hit.turn}] {_snippet(hit.snippet, snippet_chars)}")
+    lines.append(CLOSE_TAG)
+    return "\n".join(lines)
 
 
 def _snippet(text: str, limit: int) -> str:

@@ -1,7 +1,8 @@
 """The per-turn stages: memory facts, the recitation anchor, retrieval reinjection.
 
 They append to the prompt, so they run once per turn (never per step): :meth:`TurnStages.blocks`
-returns the turn's blocks, which the window holds until the next turn replaces them.
+returns the turn's blocks, which the window holds until the next turn replaces them (a related-context
+block stays on its message longer, while that keeps the provider's cache: ``Window.set_blocks``).
 Indexing new messages for recall (chunks for full-text search, and their vectors) happens on
 a worker thread, in batches, whenever the recall tool or retrieval is on; the retrieval stage and
 the recall tool hold the foreground gate (``store/foreground.py``), so that work waits for them.
@@ -80,8 +81,8 @@ class TurnStages:
     def scope(self) -> str:
         return resolve_scope(self.agent)
 
-    def blocks(self, window: Window, user: Message, *, shown: list[str] | None = None) -> dict[str, str]:
-        """This turn's injected blocks: memory facts, the plan anchor, related context (none of ``shown``'s hits)."""
+    def blocks(self, window: Window, user: Message) -> dict[str, str]:
+        """This turn's injected blocks: memory facts, the plan anchor, related context."""
         cfg = self.config().context
         blocks: dict[str, str] = {}
         memory = self.memory.prompt_block(
@@ -96,7 +97,7 @@ class TurnStages:
         if self.retrieval is not None:
             with FOREGROUND.held():
                 related = self.retrieval.related_context(
-                    window.session, user.content, window.messages, query_id=user.id, shown=shown or ()
+                    window.session, user.content, window.messages, query_id=user.id
                 )
             if related:
                 blocks["related_context"] = related

@@ -114,10 +114,13 @@ class Window:
         self.counter = counter
         self.calibration = calibration or Calibration()
         self._token_cache = {}
+        self.related = {}  # another model: another provider cache
         self._last_prompt = None
 
     def set_frame(self, frame: Frame) -> None:
         """A new system prompt or tool set (a config reload)."""
+        if frame != self.frame:
+            self.related = {}  # the prompt changes from its start
         self.frame = frame
         self._frame_version += 1
 
@@ -166,44 +169,35 @@ class Window:
         """A landed compaction: the folded messages leave, the new summary opens the window."""
         self.messages = apply_result(self.messages, result)
         self.summary = result.summary
-        kept = {m.id for m in self.messages}
-        self.related = {k: v for k, v in self.related.items() if k in kept}
+        self._drop_related(after=self.messages[0].id if self.messages else None)  # the summary changed the top
         self.last_real = None  # the provider's count described the unfolded window
         self._basis_raw = None
         self.estimate(self.prompt())
 
-    def set_blocks(self, blocks: dict[str, str], user_id: str | None = None, *, keep_related: bool = False) -> None:
+    def set_blocks(self, blocks: dict[str, str], user_id: str | None = None, *, retrieval: bool = True) -> None:
         """This turn's blocks; a ``related_context`` block rides on ``user_id``, this turn's message.
 
-        ``keep_related``: earlier turns' blocks stay on their messages (see :meth:`keeps_related`).
+        Earlier turns' blocks stay on their messages: taking one away would change the prompt
+        from that message on, and the provider would bill the whole turn after it uncached. They
+        go when that costs nothing, because the prompt changes before them anyway or the cache
+        is cold: at a turn whose cache has expired or whose memory block changed, with a new
+        system prompt, tools or model, with an eviction pass that clears a result before them,
+        with a compaction; and when retrieval is turned off (``retrieval`` False).
         """
         blocks = dict(blocks)
         related = blocks.pop("related_context", None)
-        if not keep_related:
+        if not retrieval or not self.cost.cache_warm() or blocks.get("memory") != self.blocks.get("memory"):
             self.related = {}
         if related and user_id:
             self.related[user_id] = related
         self.blocks = blocks
 
-    def keeps_related(self) -> bool:
-        """Should earlier turns' related blocks stay on their messages for the next request?
-
-        Taking one away would change the prompt from its message on, and the provider would
-        bill the whole turn after it uncached. So they stay while the cache is warm, and go
-        when that costs nothing: once the cache is cold (everything is resent anyway), with an
-        eviction pass that changes the prompt before them, or with their message, folded.
-        """
-        return bool(self.related) and self.cost.cache_warm()
-
     def _drop_related(self, *, after: str | None) -> None:
-        """Earlier turns' blocks on messages from ``after`` on: the prompt changes there anyway."""
-        if after is None or not self.related:
-            return
+        """Keep this turn's block and those before the message ``after``: from there on the prompt changes anyway."""
         ids = [m.id for m in self.messages]
-        start = ids.index(after)
-        current = next((m.id for m in reversed(self.messages) if m.role == "user"), None)
-        later = set(ids[start:]) - {current}
-        self.related = {k: v for k, v in self.related.items() if k not in later}
+        kept = set(ids[: ids.index(after)] if after in ids else ids)
+        kept |= {next((m.id for m in reversed(self.messages) if m.role == "user"), "")}
+        self.related = {k: v for k, v in self.related.items() if k in kept}
 
     # --- the prompt and its cost ------------------------------------------------------
 

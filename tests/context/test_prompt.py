@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+import pytest
+
+from monad_notebook.context.compaction import CompactionResult
+from monad_notebook.context.cost import CachePricing, CostMeter
+from monad_notebook.context.eviction import EvictionPlan
 from monad_notebook.context.prompt import PLAN_NOTE, assemble, count_parts
+from monad_notebook.context.tokens import TokenCounter
+from monad_notebook.context.window import Frame, Window
 from monad_notebook.messages import Message, ToolCall
+from monad_notebook.store.base import Summary
 
 
 def window() -> list[Message]:
@@ -75,12 +83,10 @@ def test_a_window_that_starts_mid_exchange_gets_the_summary_as_its_own_first_use
     assert prompt.messages[1]["content"] == "<summary>\n## Objective\nx\n</summary>"
 
 
-def test_an_eviction_pass_takes_the_related_blocks_after_the_first_result_it_clears_but_not_this_turns():
-    from monad_notebook.context.eviction import EvictionPlan
-    from monad_notebook.context.tokens import TokenCounter
-    from monad_notebook.context.window import Window
-
+def warm_window_with_three_blocks() -> tuple[Window, Message]:
+    """Three turns, each with its related block, the provider's cache warm; and turn 1's tool result."""
     w = Window("s", TokenCounter("gpt-4o"))
+    w.cost = CostMeter(CachePricing(0.1))
     call = ToolCall("c1", "python", "{}")
     result = Message(role="tool", content="out " * 200, tool_call_id="c1", name="python")
     turns = [
@@ -91,9 +97,42 @@ def test_an_eviction_pass_takes_the_related_blocks_after_the_first_result_it_cle
     for number, messages in enumerate(turns, 1):
         w.extend(messages)
         block = {"related_context": f"<related_context>{number}</related_context>"}
-        w.set_blocks(block, messages[-1 if number > 1 else 0].id, keep_related=True)  # a warm cache
+        w.set_blocks(block, messages[-1 if number > 1 else 0].id)
+        w.cost.add(1_000, 0)  # a request went out: the cache is warm for the next turn
+    return w, result
+
+
+def sent(w: Window) -> list[str]:
+    return [m["content"] for m in w.prompt().messages]
+
+
+def test_while_the_cache_is_warm_each_turns_related_block_stays_on_its_message():
+    w, _ = warm_window_with_three_blocks()
+    assert sent(w)[1] == "q1\n\n<related_context>1</related_context>"
+    assert sent(w)[5] == "q2\n\n<related_context>2</related_context>"
+    assert sent(w)[-1] == "q3\n\n<related_context>3</related_context>"
+
+
+def test_an_eviction_pass_takes_the_related_blocks_after_the_first_result_it_clears_but_not_this_turns():
+    w, result = warm_window_with_three_blocks()
     w.apply_eviction(EvictionPlan(placeholders={result.id: "[context-cleared] python output"}, reclaimed_tokens=190))
-    sent = [m["content"] for m in w.prompt().messages]
-    assert sent[1] == "q1\n\n<related_context>1</related_context>"  # before the cleared result: its prefix holds
-    assert sent[3].startswith("[context-cleared]") and sent[5] == "q2"
-    assert sent[-1] == "q3\n\n<related_context>3</related_context>"
+    shown = sent(w)
+    assert shown[1] == "q1\n\n<related_context>1</related_context>"  # before the cleared result: its prefix holds
+    assert shown[3].startswith("[context-cleared]") and shown[5] == "q2"
+    assert shown[-1] == "q3\n\n<related_context>3</related_context>"
+
+
+@pytest.mark.parametrize("change", ["a compaction", "a new memory block", "a new system prompt"])
+def test_a_change_at_the_top_of_the_prompt_takes_the_earlier_blocks_with_it(change):
+    w, _ = warm_window_with_three_blocks()
+    if change == "a compaction":
+        summary = Summary(session="s", text="## Objective\nx", boundary_seq=0, created_at=0.0)
+        folded = [m.id for m in w.messages[:3]]
+        w.apply_compaction(CompactionResult(summary, folded, 0, 0, used_fallback=True, reflected=False))
+    elif change == "a new memory block":
+        w.set_blocks({"memory": "- a new fact"}, None)
+    else:
+        w.set_frame(Frame(system="another system prompt"))
+    blocks = [text for text in sent(w) if "<related_context>" in str(text)]
+    kept = ["q3\n\n<related_context>3</related_context>"] if change == "a compaction" else []  # mid-turn / next turn
+    assert blocks == kept

@@ -350,7 +350,7 @@ def test_a_session_reopened_with_recall_on_says_it_is_catching_up_and_then_its_e
     second.ask("where was the churn raw extract?")
     second.close()
 
-    assert "Recall is still indexing" in busy and "Recall is still indexing" not in settled
+    assert "recall is still indexing" in busy and "recall is still" not in settled
     answer = model.calls[-1].messages[-1]["content"]
     assert "data/raw/churn_0.parquet" in answer
 
@@ -379,7 +379,7 @@ def test_until_the_earlier_history_is_checked_the_status_says_so_rather_than_not
     second.close()
 
     assert "checking this session's earlier history" in waiting
-    assert "Recall is still" not in settled
+    assert "recall is still" not in settled
     assert "data/raw/churn.parquet" in "".join(h.snippet for h in store.search_chunks("s", "churn raw extract", 3))
 
 

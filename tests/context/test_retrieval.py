@@ -408,15 +408,3 @@ def test_with_the_local_model_every_order_asked_by_id_comes_back(store) -> None:
     ]
 
     assert all(found)  # by vector alone the right note is the nearest for 9 of these 20 (measured)
-
-
-def test_hits_an_earlier_block_still_in_the_prompt_shows_are_not_repeated(store, embedder) -> None:
-    indexed(store, embedder, history("s", "my cat is called Miso", "the cat sleeps all day", "pizza"))
-    first = retrieval(store, embedder, max_results=1, min_score=0.0).related_context("s", "my cat is called?", set())
-
-    again = retrieval(store, embedder, max_results=1, min_score=0.0).related_context(
-        "s", "my cat is called?", set(), shown=[first or ""]
-    )
-
-    assert first is not None and "Miso" in first
-    assert again is not None and "Miso" not in again and "the cat sleeps all day" in again

@@ -90,13 +90,14 @@ def test_agent_scoped_memory_is_seen_only_by_that_agents_sessions(store):
         assert "Use UTC timestamps everywhere" in system
 
 
-def sticky_session(store, tmp_path, model):
+def sticky_session(store, tmp_path, model, clock):
     """A session whose agents.json turns retrieval on, with earlier turns folded out of the window."""
     from tests.test_hot_reload import Agents
 
     context = {"retrieval": {"enabled": True, "minScore": 0.3}, "summarize": {"keepRecent": 2}}
     agents = Agents(tmp_path, {"tools": {"python": {"approval": "auto"}}, "context": context})
     session = Session("sticky", config=ConfigWatcher(agents.path), store=store, model=model)
+    session.window.cost.clock = lambda: clock[0]
     session.ask("Our churn model uses a gradient boosted tree with 300 estimators.")
     for i in range(6):
         session.ask(f"Topic {i}: the weather report mentions light rain and wind.")
@@ -121,9 +122,8 @@ def test_an_earlier_turns_related_context_stays_on_its_message_until(store, tmp_
     if local_model_files() is None:
         pytest.skip("the offline embedder of the local extra is not installed")
     model = ScriptedModel(["noted"] + ["ok"] * 6 + ["answer", "sure", "fine"], context_window=100_000)
-    session, agents = sticky_session(store, tmp_path, model)
     clock = [1000.0]
-    session.window.cost.clock = lambda: clock[0]
+    session, agents = sticky_session(store, tmp_path, model, clock)
     session.ask(QUESTION)
     asked = model.calls[-1].messages
     assert "300 estimators" in asked[-1]["content"]
