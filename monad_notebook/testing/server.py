@@ -2,8 +2,8 @@
 
 It speaks the OpenAI wire format (streaming chat completions with tool calls and usage,
 embeddings, model list; the payloads are built in ``wire.py``) and can be told to fail: rate
-limits, server errors, context-length errors, slow or broken streams. A path it does not route gets llama.cpp's 404, and a model
-outside ``known_models`` OpenAI's ``model_not_found``.
+limits, server errors, context-length errors, slow or broken streams. A path it does not route
+gets llama.cpp's 404, and a model outside ``known_models`` OpenAI's ``model_not_found``.
 """
 
 from __future__ import annotations
