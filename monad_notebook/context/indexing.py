@@ -101,9 +101,10 @@ class RecallIndexer:
         with self._cond:
             if session not in self._met:
                 self._met[session] = time.monotonic()
-                self._unchecked.add(session)
-                self._queue.append((session, None))
-                self._pending += 1
+                if not any(m.seq == 0 for m in todo):  # holding its first message, a session has no history
+                    self._unchecked.add(session)
+                    self._queue.append((session, None))
+                    self._pending += 1
             if todo:
                 self._queue.append((session, todo))
                 self._pending += 1

@@ -20,11 +20,13 @@ from monad_notebook.provider import ChatResponse, TextCallback, Usage
 Scripted = ChatResponse | str | Exception
 
 
-def _words(content: str) -> list[str]:
+def stream_words(content: str) -> list[str]:
+    """``content`` in the pieces a fake stream sends it: each word with the spaces around it."""
     return re.findall(r"\s*\S+\s*|\s+", content)
 
 
-def _estimate(content: str) -> int:
+def estimate_tokens(content: str) -> int:
+    """The fakes' token count of a text: about four characters a token, at least one."""
     return max(1, len(content) // 4)
 
 
@@ -38,7 +40,7 @@ def text(content: str, prompt_tokens: int | None = None, *, finish_reason: str =
 
     ``finish_reason="length"`` is an answer cut off by the output token limit.
     """
-    usage = None if prompt_tokens is None else Usage(prompt_tokens, _estimate(content))
+    usage = None if prompt_tokens is None else Usage(prompt_tokens, estimate_tokens(content))
     return ChatResponse(content=content, usage=usage, finish_reason=finish_reason)
 
 
@@ -127,6 +129,6 @@ class ScriptedModel:
 
 
 def _pieces(content: str, count: int) -> list[str]:
-    words = _words(content)
+    words = stream_words(content)
     size = max(1, -(-len(words) // count))
     return ["".join(words[i : i + size]) for i in range(0, len(words), size)]

@@ -21,7 +21,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from monad_notebook.provider import ChatResponse
-from monad_notebook.testing.scripted import _estimate, approximate_prompt_tokens, text
+from monad_notebook.testing.scripted import approximate_prompt_tokens, estimate_tokens, text
 from monad_notebook.testing.wire import chunks, completion, error, hash_vector, no_such_path
 
 
@@ -281,7 +281,7 @@ class _Handler(BaseHTTPRequestHandler):
             prompt = self.fake.count_tokens(body.get("messages") or [])
             if self.fake.count_tools is not None and body.get("tools"):
                 prompt += self.fake.count_tools(body["tools"])
-            completion = _estimate(response.content + "".join(c.arguments for c in response.tool_calls))
+            completion = estimate_tokens(response.content + "".join(c.arguments for c in response.tool_calls))
         usage: dict[str, Any] = {"prompt_tokens": prompt, "completion_tokens": completion}
         usage["total_tokens"] = prompt + completion
         cached = min(prompt, self._cached_prefix(body))
@@ -339,6 +339,6 @@ class _Handler(BaseHTTPRequestHandler):
             }
             for i, v in enumerate(vectors)
         ]
-        tokens = sum(_estimate(str(t)) for t in texts)
+        tokens = sum(estimate_tokens(str(t)) for t in texts)
         usage = {"prompt_tokens": tokens, "total_tokens": tokens}
         self._json(200, {"object": "list", "data": data, "model": body.get("model"), "usage": usage})

@@ -10,7 +10,7 @@ from typing import Any
 
 from monad_notebook.messages import new_id
 from monad_notebook.provider import ChatResponse
-from monad_notebook.testing.scripted import _words
+from monad_notebook.testing.scripted import stream_words
 
 _ERROR_TYPES = {400: "invalid_request_error", 401: "invalid_request_error", 404: "invalid_request_error"}
 
@@ -69,7 +69,7 @@ def chunks(body: dict[str, Any], response: ChatResponse, usage: dict[str, Any] |
         return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]}
 
     yield chunk({"role": "assistant", "content": ""})
-    for word in _words(response.content):
+    for word in stream_words(response.content):
         yield chunk({"content": word})
     for index, call in enumerate(response.tool_calls):
         head = {"index": index, "id": call.id, "type": "function", "function": {"name": call.name, "arguments": ""}}

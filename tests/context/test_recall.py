@@ -377,8 +377,14 @@ def test_until_the_earlier_history_is_checked_the_status_says_so_rather_than_not
     second.wait_for_background(30)
     settled = status_sentences(second.status(), approval="ask", allowed_for_session=False)
     second.close()
+    brand_new = Session("new", config=Config(), store=store, model=ScriptedModel(["ok"], context_window=100_000))
+    brand_new.cascade.turn_stages.indexer.backfill_quiet = 60.0
+    brand_new.ask("hello")
+    new_session_status = status_sentences(brand_new.status(), approval="ask", allowed_for_session=False)
+    brand_new.close()
 
     assert "checking this session's earlier history" in waiting
+    assert "earlier history" not in new_session_status
     assert "recall is still" not in settled
     assert "data/raw/churn.parquet" in "".join(h.snippet for h in store.search_chunks("s", "churn raw extract", 3))
 
