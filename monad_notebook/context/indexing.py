@@ -199,7 +199,6 @@ class RecallIndexer:
                 return
             self._yield()
             stored = [m for m in self.store.load_messages(session, ids=missing) if _worth_indexing(m)]
-            stored = self._fresh(session, stored)
             self._backlog = len(stored)
         finally:
             self._unchecked.discard(session)

@@ -194,6 +194,8 @@ class Window:
 
     def _drop_related(self, *, after: str | None) -> None:
         """Keep this turn's block and those before the message ``after``: from there on the prompt changes anyway."""
+        if not self.related:
+            return
         ids = [m.id for m in self.messages]
         kept = set(ids[: ids.index(after)] if after in ids else ids)
         kept |= {next((m.id for m in reversed(self.messages) if m.role == "user"), "")}

@@ -34,6 +34,13 @@ def tool_result(session: str, text: str, call_id: str, seq: int, max_chars: int 
     return Message("tool", shown, session=session, seq=seq, turn=1, tool_call_id=call_id, name="python")
 
 
+def stored_notes(store, count: int) -> list[Message]:
+    """``count`` short notes of session "s", stored but not indexed, as a kernel that stopped early leaves them."""
+    notes = [Message("user", f"cat note {i}", session="s", seq=i) for i in range(count)]
+    store.append_messages(notes)
+    return notes
+
+
 def index(store, embedder, session: str, messages: list[Message], timeout: float = 60) -> RecallIndexer:
     indexer = RecallIndexer(store, embedder)
     indexer.index_pending(session, messages)
@@ -294,8 +301,7 @@ class RenamedEmbedder(KeywordEmbedder):
 
 
 def test_after_the_embedding_model_changes_earlier_messages_get_vectors_from_the_new_one(store):
-    earlier = [Message("user", f"cat note {i}", session="s", seq=i) for i in range(4)]
-    store.append_messages(earlier)
+    earlier = stored_notes(store, 4)
     index(store, KeywordEmbedder(), "s", earlier)
     renamed = RenamedEmbedder()
 
@@ -307,8 +313,7 @@ def test_after_the_embedding_model_changes_earlier_messages_get_vectors_from_the
 
 
 def test_a_session_whose_history_is_all_indexed_costs_its_new_indexer_no_writes(store):
-    earlier = [Message("user", f"cat note {i}", session="s", seq=i) for i in range(4)]
-    store.append_messages(earlier)
+    earlier = stored_notes(store, 4)
     index(store, KeywordEmbedder(), "s", earlier)
     versions = (store.table_version("recall_text"), store.table_version("embeddings_7"))
     embedder = KeywordEmbedder()
@@ -403,8 +408,7 @@ class LearningEmbedder(KeywordEmbedder):
 
 
 def test_a_new_kernel_does_not_embed_again_what_a_model_of_unknown_width_already_embedded(store):
-    earlier = [Message("user", f"cat note {i}", session="s", seq=i) for i in range(6)]
-    store.append_messages(earlier)
+    earlier = stored_notes(store, 6)
     index(store, LearningEmbedder(), "s", earlier)
     embedder = LearningEmbedder()
 
@@ -414,8 +418,7 @@ def test_a_new_kernel_does_not_embed_again_what_a_model_of_unknown_width_already
 
 
 def test_with_words_only_a_new_kernel_reads_no_message_texts_again(store, monkeypatch):
-    earlier = [Message("user", f"cat note {i}", session="s", seq=i) for i in range(6)]
-    store.append_messages(earlier)
+    earlier = stored_notes(store, 6)
     first = RecallIndexer(store, KeywordEmbedder(), embed_max_chars=0)
     first.index_pending("s", earlier)
     assert first.flush(timeout=30)
