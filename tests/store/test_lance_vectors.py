@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from lancedb.index import IvfFlat
+from lancedb.index import IvfFlat, IvfSq
 from lancedb.table import LanceTable
 
 from monad_notebook.errors import StoreError
@@ -235,7 +235,7 @@ def test_a_large_session_searches_the_index_and_finds_every_needle(
     vectors = unit_vectors(rng, 600)
     messages = stored(big_store, "big", vectors.tolist())
     big_store.optimize()
-    assert vector_indexes(big_store) == ["IvfFlat"]
+    assert vector_indexes(big_store) == ["IvfSq"]
     late_vector = unit_vectors(rng, 1)[0]
     late = Message(role="user", content="written after the index", session="big", seq=600, turn=600)
     big_store.save_embeddings("big", [(late, late_vector.tolist())], MODEL)
@@ -247,6 +247,8 @@ def test_a_large_session_searches_the_index_and_finds_every_needle(
         hits = big_store.search_embeddings("big", query.tolist(), 5, model=MODEL)
         assert hits[0].message_id == messages[i].id
         assert [h.message_id for h in hits] == exact_top(everything, all_vectors, query, 5)
+        cosines = sorted(all_vectors @ query / np.linalg.norm(query), reverse=True)[:5]
+        assert [h.score for h in hits] == pytest.approx(cosines, abs=1e-5)  # scores from the full vectors
     hits = big_store.search_embeddings("big", late_vector.tolist(), 3, model=MODEL)
 
     assert hits[0].message_id == late.id
@@ -261,7 +263,7 @@ def test_a_small_session_in_an_indexed_table_gets_exact_results(
     small_vectors = unit_vectors(rng, 30)
     small = stored(big_store, "small", small_vectors.tolist())
     big_store.optimize()
-    assert vector_indexes(big_store) == ["IvfFlat"]
+    assert vector_indexes(big_store) == ["IvfSq"]
     modes = search_modes(big_store, monkeypatch)
 
     for query in unit_vectors(rng, 5):
@@ -270,13 +272,47 @@ def test_a_small_session_in_an_indexed_table_gets_exact_results(
     assert modes == [True] * 5
 
 
+def test_near_ties_keep_their_exact_order_and_scores_through_the_index(big_store: LanceStore) -> None:
+    """Vectors closer together than the index's 8-bit codes can tell apart: the full vectors decide."""
+    rng = np.random.default_rng(4)
+    centre = unit_vectors(rng, 1)[0]
+    close = centre + 0.002 * rng.normal(size=(40, ANN_DIMS))
+    vectors = np.vstack([unit_vectors(rng, 560), close / np.linalg.norm(close, axis=1, keepdims=True)])
+    messages = stored(big_store, "big", vectors.tolist())
+    big_store.optimize()
+    assert vector_indexes(big_store) == ["IvfSq"]
+
+    hits = big_store.search_embeddings("big", centre.tolist(), 8, model=MODEL)
+
+    assert [h.message_id for h in hits] == exact_top(messages, vectors, centre, 8)
+    assert [h.score for h in hits] == pytest.approx(sorted(vectors @ centre, reverse=True)[:8], abs=1e-6)
+
+
+def test_an_index_from_an_earlier_version_is_replaced_once_and_search_stays_exact(big_store: LanceStore) -> None:
+    rng = np.random.default_rng(3)
+    vectors = unit_vectors(rng, 600)
+    messages = stored(big_store, "big", vectors.tolist())
+    handle = big_store._table(f"embeddings_{ANN_DIMS}", create=False)
+    handle.create_index("vector", config=IvfFlat(distance_type="cosine", num_partitions=8))
+    query = vectors[7] + 0.05 * unit_vectors(rng, 1)[0]
+    before = [h.message_id for h in big_store.search_embeddings("big", query.tolist(), 5, model=MODEL)]
+
+    big_store.optimize()
+    replaced = vector_indexes(big_store)
+    big_store.optimize()
+
+    assert replaced == ["IvfSq"] and vector_indexes(big_store) == ["IvfSq"]
+    after = [h.message_id for h in big_store.search_embeddings("big", query.tolist(), 5, model=MODEL)]
+    assert before == after == exact_top(messages, vectors, query, 5)
+
+
 def test_a_failed_index_build_is_logged_and_search_stays_exact(
     big_store: LanceStore, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     original = LanceTable.create_index
 
     def broken(self: LanceTable, *args: object, **kwargs: object) -> object:
-        if isinstance(kwargs.get("config"), IvfFlat):
+        if isinstance(kwargs.get("config"), IvfSq):
             raise RuntimeError("training failed")
         return original(self, *args, **kwargs)
 
