@@ -57,7 +57,7 @@ class RecallIndexer:
     """Chunks messages into the store for full-text search and, with an embedder, vector search."""
 
     write_chunks = 256
-    embed_batch = 8  # chunks per embedding call: what a search started meanwhile may have to share the cores with
+    embed_batch = 8  # chunks per embedding call, unless the embedder says (``chunks_per_call``)
     linger = 0.5  # seconds a job waits for the next ones, so back-to-back steps share their writes
     backfill_slice = 500  # stored messages indexed per pass when catching up with a session's history
     backfill_quiet = 1.0  # seconds without new messages before catching up starts (a pause between turns)
@@ -75,6 +75,8 @@ class RecallIndexer:
     ) -> None:
         self.store = store
         self.embedder = embedder
+        # What a search started meanwhile may have to share the cores with: the gate stops the next call, not this one.
+        self.embed_batch = getattr(embedder, "chunks_per_call", self.embed_batch)
         self.foreground = foreground
         self.embed_max_chars = embed_max_chars
         self.write_chunks = batch_size or self.write_chunks

@@ -41,7 +41,11 @@ _RUNTIME_MODULES = ("onnxruntime", "tokenizers", "numpy")
 
 
 class Embedder(Protocol):
-    """Turns texts into vectors of one fixed width; ``name`` keeps vectors of different models apart."""
+    """Turns texts into vectors of one fixed width; ``name`` keeps vectors of different models apart.
+
+    An embedder may also say how many chunks the background indexer gives it per call
+    (``chunks_per_call``); without it the indexer sends 8.
+    """
 
     name: str
     dims: int
@@ -101,6 +105,10 @@ class LocalEmbedder:
     name = LOCAL_MODEL_NAME
     dims = LOCAL_DIMS
     batch_size = 32
+    # The indexer's calls run on the cores a search needs, and a search waits for the one in flight:
+    # one ~300-character chunk is about 19 ms, eight 150 to 190 ms; throughput is the same or better
+    # (53 chunks/s one at a time against 43 in eights on mixed lengths, which pad to the longest).
+    chunks_per_call = 1
 
     def __init__(self, files: tuple[Path, Path] | None = None) -> None:
         found = files or local_model_files()

@@ -19,6 +19,7 @@ from monad_notebook.config import Config
 from monad_notebook.context import turn_stages
 from monad_notebook.context.indexing import RecallIndexer
 from monad_notebook.messages import Message
+from monad_notebook.store.embeddings import LocalEmbedder
 from monad_notebook.store.foreground import FOREGROUND
 from monad_notebook.store.lance import LanceStore
 from monad_notebook.testing import ScriptedModel, tool_call
@@ -68,6 +69,26 @@ def test_the_indexer_embeds_in_small_batches_so_a_search_waits_for_at_most_one(s
 
     assert max(len(call) for call in embedder.calls) <= 8
     assert sum(len(call) for call in embedder.calls) == 40
+
+
+def test_the_offline_embedder_gets_one_chunk_per_call_so_a_search_waits_for_one_chunk_at_most(store):
+    class Recording(LocalEmbedder):
+        def __init__(self) -> None:
+            super().__init__()
+            self.calls: list[list[str]] = []
+
+        def embed(self, texts: list[str]) -> list[list[float]]:
+            self.calls.append(texts)
+            return super().embed(texts)
+
+    embedder = Recording()
+    indexer = RecallIndexer(store, embedder)
+    messages = notes(5)
+    indexer.index_pending("s", messages)
+    assert indexer.flush(timeout=60)
+
+    assert [len(call) for call in embedder.calls] == [1] * 5
+    assert store.embedded_ids("s", model=embedder.name, dims=embedder.dims) == {m.id for m in messages}
 
 
 def test_a_gate_held_for_too_long_delays_indexing_but_never_stops_it(store):
