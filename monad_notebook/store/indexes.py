@@ -102,7 +102,7 @@ class IndexedTables(LanceTables):
         Searches probe every partition and rank by the index's 8-bit codes, then reorder twice
         the hits asked for by their full vectors (``search.py``), so distances are exact and,
         at 100k real 384-d embeddings on 2 cores, 60 questions got the exact top 18 every time,
-        in 9 ms p50 against 12 for IVF_FLAT and 70 for a scan (BENCHMARKS.md). The codes are a
+        in 9 ms p50 against 12 for IVF_FLAT and 70 for a scan (a one-off check; BENCHMARKS.md). The codes are a
         quarter of the vectors' size, which matters most when the other core is busy. Building
         takes about 3 s at 100k rows; no lock is held, so writers keep committing and rows
         written meanwhile are searched flat until the next optimize folds them in. An index of
