@@ -214,7 +214,7 @@ class Session:
         spilled = self.cascade.take_spill()
         if spilled:
             self.store.save_raw_outputs(self.name, spilled)
-        self.store.append_messages(messages)
+        self.window.wrote(self.store.append_messages(messages))
         self.window.extend(messages)
         self.cascade.committed(messages)
         self.flush_events()

@@ -115,7 +115,7 @@ class Cascade:
             return 0
         if plan.spill:
             self.store.save_raw_outputs(session, plan.spill)
-        self.store.set_placeholders(session, plan.placeholders)
+        self.window.wrote(self.store.set_placeholders(session, plan.placeholders))
         self.window.apply_eviction(plan)
         self.emit(
             ev.EVICTED,

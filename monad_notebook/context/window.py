@@ -58,6 +58,7 @@ class Window:
         self.cost = CostMeter()
         self._token_cache: dict[tuple[str, bool], int] = {}
         self._last_prompt: tuple[tuple[Any, ...], Prompt] | None = None
+        self._mark: tuple[int, int] | None = None  # the store's history mark when this window last knew every write
 
     def __len__(self) -> int:
         return len(self.messages)
@@ -84,11 +85,18 @@ class Window:
         """Reload if another kernel wrote to this session since this one last looked (True if it did).
 
         Called holding the turn lease, so numbering continues from the store's newest message and
-        the model sees the other kernel's turns; two small reads when nothing changed.
+        the model sees the other kernel's turns. When no one but this window wrote the messages
+        or summaries tables since it last looked (``wrote``), the store's history mark says so in
+        one manifest read; otherwise two small reads, whose cost grows with the writes not yet
+        compacted (25 ms under back-to-back turns at 100k stored messages).
         """
+        mark = store.history_mark()
+        if mark is not None and mark == self._mark:
+            return False
         newer = store.load_messages(self.session, after_seq=self.next_seq - 1)
         known = (self.summary.created_at, self.summary.boundary_seq) if self.summary else None
         if not newer and store.summary_head(self.session) == known:
+            self._mark = mark
             return False
         turn = self.turn
         self.load(store)
@@ -96,7 +104,19 @@ class Window:
         self.last_real = None
         self.last_estimate = 0
         self._last_prompt = None
+        self._mark = mark
         return True
+
+    def wrote(self, version: int | None) -> None:
+        """This window's own write to the messages table committed ``version``.
+
+        The mark moves with it only when it is the very next version: a commit by anyone else
+        in between (another kernel, another session of this kernel) makes the next catch-up read.
+        """
+        if self._mark is not None and version is not None and version == self._mark[0] + 1:
+            self._mark = (version, self._mark[1])
+        else:
+            self._mark = None
 
     def reset(self, store: Store) -> None:
         """After the stored conversation was forgotten: reload, and start the counts over."""

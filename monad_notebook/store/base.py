@@ -125,8 +125,8 @@ class Store(Protocol):
         """Branch: copy messages, summary, raw outputs and embeddings into an independent new session."""
 
     # messages
-    def append_messages(self, messages: list[Message]) -> None:
-        """One write for the whole batch, whatever its size."""
+    def append_messages(self, messages: list[Message]) -> int | None:
+        """One write for the whole batch, whatever its size; the messages table's version it committed."""
 
     def load_messages(self, session: str, *, after_seq: int = -1, ids: Iterable[str] | None = None) -> list[Message]:
         """Messages with seq > after_seq (only those in ``ids`` when given), in seq order, deduplicated by id."""
@@ -135,8 +135,15 @@ class Store(Protocol):
         """The ids of the session's stored messages, without reading their texts."""
 
     def count_messages(self, session: str) -> int: ...
-    def set_placeholders(self, session: str, placeholders: dict[str, str]) -> None:
-        """Record evictions (message id -> placeholder) in one write; content is kept."""
+    def set_placeholders(self, session: str, placeholders: dict[str, str]) -> int | None:
+        """Record evictions (message id -> placeholder) in one write; content is kept. The version committed."""
+
+    def history_mark(self) -> tuple[int, int] | None:
+        """The latest versions of the messages and summaries tables, read fresh (None: unknown).
+
+        Every write to either table, by any kernel, moves it: a window that knows every write
+        between two equal marks has nothing to catch up on.
+        """
 
     # turn claims (one kernel at a time per session)
     def claim_session(self, claim: Claim) -> list[Claim]:

@@ -113,8 +113,8 @@ class LanceStore(ClaimTables, SearchTables):
 
     # messages
 
-    def append_messages(self, messages: list[Message]) -> None:
-        self._add("messages", [message_row(m) for m in messages])
+    def append_messages(self, messages: list[Message]) -> int | None:
+        return self._add("messages", [message_row(m) for m in messages])
 
     def load_messages(self, session: str, *, after_seq: int = -1, ids: Iterable[str] | None = None) -> list[Message]:
         where = f"session = {sql_str(session)} AND seq > {int(after_seq)}"
@@ -141,13 +141,19 @@ class LanceStore(ClaimTables, SearchTables):
         """Stored rows, without reading them; a rare duplicate from a retried write counts twice."""
         return self._count("messages", f"session = {sql_str(session)}")
 
-    def set_placeholders(self, session: str, placeholders: dict[str, str]) -> None:
+    def set_placeholders(self, session: str, placeholders: dict[str, str]) -> int | None:
         if not placeholders:
-            return
+            return None
         sql_str(session)
         ids, texts = list(placeholders), list(placeholders.values())
         updates = pa.table({"session": [session] * len(ids), "id": ids, "placeholder": texts})
-        self._write("messages", lambda h: h.merge_insert(["session", "id"]).when_matched_update_all().execute(updates))
+        return self._write(
+            "messages", lambda h: h.merge_insert(["session", "id"]).when_matched_update_all().execute(updates)
+        )
+
+    def history_mark(self) -> tuple[int, int] | None:
+        versions = (self._version("messages"), self._version("summaries"))
+        return None if None in versions else versions  # type: ignore[return-value]
 
     # tool raw outputs
 

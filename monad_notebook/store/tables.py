@@ -236,19 +236,32 @@ class LanceTables:
         handle = self._handle(table)
         return 0 if handle is None else int(self._retrying("read", table, lambda: handle.count_rows(where)))
 
-    def _write(self, table: str, operation: Callable[[Any], object]) -> None:
-        """One LanceDB operation, counted towards the next background optimize."""
+    def _write(self, table: str, operation: Callable[[Any], object]) -> int | None:
+        """One LanceDB operation, counted towards the next background optimize; the version it committed."""
         with self._lock:
             handle = self._table(table, create=True)
-            self._retrying("write", table, lambda: operation(handle))
+            result = self._retrying("write", table, lambda: operation(handle))
             self._dirty[table] = self._dirty.get(table, 0) + 1
             self._maybe_optimize_in_background()
+        version = getattr(result, "version", None)
+        return version if isinstance(version, int) else None
 
-    def _add(self, table: str, rows: list[dict[str, Any]]) -> None:
-        if rows:
-            with self._lock:
-                self._rows[table] = self._rows.get(table, 0) + len(rows)
-                self._write(table, lambda h: h.add(pa.Table.from_pylist(rows, schema=SCHEMAS[table])))
+    def _add(self, table: str, rows: list[dict[str, Any]]) -> int | None:
+        if not rows:
+            return None
+        with self._lock:
+            self._rows[table] = self._rows.get(table, 0) + len(rows)
+            return self._write(table, lambda h: h.add(pa.Table.from_pylist(rows, schema=SCHEMAS[table])))
+
+    def _version(self, table: str) -> int | None:
+        """The latest committed version (one small read of the manifest), 0 before the table exists; None if unknown."""
+        handle = self._handle(table)
+        if handle is None:
+            return 0
+        try:
+            return int(handle.version)
+        except Exception:
+            return None
 
     def _delete(self, table: str, where: str) -> None:
         if self._count(table, where):

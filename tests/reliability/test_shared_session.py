@@ -6,11 +6,14 @@ import copy
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from monad_notebook import events as ev
 from monad_notebook.config import Config
+from monad_notebook.context.tokens import TokenCounter
+from monad_notebook.context.window import Window
 from monad_notebook.errors import SessionBusyError
 from monad_notebook.messages import Message, ToolCall
 from monad_notebook.session import Session
@@ -163,3 +166,68 @@ def test_two_kernels_at_once_for_ten_seconds_are_refused_cleanly_and_never_corru
     stored = store.load_messages("shared")
     last_question = max((m for m in stored if m.role == "user"), key=lambda m: m.seq).content
     assert any(m["role"] == "user" and last_question in m["content"] for m in sent(model))
+
+
+def test_a_kernel_alone_on_its_session_does_not_read_its_turns_back_and_still_sees_a_later_writer(db: Path):
+    alice_model = ScriptedModel(["one", "two", "three", "five"])
+    alice = kernel(db, alice_model)
+    alice.ask("first")
+    alice.ask("second")  # the first turn created the table: this one reads once more
+    reads: list[int] = []
+    load = alice.store.load_messages
+
+    def counted(session: str, **kwargs: Any) -> list[Message]:
+        reads.append(kwargs.get("after_seq", -1))
+        return load(session, **kwargs)
+
+    alice.store.load_messages = counted  # type: ignore[method-assign]
+    alice.ask("third")
+    assert reads == [], "nobody else wrote: the window is current without reading the session back"
+    kernel(db, ScriptedModel(["four"])).ask("bob's turn")
+    alice.ask("fifth")
+    assert reads, "another kernel wrote: the next turn reads what it added"
+    assert [m["content"] for m in sent(alice_model, 3)][1:] == [
+        "first",
+        "one",
+        "second",
+        "two",
+        "third",
+        "three",
+        "bob's turn",
+        "four",
+        "fifth",
+    ]
+
+
+def test_two_sessions_of_one_name_on_one_store_each_see_the_others_turns(db: Path):
+    store = LanceStore(db)
+    first_model, second_model = ScriptedModel(["a1", "a2"]), ScriptedModel(["b1"])
+    first = Session("shared", config=CONFIG, store=store, model=first_model)
+    second = Session("shared", config=CONFIG, store=store, model=second_model)
+    first.ask("q1")
+    second.ask("q2")
+    first.ask("q3")
+    assert [m["content"] for m in sent(second_model)][1:] == ["q1", "a1", "q2"]
+    assert [m["content"] for m in sent(first_model, 1)][1:] == ["q1", "a1", "q2", "b1", "q3"]
+
+
+def test_a_write_another_store_committed_between_the_windows_look_and_its_own_write_is_read_next_time(db: Path):
+    """No other kernel holds the session during this turn, but a writer that skips the lease is not missed."""
+    mine, theirs = LanceStore(db), LanceStore(db)
+
+    def message(seq: int, text: str) -> Message:
+        m = Message(role="user", content=text)
+        m.session, m.seq, m.turn, m.step = "shared", seq, seq + 1, 1
+        return m
+
+    window = Window("shared", TokenCounter("local-model"))
+    mine.append_messages([message(0, "mine 0")])
+    window.load(mine)
+    window.catch_up(mine)  # looked: marked current
+    theirs.append_messages([message(1, "theirs 1")])
+    own = message(2, "mine 2")
+    window.wrote(mine.append_messages([own]))
+    window.extend([own])
+    assert window.catch_up(mine), "the other store's commit came between: the window reads again"
+    assert [m.content for m in window.messages] == ["mine 0", "theirs 1", "mine 2"]
+    assert not window.catch_up(mine)
