@@ -87,7 +87,7 @@ class Window:
         Called holding the turn lease, so numbering continues from the store's newest message and
         the model sees the other kernel's turns. When no one but this window wrote the messages
         or summaries tables since it last looked (``wrote``), the store's history mark says so in
-        one manifest read; otherwise two small reads, whose cost grows with the writes not yet
+        two manifest reads; otherwise two small reads, whose cost grows with the writes not yet
         compacted (25 ms under back-to-back turns at 100k stored messages).
         """
         mark = store.history_mark()

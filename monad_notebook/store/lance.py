@@ -152,8 +152,8 @@ class LanceStore(ClaimTables, SearchTables):
         )
 
     def history_mark(self) -> tuple[int, int] | None:
-        versions = (self._version("messages"), self._version("summaries"))
-        return None if None in versions else versions  # type: ignore[return-value]
+        messages, summaries = self._version("messages"), self._version("summaries")
+        return None if messages is None or summaries is None else (messages, summaries)
 
     # tool raw outputs
 
