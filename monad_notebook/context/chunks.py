@@ -9,11 +9,20 @@ benchmark, 600-character chunks put 76 of 100 planted identifiers in recall's an
 that long lies whole in one chunk, and starts at a line start where one is that near, so a
 line is not split from the words that say what it holds. A tool result whose full text was
 saved is indexed from that text, so a chunk's offset is the one ``read_tool_output`` pages by.
+
+A tool output is mostly lines of a few patterns (rows of numbers, a templated log), and in a
+chunk of them the one line that says something (``saved refund cleaned table -> ...``) is
+drowned even at 300 characters. So a tool output's chunk is embedded twice when some of its
+lines stand out (their pattern, digits aside, occurs once in the whole output) and others do
+not: once whole and once as just those lines (``embedding_inputs``). Its full-text entry and
+its snippet stay the chunk itself.
 """
 
 from __future__ import annotations
 
 import json
+import re
+from collections import Counter
 
 from monad_notebook.context.eviction import PLACEHOLDER_PREFIX
 from monad_notebook.messages import Message
@@ -23,6 +32,9 @@ CHUNK_CHARS = 300
 OVERLAP_CHARS = 80
 _LINE_SEARCH = 200
 _WORD_SEARCH = 40
+_TOKEN = re.compile(r"\w+")
+STANDOUT_SHARE = 2  # standout lines are embedded apart when they are at most half of their chunk ...
+MIN_PATTERN_LINES = 3  # ... and stand among at least this many lines of a repeated pattern
 
 
 def chunk_spans(text: str, size: int = CHUNK_CHARS, overlap: int = OVERLAP_CHARS) -> list[tuple[int, int]]:
@@ -101,3 +113,43 @@ def message_chunks(message: Message, raw: str | None = None) -> list[Chunk]:
         )
         for start, end in chunk_spans(text)
     ]
+
+
+def _shape(line: str) -> str:
+    """A line's pattern: each number a 0, each word an a, spacing blanked (the rows of a table share one)."""
+    return " ".join(_TOKEN.sub(lambda m: "0" if m.group().isdigit() else "a", line).split())
+
+
+def _standout_lines(text: str, shapes: Counter[str]) -> str:
+    """Lines of ``text`` whose pattern occurs once in the whole output (``shapes``); "" unless few stand among many."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    kept = [line for line in lines if shapes[_shape(line)] == 1]
+    few = STANDOUT_SHARE * len(kept) <= len(lines) and len(lines) - len(kept) >= MIN_PATTERN_LINES
+    return "\n".join(kept) if kept and few else ""
+
+
+def embedding_inputs(message: Message, chunks: list[Chunk], seen: set[int] | None = None) -> list[tuple[Chunk, str]]:
+    """What to embed for ``message``'s chunks: each chunk's text, and for a tool output its standout lines too.
+
+    Standout lines already embedded (``seen``: their hashes, updated here) are not embedded
+    again: overlapping chunks share lines, and a table printed twenty times has one header.
+    """
+    inputs = [(chunk, chunk.text) for chunk in chunks]
+    if message.role != "tool" or not chunks:
+        return inputs
+    seen = set() if seen is None else seen
+    shapes = Counter(_shape(line) for line in _joined(chunks).splitlines() if line.strip())
+    for chunk in chunks:
+        standout = _standout_lines(chunk.text, shapes)
+        if standout and hash(standout) not in seen:
+            seen.add(hash(standout))
+            inputs.append((chunk, standout))
+    return inputs
+
+
+def _joined(chunks: list[Chunk]) -> str:
+    """The text the (overlapping, in-order) chunks were cut from."""
+    text = ""
+    for chunk in chunks:
+        text += chunk.text[max(0, len(text) - chunk.offset) :]
+    return text

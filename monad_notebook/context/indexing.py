@@ -32,7 +32,7 @@ import time
 import weakref
 from collections.abc import Callable, Iterable
 
-from monad_notebook.context.chunks import indexed_text, message_chunks
+from monad_notebook.context.chunks import embedding_inputs, indexed_text, message_chunks
 from monad_notebook.messages import Message
 from monad_notebook.store.base import Chunk, Store
 from monad_notebook.store.embeddings import Embedder
@@ -87,6 +87,7 @@ class RecallIndexer:
         self._worker: threading.Thread | None = None
         self._texted: dict[str, set[str]] = {}
         self._embedded: dict[str, set[str]] = {}
+        self._standouts: dict[str, set[int]] = {}  # session -> hashes of the standout lines it embedded
         self._met: dict[str, float] = {}  # session -> when this indexer met it
         self._last_new = 0.0
         self._queued = 0  # new messages queued or in hand
@@ -245,9 +246,10 @@ class RecallIndexer:
 
     def _embed(self, session: str, messages: list[Message], chunks: dict[str, list[Chunk]], done: set[str]) -> None:
         assert self.embedder is not None
-        todo: list[Chunk] = []
+        todo: list[tuple[Chunk, str]] = []
         for message in messages:
-            todo += [c for c in chunks[message.id] if c.offset < self.embed_max_chars]
+            kept = [c for c in chunks[message.id] if c.offset < self.embed_max_chars]
+            todo += embedding_inputs(message, kept, self._standouts.setdefault(session, set()))
         for start in range(0, len(todo), self.write_chunks):
             batch = todo[start : start + self.write_chunks]
             vectors: list[list[float]] = []
@@ -255,9 +257,10 @@ class RecallIndexer:
                 self._yield()
                 if self._stopping:
                     return
-                vectors += self.embedder.embed([c.text for c in batch[at : at + self.embed_batch]])
+                vectors += self.embedder.embed([text for _, text in batch[at : at + self.embed_batch]])
             self._yield()
-            self.store.save_embeddings(session, list(zip(batch, vectors, strict=True)), self.embedder.name)
+            rows = [(chunk, vector) for (chunk, _), vector in zip(batch, vectors, strict=True)]
+            self.store.save_embeddings(session, rows, self.embedder.name)
         done.update(m.id for m in messages)
 
     def _yield(self) -> None:

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from monad_notebook.context.chunks import OVERLAP_CHARS, chunk_spans, message_chunks
+from monad_notebook.context.chunks import OVERLAP_CHARS, chunk_spans, embedding_inputs, message_chunks
 from monad_notebook.context.indexing import RecallIndexer
 from monad_notebook.context.recall import Recall, focus, fuse
 from monad_notebook.context.truncation import truncate_tool_output
@@ -160,6 +160,66 @@ def test_the_snippet_window_holds_the_most_asked_about_words():
     assert "churn" in text[start:end] and "extract raw" in text[start:end] and end - start == 200
     assert focus("short", ["x"], 200) == (0, 5)
     assert focus("z" * 1000, ["absent"], 100) == (0, 100)
+
+
+def test_prose_and_the_users_words_are_embedded_only_whole():
+    prose = "\n".join(f"Step {w}: the {w} stage looked fine, nothing to report." for w in ("one", "two", "three"))
+    user = Message("user", "A question\nsaved x -> y.parquet\n" * 3)
+    for message in (user, Message("tool", prose, tool_call_id="c")):
+        chunks = message_chunks(message)
+        assert [t for _, t in embedding_inputs(message, chunks)] == [c.text for c in chunks]
+
+
+def field_listing(seed: int, planted: str | None = None, lines: int = 60) -> str:
+    """A data dictionary as a tool prints it: one line per field, all of one pattern, maybe one line that is not."""
+    rng = random.Random(seed)
+    kinds, notes = ["int64", "float64", "object"], ["legacy id", "derived value", "free text", "source code"]
+    rows = [f"field_{seed}_{i:<20} {rng.choice(kinds)}   {rng.choice(notes)} {i}" for i in range(lines)]
+    if planted is not None:
+        rows.insert(lines // 2, planted)
+    return "\n".join(rows)
+
+
+def test_a_line_that_stands_out_among_lines_of_one_pattern_is_embedded_on_its_own_too():
+    saved = "saved review holdout sample -> s3_exports/x11_q18.parquet"
+    output = Message("tool", field_listing(1, saved), tool_call_id="c1", name="python")
+    chunks = message_chunks(output)
+
+    texts = [text for _, text in embedding_inputs(output, chunks)]
+
+    assert texts == [c.text for c in chunks] + [saved]  # every chunk whole, as before, and the line alone
+
+
+def test_a_standout_line_printed_again_later_in_the_session_is_embedded_once():
+    seen: set[int] = set()
+    printed = [Message("tool", field_listing(1, "saved x -> out.parquet"), tool_call_id=f"c{n}") for n in range(3)]
+
+    extra = [len(embedding_inputs(m, message_chunks(m), seen)) - len(message_chunks(m)) for m in printed]
+
+    assert extra == [1, 0, 0]
+
+
+@pytest.mark.skipif(local_model_files() is None, reason="the local extra is not installed")
+def test_a_question_in_other_words_finds_the_one_line_that_differs_inside_a_listing(store):
+    said = [
+        "Batch checked (3 steps); nothing unusual. The payment median came out fine.",
+        "Check the payment data for anything new.",
+        "The supplier invoices were paid on time.",
+        "How much did the marketing spend grow?",
+    ]
+    messages = [Message("assistant", text, session="s", seq=n, turn=n) for n, text in enumerate(said)]
+    for n in range(4, 16):
+        planted = "refund total: 2,531,148" if n == 9 else None
+        messages.append(Message("tool", field_listing(n, planted), session="s", seq=n, turn=n, tool_call_id=f"c{n}"))
+    embedder = LocalEmbedder()
+    index(store, embedder, "s", messages, timeout=600)
+
+    passages = Recall(store, embedder).search("s", "how much did we pay back in reimbursements?", 3)
+
+    # Embedded only with the field lines around it, the line scores 0.23 and every sentence above comes first.
+    found = [p for p in passages if "2,531,148" in p.hit.snippet]
+    assert found and found[0].cosine is not None and found[0].cosine > 0.45
+    assert "field_9_" in found[0].hit.snippet  # the snippet is the chunk as the output printed it
 
 
 def test_message_chunks_cover_the_whole_text_in_order():
