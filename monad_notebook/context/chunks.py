@@ -12,10 +12,10 @@ saved is indexed from that text, so a chunk's offset is the one ``read_tool_outp
 
 A tool output is mostly lines of a few patterns (rows of numbers, a templated log), and in a
 chunk of them the one line that says something (``saved refund cleaned table -> ...``) is
-drowned even at 300 characters. So a tool output's chunk is embedded twice when some of its
-lines stand out (their pattern, digits aside, occurs once in the whole output) and others do
-not: once whole and once as just those lines (``embedding_inputs``). Its full-text entry and
-its snippet stay the chunk itself.
+drowned even at 300 characters. So a tool output's chunk is embedded twice when a few of its
+lines stand out (their pattern, each number and each word blanked, occurs once in the whole
+output) among at least ``MIN_PATTERN_LINES`` that do not: once whole and once as just those
+lines (``embedding_inputs``). Its full-text entry and its snippet stay the chunk itself.
 """
 
 from __future__ import annotations
