@@ -5,8 +5,8 @@ embedder is configured, vectors for those chunks in writes of up to ``write_chun
 Jobs queued while the thread is busy, or within ``linger`` of each other, are merged, so a
 burst of steps costs a few writes rather than one per message, and a turn whose steps come
 back to back does not contend with its own indexing for the store at every step. Ids already
-indexed (read from the store once per session) are skipped, so handing over the same messages
-again is cheap.
+indexed are skipped: the store is asked about those of a batch this indexer has not indexed
+itself, so handing over the same messages again is cheap.
 
 The first time an indexer meets a session it also goes over what the session stored before:
 messages a kernel stored but never indexed (it stopped with work queued, or crashed) and, after
@@ -30,7 +30,7 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 from monad_notebook.context.chunks import embedding_inputs, indexed_text, message_chunks
 from monad_notebook.messages import Message
@@ -192,10 +192,11 @@ class RecallIndexer:
         """
         self._yield()
         try:
-            known = self._known(self._texted, session, lambda: self.store.chunked_ids(session))
+            known = self.store.chunked_ids(session)
+            self._texted.setdefault(session, set()).update(known)
             if self._embeds:
-                embedded = self._embedded.setdefault(session, set())
-                embedded |= self._stored_vectors(session)
+                embedded = self._stored_vectors(session)
+                self._embedded.setdefault(session, set()).update(embedded)
                 known = known & embedded
             missing = self.store.message_ids(session) - known
             if not missing:
@@ -215,9 +216,19 @@ class RecallIndexer:
             self._backlog = 0
 
     def _fresh(self, session: str, messages: list[Message]) -> list[Message]:
-        """The messages not yet in the full-text index, or (when it embeds) without their vectors."""
-        texted = self._known(self._texted, session, lambda: self.store.chunked_ids(session))
-        embedded = self._known(self._embedded, session, lambda: self._stored_vectors(session))
+        """The messages not yet in the full-text index, or (when it embeds) without their vectors.
+
+        The store is asked only about ids this indexer has not seen indexed: reading every id
+        of a large session here would cost the turn's thread (see ``LanceTables._distinct``).
+        """
+        texted = self._texted.setdefault(session, set())
+        embedded = self._embedded.setdefault(session, set())
+        unsure = [m.id for m in messages if m.id not in texted]
+        if unsure:
+            texted |= self.store.chunked_ids(session, among=unsure)
+        unsure = [m.id for m in messages if m.id not in embedded]
+        if unsure and self._embeds:
+            embedded |= self._stored_vectors(session, among=unsure)
         return [m for m in messages if m.id not in texted or (self._embeds and m.id not in embedded)]
 
     @property
@@ -267,18 +278,11 @@ class RecallIndexer:
         """Let a search the user waits for finish first: its embedding and ours would share the cores."""
         self.foreground.wait_free(self.max_yield, cancelled=lambda: self._stopping)
 
-    def _stored_vectors(self, session: str) -> set[str]:
+    def _stored_vectors(self, session: str, among: list[str] | None = None) -> set[str]:
         dims = self.embedder.dims if self.embedder is not None else 0
         if not dims or self.embedder is None:
             return set()
-        return self.store.embedded_ids(session, model=self.embedder.name, dims=dims)
-
-    @staticmethod
-    def _known(cache: dict[str, set[str]], session: str, load: Callable[[], set[str]]) -> set[str]:
-        known = cache.get(session)
-        if known is None:
-            known = cache[session] = set(load())
-        return known
+        return self.store.embedded_ids(session, model=self.embedder.name, dims=dims, among=among)
 
     def _failed(self, session: str, exc: Exception) -> None:
         """Warn on the first failure only: a broken endpoint would otherwise log on every step."""

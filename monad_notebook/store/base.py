@@ -200,8 +200,8 @@ class Store(Protocol):
     def save_chunks(self, session: str, chunks: list[Chunk]) -> None:
         """Store chunks for full-text search in one write."""
 
-    def chunked_ids(self, session: str) -> set[str]:
-        """Ids of the session's messages whose chunks are stored."""
+    def chunked_ids(self, session: str, among: Iterable[str] | None = None) -> set[str]:
+        """Ids of the session's messages whose chunks are stored (only those in ``among``, when given)."""
 
     def search_chunks(self, session: str, words: str, k: int, *, exclude_ids: Iterable[str] = ()) -> list[EmbeddingHit]:
         """Up to ``k`` of this session's chunks matching ``words`` (full-text, BM25), best first, one per message."""
@@ -216,8 +216,8 @@ class Store(Protocol):
     def save_embeddings(self, session: str, rows: list[tuple[Message | Chunk, list[float]]], model: str) -> None:
         """Store each message's or chunk's vector (and its text as the snippet) in one write; bad vectors raise."""
 
-    def embedded_ids(self, session: str, *, model: str, dims: int) -> set[str]:
-        """Ids of the session's messages that already have a vector from ``model`` at this width."""
+    def embedded_ids(self, session: str, *, model: str, dims: int, among: Iterable[str] | None = None) -> set[str]:
+        """Ids of the session's messages with a vector from ``model`` at this width (only those in ``among``)."""
 
     def search_embeddings(
         self,

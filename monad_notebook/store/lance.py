@@ -32,9 +32,7 @@ from monad_notebook.store.rows import (
     sql_str,
 )
 from monad_notebook.store.search import TEXT_TABLE, SearchTables
-from monad_notebook.store.tables import default_db_uri
-
-_IDS_PER_READ = 500  # ids per IN (...) filter
+from monad_notebook.store.tables import IDS_PER_READ, default_db_uri
 
 __all__ = ["LanceStore", "default_db_uri"]
 
@@ -124,8 +122,8 @@ class LanceStore(ClaimTables, SearchTables):
             wanted = sorted(set(ids))
             rows = [
                 row
-                for start in range(0, len(wanted), _IDS_PER_READ)
-                for row in self._read("messages", f"{where} AND id IN {sql_in(wanted[start : start + _IDS_PER_READ])}")
+                for start in range(0, len(wanted), IDS_PER_READ)
+                for row in self._read("messages", f"{where} AND id IN {sql_in(wanted[start : start + IDS_PER_READ])}")
             ]
         unique: dict[str, dict[str, Any]] = {}
         for row in rows:
@@ -135,7 +133,7 @@ class LanceStore(ClaimTables, SearchTables):
         return sorted((message_from_row(r) for r in unique.values()), key=lambda m: (m.seq, m.created_at))
 
     def message_ids(self, session: str) -> set[str]:
-        return {row["id"] for row in self._read("messages", f"session = {sql_str(session)}", ["id"])}
+        return self._distinct("messages", f"session = {sql_str(session)}", "id")
 
     def count_messages(self, session: str) -> int:
         """Stored rows, without reading them; a rare duplicate from a retried write counts twice."""

@@ -76,9 +76,8 @@ class SearchTables(IndexedTables):
         self._add(TEXT_TABLE, rows)
         self._index_text(TEXT_TABLE)
 
-    def chunked_ids(self, session: str) -> set[str]:
-        rows = self._read(TEXT_TABLE, f"session = {sql_str(session)}", ["message_id"])
-        return {r["message_id"] for r in rows}
+    def chunked_ids(self, session: str, among: Iterable[str] | None = None) -> set[str]:
+        return self._distinct(TEXT_TABLE, f"session = {sql_str(session)}", "message_id", among)
 
     def search_chunks(self, session: str, words: str, k: int, *, exclude_ids: Iterable[str] = ()) -> list[EmbeddingHit]:
         """BM25 over this session's chunks; the best chunk of each message, best first.
@@ -133,10 +132,9 @@ class SearchTables(IndexedTables):
         self._add(table, data)
         self._index_filters(table)
 
-    def embedded_ids(self, session: str, *, model: str, dims: int) -> set[str]:
-        table = embeddings_table(dims)
-        rows = self._read(table, f"session = {sql_str(session)} AND model = {sql_str(model)}", ["message_id"])
-        return {r["message_id"] for r in rows}
+    def embedded_ids(self, session: str, *, model: str, dims: int, among: Iterable[str] | None = None) -> set[str]:
+        where = f"session = {sql_str(session)} AND model = {sql_str(model)}"
+        return self._distinct(embeddings_table(dims), where, "message_id", among)
 
     def search_embeddings(
         self,

@@ -467,6 +467,26 @@ class LearningEmbedder(KeywordEmbedder):
         return vectors
 
 
+def test_a_new_kernels_first_batch_reads_only_its_own_ids_not_the_whole_sessions(store):
+    earlier = stored_notes(store, 2000)
+    index(store, KeywordEmbedder(), "s", earlier)
+    indexer = RecallIndexer(store, KeywordEmbedder())
+    indexer.backfill_quiet = indexer.backfill_max_delay = 60  # the history check waits for a pause
+    new = Message("user", "revenue by region", session="s", seq=2000)
+    store.append_messages([new])
+    before = store.rows_read
+
+    indexer.index_pending("s", [new])
+    deadline = time.monotonic() + 30
+    while not store.search_chunks("s", "revenue region", 1) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+    assert [h.message_id for h in store.search_chunks("s", "revenue region", 1)] == [new.id]
+    assert store.rows_read - before < 20
+    assert indexer.checking
+    indexer.stop(10)
+
+
 def test_a_new_kernel_does_not_embed_again_what_a_model_of_unknown_width_already_embedded(store):
     earlier = stored_notes(store, 6)
     index(store, LearningEmbedder(), "s", earlier)

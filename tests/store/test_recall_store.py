@@ -85,6 +85,18 @@ def test_saving_a_batch_of_chunks_is_one_write(store: LanceStore) -> None:
     assert store.chunked_ids("s") == {f"m{i}" for i in range(200)}
 
 
+def test_asking_which_of_some_ids_have_chunks_reads_only_their_rows(store: LanceStore) -> None:
+    store.save_chunks("s", [chunk(f"m{i}", f"chunk number {i}") for i in range(600)])
+    store.save_chunks("other", [chunk("m700", "another session's chunk")])
+    before = store.rows_read
+
+    asked = [f"m{i}" for i in range(0, 1200, 2)] + ["m700", "x' OR '1'='1"]
+
+    assert store.chunked_ids("s", among=asked) == {f"m{i}" for i in range(0, 600, 2)}
+    assert store.rows_read - before == 300
+    assert store.chunked_ids("s", among=[]) == set()
+
+
 @pytest.mark.parametrize("name", HOSTILE_NAMES)
 def test_words_never_find_another_sessions_chunks(store: LanceStore, name: str) -> None:
     store.save_chunks(name, [chunk("mine", "the churn raw extract")])

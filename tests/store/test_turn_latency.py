@@ -2,7 +2,9 @@
 
 The background optimize compacts and re-indexes for seconds at 100k rows, and the recall
 indexer writes large batches: a turn's own write or read must return promptly meanwhile,
-and nothing may be lost. Slowness is made deterministic by slowing LanceDB's own calls.
+and nothing may be lost. Slowness is made deterministic by slowing LanceDB's own calls, so
+the passes here run in this process, as they do when the helper process cannot start;
+``test_optimizer.py`` slows the helper itself.
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ def seconds(action: Callable[[], object]) -> float:
 
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[LanceStore]:
-    s = LanceStore(tmp_path / "db", optimize_every=3)
+    s = LanceStore(tmp_path / "db", optimize_every=3, optimize_worker=None)
     yield s
     s.close()
 
@@ -120,7 +122,7 @@ def test_a_turns_read_returns_while_another_thread_writes_a_slow_batch(
 def test_close_waits_for_a_slow_background_optimize_and_keeps_every_write(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = LanceStore(tmp_path / "db", optimize_every=3)
+    store = LanceStore(tmp_path / "db", optimize_every=3, optimize_worker=None)
     optimize = Slowed(monkeypatch, "optimize", "messages")
     for seq in range(3):
         store.append_messages([user(seq)])
@@ -137,7 +139,7 @@ def test_close_waits_for_a_slow_background_optimize_and_keeps_every_write(
 
 
 def test_a_background_optimize_waits_for_a_pause_in_the_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    store = LanceStore(tmp_path / "db", optimize_every=3, optimize_quiet=0.6)
+    store = LanceStore(tmp_path / "db", optimize_every=3, optimize_quiet=0.6, optimize_worker=None)
     optimize = Slowed(monkeypatch, "optimize", "messages")
     for seq in range(12):  # a turn's steps, back to back: the pass is due after the third
         store.append_messages([user(seq)])

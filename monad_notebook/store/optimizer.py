@@ -1,0 +1,207 @@
+"""The background optimize's own process: compaction and index builds at the lowest CPU priority.
+
+A pass over a large table costs seconds of CPU (the full-text index is rewritten, the vector
+index built). Run in the kernel, it runs on LanceDB's threads at the priority of the user's
+turn, so a search or a step that falls on it waits. Measured on 2 cores at 100k stored
+messages (a one-off figure, BENCHMARKS.md "Tails"): recall searches during a pass took
+120 to 142 ms p95 with the pass in the kernel, 74 to 78 ms with it in a process of nice 19.
+
+So the kernel hands each table's pass to one helper process, started at its first pass at the
+lowest priority (nice 19, or the idle class on Windows): it uses what the kernel leaves of
+the cores. It loads LanceDB once (seconds of CPU and about 170 MB), serves every store of
+the kernel one table at a time, and exits when its input closes, so when the kernel exits
+(after the pass in hand, if any). If it cannot start or stops answering, the pass runs in
+the kernel as before, and after ``MAX_FAILURES`` starts that failed every pass does.
+
+One JSON line per request on its stdin: the database (uri, storage options, vector index
+threshold), the table and the cleanup grace in seconds; one line back: the warnings the pass
+logged and its error, if any. The storage options (credentials) never appear on a command
+line.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import logging
+import os
+import subprocess
+import sys
+import threading
+from collections import OrderedDict
+from datetime import timedelta
+from pathlib import Path
+from typing import IO, Any
+
+log = logging.getLogger(__name__)
+
+MAX_FAILURES = 3
+_OPEN_DATABASES = 4  # connections the helper keeps, newest used first
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+
+
+class WorkerUnavailable(Exception):
+    """The helper process could not take the pass: run it in the kernel."""
+
+
+class OptimizeWorker:
+    """The kernel's side of the helper process; one request at a time, from any thread."""
+
+    def __init__(self, command: list[str] | None = None) -> None:
+        self.command = command or [sys.executable, "-m", __name__]
+        self.failures = 0
+        self._lock = threading.Lock()
+        self._process: subprocess.Popen[str] | None = None
+
+    @property
+    def pid(self) -> int | None:
+        process = self._process
+        return None if process is None or process.poll() is not None else process.pid
+
+    def optimize(
+        self,
+        uri: str,
+        table: str,
+        grace: timedelta,
+        *,
+        storage_options: dict[str, str] | None = None,
+        ann_min_rows: int,
+    ) -> tuple[list[str], str | None]:
+        """Optimize one table in the helper: the warnings it logged (its error among them) and its error, or None.
+
+        Raises ``WorkerUnavailable`` when the helper cannot start or dies before answering.
+        """
+        request = {
+            "uri": uri,
+            "storage_options": storage_options or {},
+            "ann_min_rows": ann_min_rows,
+            "table": table,
+            "grace": grace.total_seconds(),
+        }
+        with self._lock:
+            process = self._running()
+            try:
+                assert process.stdin is not None and process.stdout is not None
+                process.stdin.write(json.dumps(request) + "\n")
+                process.stdin.flush()
+                line = process.stdout.readline()
+                reply = json.loads(line)
+            except (OSError, ValueError) as exc:
+                self._stop()
+                self.failures += 1
+                raise WorkerUnavailable(f"the optimize process stopped answering ({exc})") from None
+            self.failures = 0
+        return list(reply.get("warnings", [])), reply.get("error")
+
+    def _running(self) -> subprocess.Popen[str]:
+        if self._process is not None and self._process.poll() is None:
+            return self._process
+        if self.failures >= MAX_FAILURES:
+            raise WorkerUnavailable(f"the optimize process failed {self.failures} times in a row")
+        path = os.environ.get("PYTHONPATH")
+        env = {**os.environ, "PYTHONPATH": _PACKAGE_ROOT + (os.pathsep + path if path else "")}
+        flags = getattr(subprocess, "IDLE_PRIORITY_CLASS", 0)  # Windows; elsewhere the helper lowers itself
+        try:
+            self._process = subprocess.Popen(
+                self.command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+                env=env,
+                creationflags=flags,
+            )
+        except OSError as exc:
+            self.failures += 1
+            raise WorkerUnavailable(f"cannot start the optimize process ({exc})") from None
+        return self._process
+
+    def _stop(self) -> None:
+        process, self._process = self._process, None
+        if process is None:
+            return
+        if process.stdin is not None:
+            with contextlib.suppress(OSError):
+                process.stdin.close()
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+
+    def close(self) -> None:
+        """Close the helper's input: it exits after the pass in hand. Does not wait for it."""
+        process, self._process = self._process, None
+        if process is not None and process.stdin is not None:
+            with contextlib.suppress(OSError):
+                process.stdin.close()
+
+
+WORKER = OptimizeWorker()
+atexit.register(WORKER.close)
+
+
+class _Collected(logging.Handler):
+    """The warnings one pass logs, to hand back to the kernel that asked for it."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+def _lower_priority() -> None:
+    if hasattr(os, "nice"):
+        with contextlib.suppress(OSError):
+            os.nice(19)
+
+
+def serve(requests: IO[str], replies: IO[str]) -> None:
+    """The helper's loop: one pass per request line, one reply line each, until the input closes."""
+    databases: OrderedDict[str, Any] = OrderedDict()
+    collected = _Collected()
+    logger = logging.getLogger("monad_notebook")
+    logger.addHandler(collected)
+    try:
+        for line in requests:
+            collected.messages.clear()
+            error = _pass(line, databases)
+            if error is not None and error not in collected.messages:
+                collected.messages.append(error)
+            replies.write(json.dumps({"warnings": collected.messages, "error": error}) + "\n")
+            replies.flush()
+    finally:
+        logger.removeHandler(collected)
+
+
+def _pass(line: str, databases: OrderedDict[str, Any]) -> str | None:
+    """One request: optimize the table on the database it names (opened once, kept among the last few)."""
+    from monad_notebook.store.indexes import IndexedTables
+
+    try:
+        request: dict[str, Any] = json.loads(line)
+        options, min_rows = request["storage_options"], request["ann_min_rows"]
+        key = json.dumps([request["uri"], options, min_rows], sort_keys=True)
+        store = databases.pop(key, None) or IndexedTables(
+            request["uri"], storage_options=options or None, optimize_every=0, ann_min_rows=min_rows
+        )
+        databases[key] = store
+        while len(databases) > _OPEN_DATABASES:
+            databases.popitem(last=False)
+        store.last_optimize_error = None
+        store.optimize_alone(request["table"], timedelta(seconds=float(request["grace"])))
+        return store.last_optimize_error
+    except Exception as exc:
+        return f"cannot optimize in the background ({type(exc).__name__}: {exc})"
+
+
+def main() -> None:
+    """Lower the priority first, so loading LanceDB already yields to the kernel; stray prints go to stderr."""
+    _lower_priority()
+    replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    serve(sys.stdin, replies)
+
+
+if __name__ == "__main__":
+    main()
