@@ -38,7 +38,18 @@ log = logging.getLogger(__name__)
 
 MAX_FAILURES = 3
 _OPEN_DATABASES = 4  # connections the helper keeps, newest used first
-_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+# The helper runs this very copy of the package (a notebook may have put it on sys.path by hand),
+# without putting its directory ahead of the standard library on the helper's path.
+_BOOT = """
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("monad_notebook", sys.argv[1])
+package = importlib.util.module_from_spec(spec)
+sys.modules["monad_notebook"] = package
+spec.loader.exec_module(package)
+from monad_notebook.store.optimizer import main
+main()
+"""
+_PACKAGE_INIT = str(Path(__file__).resolve().parents[1] / "__init__.py")
 
 
 class WorkerUnavailable(Exception):
@@ -49,8 +60,9 @@ class OptimizeWorker:
     """The kernel's side of the helper process; one request at a time, from any thread."""
 
     def __init__(self, command: list[str] | None = None) -> None:
-        self.command = command or [sys.executable, "-m", __name__]
+        self.command = command or [sys.executable, "-c", _BOOT, _PACKAGE_INIT]
         self.failures = 0
+        self._closed = False
         self._lock = threading.Lock()
         self._process: subprocess.Popen[str] | None = None
 
@@ -97,10 +109,10 @@ class OptimizeWorker:
     def _running(self) -> subprocess.Popen[str]:
         if self._process is not None and self._process.poll() is None:
             return self._process
+        if self._closed:
+            raise WorkerUnavailable("the optimize process was closed")
         if self.failures >= MAX_FAILURES:
             raise WorkerUnavailable(f"the optimize process failed {self.failures} times in a row")
-        path = os.environ.get("PYTHONPATH")
-        env = {**os.environ, "PYTHONPATH": _PACKAGE_ROOT + (os.pathsep + path if path else "")}
         flags = getattr(subprocess, "IDLE_PRIORITY_CLASS", 0)  # Windows; elsewhere the helper lowers itself
         try:
             self._process = subprocess.Popen(
@@ -108,7 +120,6 @@ class OptimizeWorker:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 text=True,
-                env=env,
                 creationflags=flags,
             )
         except OSError as exc:
@@ -128,7 +139,8 @@ class OptimizeWorker:
         process.wait()
 
     def close(self) -> None:
-        """Close the helper's input: it exits after the pass in hand. Does not wait for it."""
+        """Close the helper's input: it exits after the pass in hand. Does not wait for it; none is started again."""
+        self._closed = True
         process, self._process = self._process, None
         if process is not None and process.stdin is not None:
             with contextlib.suppress(OSError):

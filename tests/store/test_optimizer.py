@@ -169,3 +169,17 @@ def test_the_helpers_loop_compacts_the_table_asked_for_and_reports_a_database_it
     assert good == {"warnings": [], "error": None}
     assert store.table_stats()["messages"]["fragments"] == 1
     assert bad["error"] and "\n" not in bad["error"] and bad["warnings"] == [bad["error"]]
+
+
+def test_once_the_helper_is_closed_passes_run_in_the_kernel_and_no_helper_starts(
+    tmp_path: Path, worker: OptimizeWorker
+) -> None:
+    worker.close()
+    store = LanceStore(tmp_path / "db", optimize_every=3, optimize_quiet=0, optimize_worker=worker)
+    write(store, range(3))
+    wait_for_passes(store, 1)
+
+    assert worker.pid is None
+    assert compacted(store)
+    assert [m.seq for m in store.load_messages("s")] == list(range(3))
+    store.close()
