@@ -24,20 +24,13 @@ from __future__ import annotations
 import atexit
 import contextlib
 import json
-import logging
-import os
 import subprocess
 import sys
 import threading
-from collections import OrderedDict
 from datetime import timedelta
 from pathlib import Path
-from typing import IO, Any
-
-log = logging.getLogger(__name__)
 
 MAX_FAILURES = 3
-_OPEN_DATABASES = 4  # connections the helper keeps, newest used first
 # The helper runs this very copy of the package (a notebook may have put it on sys.path by hand),
 # without putting its directory ahead of the standard library on the helper's path.
 _BOOT = """
@@ -46,7 +39,7 @@ spec = importlib.util.spec_from_file_location("monad_notebook", sys.argv[1])
 package = importlib.util.module_from_spec(spec)
 sys.modules["monad_notebook"] = package
 spec.loader.exec_module(package)
-from monad_notebook.store.optimizer import main
+from monad_notebook.store.optimize_process import main
 main()
 """
 _PACKAGE_INIT = str(Path(__file__).resolve().parents[1] / "__init__.py")
@@ -149,71 +142,3 @@ class OptimizeWorker:
 
 WORKER = OptimizeWorker()
 atexit.register(WORKER.close)
-
-
-class _Collected(logging.Handler):
-    """The warnings one pass logs, to hand back to the kernel that asked for it."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.messages: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.messages.append(record.getMessage())
-
-
-def _lower_priority() -> None:
-    if hasattr(os, "nice"):
-        with contextlib.suppress(OSError):
-            os.nice(19)
-
-
-def serve(requests: IO[str], replies: IO[str]) -> None:
-    """The helper's loop: one pass per request line, one reply line each, until the input closes."""
-    databases: OrderedDict[str, Any] = OrderedDict()
-    collected = _Collected()
-    logger = logging.getLogger("monad_notebook")
-    logger.addHandler(collected)
-    try:
-        for line in requests:
-            collected.messages.clear()
-            error = _pass(line, databases)
-            if error is not None and error not in collected.messages:
-                collected.messages.append(error)
-            replies.write(json.dumps({"warnings": collected.messages, "error": error}) + "\n")
-            replies.flush()
-    finally:
-        logger.removeHandler(collected)
-
-
-def _pass(line: str, databases: OrderedDict[str, Any]) -> str | None:
-    """One request: optimize the table on the database it names (opened once, kept among the last few)."""
-    from monad_notebook.store.indexes import IndexedTables
-
-    try:
-        request: dict[str, Any] = json.loads(line)
-        options, min_rows = request["storage_options"], request["ann_min_rows"]
-        key = json.dumps([request["uri"], options, min_rows], sort_keys=True)
-        store = databases.pop(key, None) or IndexedTables(
-            request["uri"], storage_options=options or None, optimize_every=0, ann_min_rows=min_rows
-        )
-        databases[key] = store
-        while len(databases) > _OPEN_DATABASES:
-            databases.popitem(last=False)
-        store.last_optimize_error = None
-        store.optimize_alone(request["table"], timedelta(seconds=float(request["grace"])))
-        return store.last_optimize_error
-    except Exception as exc:
-        return f"cannot optimize in the background ({type(exc).__name__}: {exc})"
-
-
-def main() -> None:
-    """Lower the priority first, so loading LanceDB already yields to the kernel; stray prints go to stderr."""
-    _lower_priority()
-    replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
-    os.dup2(2, 1)
-    serve(sys.stdin, replies)
-
-
-if __name__ == "__main__":
-    main()

@@ -19,18 +19,19 @@ import pytest
 
 from monad_notebook.messages import Message
 from monad_notebook.store.lance import LanceStore
-from monad_notebook.store.optimizer import MAX_FAILURES, OptimizeWorker, serve
+from monad_notebook.store.optimize_process import serve
+from monad_notebook.store.optimizer import MAX_FAILURES, OptimizeWorker
 
 # A helper that takes SLOW seconds before each pass: a pass still in hand, deterministically.
 SLOW = 2.0
 SLOW_HELPER = f"""
 import sys, time
-from monad_notebook.store import optimizer
+from monad_notebook.store import optimize_process
 def slowly(lines):
     for line in lines:
         time.sleep({SLOW})
         yield line
-optimizer.serve(slowly(sys.stdin), sys.stdout)
+optimize_process.serve(slowly(sys.stdin), sys.stdout)
 """
 
 
