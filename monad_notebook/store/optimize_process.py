@@ -56,7 +56,9 @@ def serve(requests: IO[str], replies: IO[str]) -> None:
 
 def _pass(line: str, databases: OrderedDict[str, Any]) -> str | None:
     """One request: optimize the table on the database it names (opened once, kept among the last few)."""
-    from monad_notebook.store.indexes import IndexedTables  # LanceDB loads only once ``main`` lowered the priority
+    # LanceDB loads only once ``main`` lowered the priority.
+    from monad_notebook.store.indexes import IndexedTables
+    from monad_notebook.store.tables import _reason
 
     try:
         request: dict[str, Any] = json.loads(line)
@@ -72,7 +74,7 @@ def _pass(line: str, databases: OrderedDict[str, Any]) -> str | None:
         store.optimize_alone(request["table"], timedelta(seconds=float(request["grace"])))
         return store.last_optimize_error
     except Exception as exc:
-        return f"cannot optimize in the background ({type(exc).__name__}: {exc})"
+        return f"cannot optimize in the background ({type(exc).__name__}: {_reason(exc)})"
 
 
 def main() -> None:

@@ -11,7 +11,7 @@ lowest priority (nice 19, or the idle class on Windows): it uses what the kernel
 the cores. It loads LanceDB once (seconds of CPU and about 170 MB), serves every store of
 the kernel one table at a time, and exits when its input closes, so when the kernel exits
 (after the pass in hand, if any). If it cannot start or stops answering, the pass runs in
-the kernel as before, and after ``MAX_FAILURES`` starts that failed every pass does.
+the kernel as before, and after ``MAX_FAILURES`` failures in a row every pass does.
 
 One JSON line per request on its stdin: the database (uri, storage options, vector index
 threshold), the table and the cleanup grace in seconds; one line back: the warnings the pass
@@ -93,7 +93,7 @@ class OptimizeWorker:
                 line = process.stdout.readline()
                 reply = json.loads(line)
             except (OSError, ValueError) as exc:
-                self._stop()
+                self._release(kill=True)
                 self.failures += 1
                 raise WorkerUnavailable(f"the optimize process stopped answering ({exc})") from None
             self.failures = 0
@@ -120,24 +120,23 @@ class OptimizeWorker:
             raise WorkerUnavailable(f"cannot start the optimize process ({exc})") from None
         return self._process
 
-    def _stop(self) -> None:
+    def close(self) -> None:
+        """Close the helper's input: it exits after the pass in hand. Does not wait for it; none is started again."""
+        self._closed = True
+        self._release(kill=False)
+
+    def _release(self, *, kill: bool) -> None:
+        """Forget the helper and close its input; with ``kill``, also end it now (it stopped answering)."""
         process, self._process = self._process, None
         if process is None:
             return
         if process.stdin is not None:
             with contextlib.suppress(OSError):
                 process.stdin.close()
-        if process.poll() is None:
-            process.kill()
-        process.wait()
-
-    def close(self) -> None:
-        """Close the helper's input: it exits after the pass in hand. Does not wait for it; none is started again."""
-        self._closed = True
-        process, self._process = self._process, None
-        if process is not None and process.stdin is not None:
-            with contextlib.suppress(OSError):
-                process.stdin.close()
+        if kill:
+            if process.poll() is None:
+                process.kill()
+            process.wait()
 
 
 WORKER = OptimizeWorker()

@@ -367,13 +367,13 @@ class LanceTables:
         if self.optimize_worker is None:
             return False
         try:
-            warnings, error = self.optimize_worker.optimize(
+            logged, error = self.optimize_worker.optimize(
                 self.uri, name, self.cleanup_grace, storage_options=self.storage_options, ann_min_rows=self.ann_min_rows
             )
         except WorkerUnavailable as exc:
             log.debug("optimizing the %s table in this process: %s", name, exc)
             return False
-        for warning in warnings:
+        for warning in logged:
             log.warning("%s", warning)
         if error is not None:
             self.last_optimize_error = error
