@@ -125,6 +125,7 @@ class LanceTables:
         self._rows: dict[str, int] = {}  # table -> rows added since its last optimize
         self.optimize_rows = OPTIMIZE_ROWS
         self._optimizer: threading.Thread | None = None
+        self._optimizing = False  # a background thread is running its passes; set and cleared under the lock
         self._closed = False
         self._filter_indexed: set[str] = set()
         interval = None if read_consistency_interval is None else timedelta(seconds=read_consistency_interval)
@@ -305,27 +306,45 @@ class LanceTables:
 
     def _maybe_optimize_in_background(self) -> None:
         self._last_write = time.monotonic()
-        busy = self._optimizer is not None and self._optimizer.is_alive()
-        if self._closed or busy or self.optimize_every <= 0:
+        if self._closed or self._optimizing or self.optimize_every <= 0:
+            return  # a pass in hand takes up what came due meanwhile when it ends
+        tables = self._take_due_tables()
+        if not tables:
             return
+        self._optimizing = True
+        self._optimizer = threading.Thread(
+            target=self._optimize_while_due,
+            args=(tables,),
+            name="monad-store-optimize",
+            daemon=True,
+        )
+        self._optimizer.start()
+
+    def _take_due_tables(self) -> list[str]:
+        """Tables with ``optimize_every`` writes or ``optimize_rows`` rows since their last pass; their counts reset."""
         tables = sorted(
             t
             for t, writes in self._dirty.items()
             if writes >= self.optimize_every or self._rows.get(t, 0) >= self.optimize_rows
         )
-        if not tables:
-            return
         for table in tables:
             self._dirty.pop(table)
             self._rows.pop(table, None)
-        self._optimizer = threading.Thread(
-            target=self._optimize_tables,
-            args=(tables,),
-            kwargs={"background": True},
-            name="monad-store-optimize",
-            daemon=True,
-        )
-        self._optimizer.start()
+        return tables
+
+    def _optimize_while_due(self, tables: list[str]) -> None:
+        """Background passes until none is due: writes that came while a pass ran (a slow pass,
+        a burst of writes) get the next one without waiting for another write."""
+        try:
+            while tables:
+                self._optimize_tables(tables, background=True)
+                with self._lock:
+                    tables = [] if self._closed else self._take_due_tables()
+                    self._optimizing = bool(tables)
+        finally:
+            if tables:  # an unexpected error ended the passes: the next write starts them again
+                with self._lock:
+                    self._optimizing = False
 
     def _optimize_tables(self, tables: list[str], *, background: bool) -> None:
         """Compact each table, drop its old versions and fold new rows into its indexes.

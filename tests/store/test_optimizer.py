@@ -33,6 +33,18 @@ def slowly(lines):
         yield line
 optimize_process.serve(slowly(sys.stdin), sys.stdout)
 """
+# A helper that answers SLOW seconds after each pass: writes land after the pass read the table.
+LATE_HELPER = f"""
+import sys, time
+from monad_notebook.store import optimize_process
+class Late:
+    def write(self, text):
+        time.sleep({SLOW})
+        sys.stdout.write(text)
+    def flush(self):
+        sys.stdout.flush()
+optimize_process.serve(sys.stdin, Late())
+"""
 
 
 def user(seq: int) -> Message:
@@ -99,6 +111,25 @@ def test_a_turns_write_and_read_return_while_the_helper_is_slow_and_close_waits_
     assert store.optimize_runs == 1
     assert store.table_stats()["messages"]["fragments"] == 1
     slow.close()
+
+
+def test_writes_that_land_while_a_pass_runs_get_the_next_pass_without_another_write(tmp_path: Path) -> None:
+    late = OptimizeWorker([sys.executable, "-c", LATE_HELPER])
+    store = LanceStore(tmp_path / "db", optimize_every=10, optimize_quiet=0, optimize_worker=late)
+    write(store, range(10))
+    deadline = time.monotonic() + 60
+    while not compacted(store) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert compacted(store) and store.optimize_runs == 0  # the pass committed; its answer is SLOW seconds away
+    write(store, range(10, 25))  # a burst, then the session goes quiet
+
+    store._wait_for_optimizer()
+
+    assert store.optimize_runs == 2
+    assert compacted(store)
+    assert [m.seq for m in store.load_messages("s")] == list(range(25))
+    store.close()
+    late.close()
 
 
 def test_a_helper_that_cannot_start_leaves_the_pass_to_the_kernel_and_is_given_up(tmp_path: Path) -> None:
