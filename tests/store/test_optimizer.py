@@ -33,13 +33,14 @@ def slowly(lines):
         yield line
 optimize_process.serve(slowly(sys.stdin), sys.stdout)
 """
-# A helper that answers SLOW seconds after each pass: writes land after the pass read the table.
+# A helper that answers LATE seconds after each pass: writes land after the pass read the table.
+LATE = 4.0
 LATE_HELPER = f"""
 import sys, time
 from monad_notebook.store import optimize_process
 class Late:
     def write(self, text):
-        time.sleep({SLOW})
+        time.sleep({LATE})
         sys.stdout.write(text)
     def flush(self):
         sys.stdout.flush()
@@ -120,7 +121,7 @@ def test_writes_that_land_while_a_pass_runs_get_the_next_pass_without_another_wr
     deadline = time.monotonic() + 60
     while not compacted(store) and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert compacted(store) and store.optimize_runs == 0  # the pass committed; its answer is SLOW seconds away
+    assert compacted(store) and store.optimize_runs == 0  # the pass committed; its answer is LATE seconds away
     write(store, range(10, 25))  # a burst, then the session goes quiet
 
     store._wait_for_optimizer()
