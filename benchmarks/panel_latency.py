@@ -11,7 +11,7 @@ would put on the wire), fed as fast as possible with
 Figures: events/s, per-event p50/p99 in ms, bytes sent per event at steady state (the
 timeline is capped at 120 points, so this stops growing).
 
-Browser side (needs /usr/bin/chromium and playwright): panel.js rendered with a fake model
+Browser side (needs /usr/bin/chromium and playwright): the panel's module rendered with a fake model
 in headless chromium; each update is one state message the way the kernel sends it (timeline
 tail, markers every 10th, usage), drawn once, then layout is forced. Figures: updates/s and per-update p50/p99 in ms.
 """
@@ -189,10 +189,12 @@ def browser_side(count: int) -> None:
         return
     from playwright.sync_api import sync_playwright
 
+    from monad_notebook.widget.panel import PANEL_ESM
+
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        for name in ("panel.js", "panel.css"):
-            shutil.copy(WIDGET / name, root / name)
+        (root / "panel.js").write_text(PANEL_ESM, encoding="utf-8")
+        shutil.copy(WIDGET / "panel.css", root / "panel.css")
         (root / "index.html").write_text(PAGE)
         with serve(root) as base, sync_playwright() as playwright:
             browser = launch(playwright)

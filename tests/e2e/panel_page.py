@@ -1,4 +1,4 @@
-"""A static page that mounts panel.js on a fake anywidget model, themed like JupyterLab, and the
+"""A static page that mounts the panel's module on a fake anywidget model, themed like JupyterLab, and the
 in-browser audit the theme tests run on it (and on the real JupyterLab): font sizes and contrast.
 
 The state handed to the page comes from the Python PanelState, so both sides share one contract.
@@ -12,6 +12,7 @@ from pathlib import Path
 from monad_notebook import events as ev
 from monad_notebook.agent.tools.code_view import approval_view
 from monad_notebook.events import Event
+from monad_notebook.widget.panel import PANEL_ESM
 from monad_notebook.widget.state import PanelState
 
 WIDGET = Path(__file__).resolve().parents[2] / "monad_notebook" / "widget"
@@ -121,7 +122,7 @@ def theme_css(theme: str) -> Path | None:
 
 def write_pages(root: Path) -> None:
     """index.html (no theme: the fallbacks), light.html and dark.html (JupyterLab's variables)."""
-    shutil.copy(WIDGET / "panel.js", root / "panel.js")
+    (root / "panel.js").write_text(PANEL_ESM, encoding="utf-8")
     shutil.copy(WIDGET / "panel.css", root / "panel.css")
     (root / "index.html").write_text(PAGE.replace("THEME", ""))
     for theme in THEMES:

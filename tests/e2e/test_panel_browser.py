@@ -1,4 +1,4 @@
-"""panel.js in a real browser: a fake anywidget model, the real ESM and CSS, DOM and messages asserted.
+"""The panel in a real browser: a fake anywidget model, the real ESM and CSS, DOM and messages asserted.
 
 The state handed to the page comes from the Python PanelState, so both sides share one contract.
 """
