@@ -325,12 +325,16 @@ class LanceTables:
         tables = sorted(
             t
             for t, writes in self._dirty.items()
-            if writes >= self.optimize_every or self._rows.get(t, 0) >= self.optimize_rows
+            if writes >= self._writes_per_pass(t) or self._rows.get(t, 0) >= self.optimize_rows
         )
         for table in tables:
             self._dirty.pop(table)
             self._rows.pop(table, None)
         return tables
+
+    def _writes_per_pass(self, table: str) -> int:
+        """The writes to ``table`` that make its next background pass due."""
+        return self.optimize_every
 
     def _optimize_while_due(self, tables: list[str]) -> None:
         """Background passes until none is due: writes that came while a pass ran (a slow pass,

@@ -9,6 +9,7 @@ import pytest
 from monad_notebook.messages import Message
 from monad_notebook.store.base import Chunk, LedgerEntry
 from monad_notebook.store.lance import LanceStore
+from monad_notebook.store.rows import embeddings_table
 from monad_notebook.store.search import TEXT_TABLE, query_words
 
 pytestmark = pytest.mark.filterwarnings(r"ignore:optimize\(cleanup_older_than=0\):UserWarning")
@@ -198,6 +199,24 @@ def test_a_burst_of_chunks_is_folded_into_the_index_without_waiting_for_fifty_wr
     stats = [handle.index_stats(index.name) for index in handle.list_indices()]
     (words,) = [s for s in stats if s.index_type == "FTS"]
     assert (words.num_indexed_rows, words.num_unindexed_rows) == (1200, 0)
+    store.close()
+
+
+def test_the_search_tables_are_merged_five_times_as_often_as_the_messages(tmp_path: Path) -> None:
+    store = LanceStore(tmp_path / "db", optimize_every=20)
+    store.create_session("s")
+    for seq in range(4):
+        message = Message("user", f"question {seq} about the churn extract", session="s", seq=seq)
+        store.append_messages([message])
+        store.save_chunks("s", [chunk(message.id, message.content, seq=seq)])
+        store.save_embeddings("s", [(message, [1.0, float(seq)])], "test-model")
+    store._wait_for_optimizer()
+
+    stats = store.table_stats()
+    assert stats["messages"]["fragments"] == 4
+    assert stats[TEXT_TABLE]["fragments"] <= 2
+    assert stats[embeddings_table(2)]["fragments"] <= 2
+    assert [h.message_id for h in store.search_chunks("s", "question 3", 1)] == [message.id]
     store.close()
 
 
