@@ -35,7 +35,7 @@ from collections.abc import Iterable
 from monad_notebook.context.chunks import embedding_inputs, indexed_text, message_chunks
 from monad_notebook.messages import Message
 from monad_notebook.store.base import Chunk, Store
-from monad_notebook.store.embeddings import Embedder
+from monad_notebook.store.embeddings import Embedder, EmbeddingInterrupted
 from monad_notebook.store.foreground import FOREGROUND, Foreground
 
 log = logging.getLogger(__name__)
@@ -63,6 +63,7 @@ class RecallIndexer:
     backfill_quiet = 1.0  # seconds without new messages before catching up starts (a pause between turns)
     backfill_max_delay = 60.0  # ... or this long after the session was met, pause or not
     max_yield = 5.0  # seconds one unit of work waits for the foreground at most, so indexing always progresses
+    max_interruptions = 5  # searches that may stop one embedding call before it runs to its end
 
     def __init__(
         self,
@@ -75,7 +76,8 @@ class RecallIndexer:
     ) -> None:
         self.store = store
         self.embedder = embedder
-        # What a search started meanwhile may have to share the cores with: the gate stops the next call, not this one.
+        # A search started during a call stops it if the embedder allows (the local one), else shares the cores
+        # with it: small calls keep either the lost work or the wait small.
         self.embed_batch = getattr(embedder, "chunks_per_call", self.embed_batch)
         self.foreground = foreground
         self.embed_max_chars = embed_max_chars
@@ -265,14 +267,35 @@ class RecallIndexer:
             batch = todo[start : start + self.write_chunks]
             vectors: list[list[float]] = []
             for at in range(0, len(batch), self.embed_batch):
-                self._yield()
-                if self._stopping:
+                unit = self._embed_unit([text for _, text in batch[at : at + self.embed_batch]])
+                if unit is None:
                     return
-                vectors += self.embedder.embed([text for _, text in batch[at : at + self.embed_batch]])
+                vectors += unit
             self._yield()
             rows = [(chunk, vector) for (chunk, _), vector in zip(batch, vectors, strict=True)]
             self.store.save_embeddings(session, rows, self.embedder.name)
         done.update(m.id for m in messages)
+
+    def _embed_unit(self, texts: list[str]) -> list[list[float]] | None:
+        """One embedding call, once no search holds the foreground; None when stopping.
+
+        An embedder that can be interrupted (the local one) is stopped by a search that starts
+        during the call, rather than share the cores with it, and called again after the search;
+        after ``max_interruptions`` in a row, the call runs to its end.
+        """
+        assert self.embedder is not None
+        interruptible = getattr(self.embedder, "embed_in_background", None)
+        interruptions = 0
+        while True:
+            self._yield()
+            if self._stopping:
+                return None
+            if interruptible is None or interruptions >= self.max_interruptions:
+                return self.embedder.embed(texts)
+            try:
+                return interruptible(texts, self.foreground)
+            except EmbeddingInterrupted:
+                interruptions += 1
 
     def _yield(self) -> None:
         """Let a search the user waits for finish first: its embedding and ours would share the cores."""

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from monad_notebook.errors import ModelError
+from monad_notebook.store.foreground import Foreground
 
 if TYPE_CHECKING:
     from monad_notebook.config import EmbeddingConfig
@@ -93,6 +94,10 @@ def local_model_files() -> tuple[Path, Path] | None:
     return (model, tokenizer) if model.is_file() and tokenizer.is_file() else None
 
 
+class EmbeddingInterrupted(Exception):
+    """A background embedding stopped so a search could have the cores; nothing was embedded."""
+
+
 class LocalEmbedder:
     """all-MiniLM-L6-v2 (int8 ONNX) on one CPU thread: mean pooling, L2-normalised, 384 dims.
 
@@ -146,24 +151,51 @@ class LocalEmbedder:
         return session, tokenizer
 
     def embed(self, texts: list[str]) -> list[list[float]]:
+        return self._embed(texts, None)
+
+    def _embed(self, texts: list[str], run_options: Any) -> list[list[float]]:
         if not texts:
             return []
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         vectors: list[list[float]] = [[] for _ in texts]
         for start in range(0, len(order), self.batch_size):
             chunk = order[start : start + self.batch_size]
-            for index, vector in zip(chunk, self._encode([texts[i] for i in chunk]), strict=True):
+            for index, vector in zip(chunk, self._encode([texts[i] for i in chunk], run_options), strict=True):
                 vectors[index] = vector
         return check_vectors(vectors, count=len(texts), dims=self.dims, model=self.name)
 
-    def _encode(self, texts: list[str]) -> list[list[float]]:
+    def embed_in_background(self, texts: list[str], foreground: Foreground) -> list[list[float]]:
+        """``embed``, stopped at once when a search takes the foreground gate: ``EmbeddingInterrupted``.
+
+        An inference in flight holds a core until it ends (about 19 ms per chunk, more for a long
+        one) while the search needs both, for its own question and its reads; the caller runs
+        it again once the search is done.
+        """
+        self._load()  # the model's own clear error first, if it cannot load
+        import onnxruntime as ort
+
+        options = ort.RunOptions()
+
+        def stop() -> None:
+            options.terminate = True
+
+        with foreground.interruptible(stop):
+            try:
+                return self._embed(texts, options)
+            except Exception:
+                if options.terminate:
+                    raise EmbeddingInterrupted("a search took the foreground") from None
+                raise
+
+    def _encode(self, texts: list[str], run_options: Any) -> list[list[float]]:
         import numpy as np
 
         session, tokenizer = self._load()
         encodings = tokenizer.encode_batch([text or " " for text in texts])
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
-        hidden = session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})[0]
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        hidden = session.run(None, feeds, run_options)[0]
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         norms = np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)

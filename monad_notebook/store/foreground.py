@@ -3,8 +3,9 @@
 A turn's retrieval stage and the ``recall`` tool embed a question and search the store while
 the user waits; the recall indexer's embeddings and the store's optimize passes need the same
 cores (two, on a laptop or a shared machine). Whoever the user waits on holds the gate; the
-background waits for it to be free before each small unit of work, so at most one such unit
-overlaps a search. One gate per process: the embedder and the cores are shared by every session.
+background waits for it to be free before each small unit of work, and a unit that can be
+stopped (a local embedding) is stopped when the gate is taken, so it does not share the cores
+with the search either. One gate per process: the embedder and the cores are shared by every session.
 """
 
 from __future__ import annotations
@@ -21,12 +22,16 @@ class Foreground:
     def __init__(self) -> None:
         self._cond = threading.Condition()
         self._held = 0
+        self._interrupts: set[Callable[[], None]] = set()
 
     @contextlib.contextmanager
     def held(self) -> Iterator[None]:
-        """Hold the gate for the block: background work started after this waits for its end."""
+        """Hold the gate for the block: background work started after this waits for its end, and
+        interruptible work in progress is interrupted."""
         with self._cond:
             self._held += 1
+            for interrupt in self._interrupts:
+                interrupt()
         try:
             yield
         finally:
@@ -34,6 +39,20 @@ class Foreground:
                 self._held -= 1
                 if not self._held:
                     self._cond.notify_all()
+
+    @contextlib.contextmanager
+    def interruptible(self, interrupt: Callable[[], None]) -> Iterator[None]:
+        """Background work in the block that ``interrupt`` stops (at once, without blocking) when the
+        gate is taken; if it is already held, at once."""
+        with self._cond:
+            self._interrupts.add(interrupt)
+            if self._held:
+                interrupt()
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._interrupts.discard(interrupt)
 
     @property
     def busy(self) -> bool:

@@ -19,8 +19,8 @@ from monad_notebook.config import Config
 from monad_notebook.context import turn_stages
 from monad_notebook.context.indexing import RecallIndexer
 from monad_notebook.messages import Message
-from monad_notebook.store.embeddings import LocalEmbedder
-from monad_notebook.store.foreground import FOREGROUND
+from monad_notebook.store.embeddings import EmbeddingInterrupted, LocalEmbedder
+from monad_notebook.store.foreground import FOREGROUND, Foreground
 from monad_notebook.store.lance import LanceStore
 from monad_notebook.testing import ScriptedModel, tool_call
 from tests.context.test_retrieval import KeywordEmbedder
@@ -77,9 +77,9 @@ def test_the_offline_embedder_gets_one_chunk_per_call_so_a_search_waits_for_one_
             super().__init__()
             self.calls: list[list[str]] = []
 
-        def embed(self, texts: list[str]) -> list[list[float]]:
+        def embed_in_background(self, texts: list[str], foreground: Foreground) -> list[list[float]]:
             self.calls.append(texts)
-            return super().embed(texts)
+            return super().embed_in_background(texts, foreground)
 
     embedder = Recording()
     indexer = RecallIndexer(store, embedder)
@@ -89,6 +89,61 @@ def test_the_offline_embedder_gets_one_chunk_per_call_so_a_search_waits_for_one_
 
     assert [len(call) for call in embedder.calls] == [1] * 5
     assert store.embedded_ids("s", model=embedder.name, dims=embedder.dims) == {m.id for m in messages}
+
+
+def test_a_search_stops_the_offline_embedding_in_flight_at_once_and_the_model_still_embeds_after() -> None:
+    embedder = LocalEmbedder()
+    gate = Foreground()
+    long_texts = [f"output line {i}: " + "churn rate by region and month, " * 60 for i in range(32)]
+    outcome: list[object] = []
+
+    def background() -> None:
+        try:
+            outcome.append(embedder.embed_in_background(long_texts, gate))
+        except EmbeddingInterrupted as exc:
+            outcome.append(exc)
+
+    embedder.embed(["load the model first"])
+    worker = threading.Thread(target=background)
+    started = time.monotonic()
+    worker.start()
+    time.sleep(0.2)
+    with gate.held():
+        worker.join(timeout=10)
+        stopped = time.monotonic() - started
+
+    assert len(outcome) == 1 and isinstance(outcome[0], EmbeddingInterrupted)
+    full = time.monotonic()
+    whole = embedder.embed(long_texts)
+    assert stopped < (time.monotonic() - full) / 2  # stopped well before the call's end
+    assert embedder.embed_in_background(long_texts[:2], gate) == whole[:2]
+    with gate.held(), pytest.raises(EmbeddingInterrupted):
+        embedder.embed_in_background(long_texts[:2], gate)  # the gate already held: stopped before it starts
+
+
+def test_an_interrupted_embedding_runs_again_after_the_search_and_at_last_to_its_end(store):
+    class Interrupted(KeywordEmbedder):
+        def __init__(self, interruptions: int) -> None:
+            super().__init__()
+            self.interruptions = interruptions
+            self.attempts = 0
+
+        def embed_in_background(self, texts: list[str], foreground: Foreground) -> list[list[float]]:
+            self.attempts += 1
+            if self.attempts <= self.interruptions:
+                raise EmbeddingInterrupted("a search took the foreground")
+            return self.embed(texts)
+
+    twice, always = Interrupted(2), Interrupted(1_000)
+    for session, embedder in (("s", twice), ("t", always)):
+        indexer = RecallIndexer(store, embedder)
+        messages = [Message("user", "cat note", session=session, seq=0, turn=0)]
+        indexer.index_pending(session, messages)
+        assert indexer.flush(timeout=30)
+        assert store.embedded_ids(session, model=embedder.name, dims=embedder.dims) == {messages[0].id}
+
+    assert (twice.attempts, len(twice.calls)) == (3, 1)
+    assert (always.attempts, len(always.calls)) == (RecallIndexer.max_interruptions, 1)
 
 
 def test_a_gate_held_for_too_long_delays_indexing_but_never_stops_it(store):
