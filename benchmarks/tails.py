@@ -1,6 +1,6 @@
 """Tails of a turn at scale: per-step overhead, the related_context stage and the recall tool, p50 / p95 / max.
 
-    python benchmarks/tails.py [--sizes 1000 10000 100000] [--turns 40] [--queries 40]
+    python benchmarks/tails.py [--sizes 1000 10000 100000] [--turns 40] [--queries 30] [--model-seconds 0]
 
 Each size seeds a store as a long session leaves it: N messages of a tool-using conversation
 (varied notebook chatter, tool outputs, answers), their recall chunks under the full-text
@@ -19,6 +19,10 @@ Timed on the turn's thread, what the user waits for:
 - the ``<related_context>`` stage as the turn runs it (query embedding, identifier lookup,
   full-text and vector search), with retrieval enabled, and the ``recall`` tool the model
   calls in the same turns (embedding included).
+
+The scripted model answers at once by default: the worst case, where background work has no
+model wait to run in and meets the turn's own work. ``--model-seconds`` makes each call wait as
+a real model's does; the wait is the model's time, outside every figure.
 
 All sizes run back to back in one process, so their ratios are comparable.
 """
@@ -108,10 +112,27 @@ def _shape(text: str) -> str:
     return "".join("0" if c.isdigit() else c for c in text)
 
 
-def timed_turns(session: Session, turns: int, questions: list[str], stage: dict[str, list[float]]) -> list[float]:
+class _Paced:
+    """The scripted model answering after ``seconds``, as a real one does; the wait is counted as the model's."""
+
+    def __init__(self, model: ScriptedModel, seconds: float) -> None:
+        self._model = model
+        self._seconds = seconds
+        self.name = model.name
+        self.context_window = model.context_window
+
+    def complete(self, *args: Any, **kwargs: Any) -> Any:
+        time.sleep(self._seconds)
+        return self._model.complete(*args, **kwargs)
+
+
+def timed_turns(
+    session: Session, turns: int, questions: list[str], stage: dict[str, list[float]], model_seconds: float
+) -> list[float]:
     """Ms per step outside the model and the tools, one sample per turn."""
     outside = {"seconds": 0.0}
-    session.model = _Timed(session.model, outside)  # type: ignore[arg-type, assignment]
+    model = _Paced(session.model, model_seconds) if model_seconds else session.model  # type: ignore[arg-type]
+    session.model = _Timed(model, outside)  # type: ignore[arg-type, assignment]
     execute = session.execute_tool
 
     def tool(call: ToolCall) -> Any:
@@ -131,7 +152,7 @@ def timed_turns(session: Session, turns: int, questions: list[str], stage: dict[
     return per_step
 
 
-def run_size(size: int, turns: int, queries: int, embedder: LocalEmbedder) -> dict[str, Any]:
+def run_size(size: int, turns: int, queries: int, embedder: LocalEmbedder, model_seconds: float) -> dict[str, Any]:
     """Seed a store of ``size`` messages, then time default turns, then turns with retrieval and recall."""
     with tempfile.TemporaryDirectory() as tmp:
         store = LanceStore(Path(tmp) / "db")
@@ -139,11 +160,13 @@ def run_size(size: int, turns: int, queries: int, embedder: LocalEmbedder) -> di
         seed(store, embedder, size)
         seeded = time.perf_counter() - started
         catch_up = [_timed_ms(lambda: store.load_messages(SESSION, after_seq=size)) for _ in range(30)]
-        overhead = _phase(store, {}, turns, ["next question"] * turns, lambda n: ("list_variables", {}), {})
+        overhead = _phase(
+            store, {}, turns, ["next question"] * turns, lambda n: ("list_variables", {}), {}, model_seconds
+        )
         stage: dict[str, list[float]] = {}
         cfg = {"context": {"retrieval": {"enabled": True}}}
         asked = [QUESTIONS[n % len(QUESTIONS)] for n in range(queries)]
-        _phase(store, cfg, queries, asked, lambda n: ("recall", {"query": asked[n]}), stage)
+        _phase(store, cfg, queries, asked, lambda n: ("recall", {"query": asked[n]}), stage, model_seconds)
         optimized = getattr(store, "optimize_runs", "?")
         store.close()
     return {"overhead": overhead, "stage": stage, "seeded": seeded, "optimize_runs": optimized, "catch_up": catch_up}
@@ -162,6 +185,7 @@ def _phase(
     questions: list[str],
     call: Callable[[int], tuple[str, dict[str, Any]]],
     stage: dict[str, list[float]],
+    model_seconds: float,
 ) -> list[float]:
     script: list[Any] = []
     for n in range(turns):
@@ -181,7 +205,7 @@ def _phase(
                 stage.setdefault("related_context", []).append(1000 * (time.perf_counter() - started))
 
         retrieval.related_context = timed_related  # type: ignore[method-assign]
-    per_step = timed_turns(session, turns, questions, stage)
+    per_step = timed_turns(session, turns, questions, stage, model_seconds)
     session.close()
     return per_step[2:]  # the first turns load the model and warm caches
 
@@ -225,6 +249,12 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000, 100_000])
     parser.add_argument("--turns", type=int, default=40, help="default turns timed per size")
     parser.add_argument("--queries", type=int, default=30, help="turns with related_context and recall per size")
+    parser.add_argument(
+        "--model-seconds",
+        type=float,
+        default=0.0,
+        help="each model call answers after this many seconds, as a real model does (0: at once, the worst case)",
+    )
     args = parser.parse_args()
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     command = " ".join(["python benchmarks/tails.py", *sys.argv[1:]])
@@ -232,7 +262,7 @@ def main() -> None:
     embedder = LocalEmbedder()
     results = {}
     for size in args.sizes:
-        results[size] = run_size(size, args.turns, args.queries, embedder)
+        results[size] = run_size(size, args.turns, args.queries, embedder, args.model_seconds)
         print(f"  {size:,} done", file=sys.stderr, flush=True)
     print("\n".join(report(results)))
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
