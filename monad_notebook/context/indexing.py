@@ -239,6 +239,7 @@ class RecallIndexer:
         return self.embedder is not None and self.embed_max_chars > 0
 
     def _index(self, session: str, messages: list[Message]) -> None:
+        self._yield()
         fresh = self._fresh(session, messages)
         if not fresh:
             return

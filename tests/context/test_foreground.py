@@ -1,7 +1,8 @@
 """Background work steps aside while the user waits for a search, and loses nothing by it.
 
 The retrieval stage and the recall tool hold the foreground gate; the recall indexer does not
-start an embedding or a write while it is held, and the store's optimize does not start a pass.
+start a read, an embedding or a write while it is held, stops the offline embedding in flight,
+and the store's optimize does not start a pass.
 """
 
 from __future__ import annotations
@@ -59,6 +60,28 @@ def test_the_indexer_does_not_embed_while_a_search_holds_the_foreground_and_inde
     assert embedder.started and all(at >= released for at, _, _ in embedder.started)
     assert store.embedded_ids("s", model=embedder.name, dims=embedder.dims) == {m.id for m in messages}
     assert len(store.search_chunks("s", "note", 30)) == 20
+
+
+def test_the_indexer_does_not_read_the_store_while_a_search_holds_the_foreground(store, monkeypatch):
+    asked: list[bool] = []
+    chunked_ids = store.chunked_ids
+
+    def spied(session: str, among: object = None) -> set[str]:
+        asked.append(FOREGROUND.busy)
+        return chunked_ids(session, among=among)
+
+    monkeypatch.setattr(store, "chunked_ids", spied)
+    indexer = RecallIndexer(store, TimedEmbedder())
+    indexer.index_pending("s", notes(1))
+    assert indexer.flush(timeout=30)
+    asked.clear()
+    with FOREGROUND.held():
+        indexer.index_pending("s", notes(3, start=1))
+        time.sleep(indexer.linger + 0.5)
+        assert asked == []
+
+    assert indexer.flush(timeout=30)
+    assert asked and not any(asked)
 
 
 def test_the_indexer_embeds_in_small_batches_so_a_search_waits_for_at_most_one(store):
