@@ -16,6 +16,7 @@ from pathlib import Path
 _IMPORT = re.compile(r'^import \{[^}]*\} from "\./([\w-]+\.js)";\n', re.MULTILINE)
 _EXPORT = re.compile(r"^export (?=function |const )", re.MULTILINE)
 _UNJOINABLE = re.compile(r"^(?:import\b|export (?!default \{))", re.MULTILINE)
+_DEFAULT = re.compile(r"^export default\b", re.MULTILINE)
 _DECLARED = re.compile(r"^(?:function|const|let|class) (\w+)", re.MULTILINE)
 
 
@@ -35,7 +36,7 @@ def joined(entry: Path) -> str:
         for name in _IMPORT.findall(text):
             add(path.parent / name, (*importers, path))
         body = _EXPORT.sub("", _IMPORT.sub("", text))
-        if _UNJOINABLE.search(body):
+        if _UNJOINABLE.search(body) or (importers and _DEFAULT.search(body)):  # one default: the entry's
             raise ValueError(f"{path.name}: an import or export the panel's join does not handle")
         for name in _DECLARED.findall(body):
             if name in declared:

@@ -44,6 +44,11 @@ def test_parts_that_would_not_join_fail_with_one_line(tmp_path: Path) -> None:
     circle = parts(tmp_path / "circle", index='import { a } from "./a.js";\n', a='import { b } from "./index.js";\n')
     twice = parts(tmp_path / "twice", index='import { a } from "./a.js";\nconst a = 2;\n', a="export const a = 1;\n")
     default = parts(tmp_path / "default", index='import a from "./a.js";\n', a="export default 1;\n")
+    second_default = parts(
+        tmp_path / "second-default",
+        index='import { a } from "./a.js";\nexport default { a };\n',
+        a="export const a = 1;\nexport default { a };\n",
+    )
 
     with pytest.raises(ValueError, match=r"in a circle: index.js -> a.js -> index.js$"):
         joined(circle)
@@ -51,3 +56,5 @@ def test_parts_that_would_not_join_fail_with_one_line(tmp_path: Path) -> None:
         joined(twice)
     with pytest.raises(ValueError, match=r"^index.js: an import or export the panel's join does not handle$"):
         joined(default)
+    with pytest.raises(ValueError, match=r"^a.js: an import or export the panel's join does not handle$"):
+        joined(second_default)
