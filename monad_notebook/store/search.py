@@ -54,9 +54,9 @@ class SearchTables(IndexedTables):
     def _writes_per_pass(self, table: str) -> int:
         """The search tables are merged five times as often: a search opens every fragment a write left.
 
-        Measured at 100k stored messages (one-off, BENCHMARKS.md "Tails"): 40 unmerged writes add
-        about 10 ms to a vector search and 5 ms to a full-text one, while a pass over these tables
-        costs 0.1 to 1.4 s of CPU in the helper process, at the lowest priority.
+        Measured at 100k stored messages (``benchmarks/fragments.py``): 40 unmerged writes add
+        about 13 ms to a vector search and 6 ms to a full-text one, while a pass over one of these
+        tables costs 1.1 to 1.4 s of CPU in the helper process, at the lowest priority.
         """
         if table == TEXT_TABLE or table.startswith(EMBEDDINGS_PREFIX):
             return max(1, self.optimize_every // 5)

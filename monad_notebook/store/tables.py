@@ -321,7 +321,7 @@ class LanceTables:
         self._optimizer.start()
 
     def _take_due_tables(self) -> list[str]:
-        """Tables with ``optimize_every`` writes or ``optimize_rows`` rows since their last pass; their counts reset."""
+        """Tables with ``_writes_per_pass`` writes or ``optimize_rows`` rows since their last pass; counts reset."""
         tables = sorted(
             t
             for t, writes in self._dirty.items()

@@ -12,7 +12,7 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -62,10 +62,14 @@ def compacted(store: LanceStore) -> bool:
     return store.table_stats()["messages"]["fragments"] <= 2
 
 
-def wait_for_passes(store: LanceStore, runs: int, timeout: float = 60) -> None:
+def wait_until(condition: Callable[[], bool], timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
-    while store.optimize_runs < runs and time.monotonic() < deadline:
-        time.sleep(0.05)
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def wait_for_passes(store: LanceStore, runs: int, timeout: float = 60) -> None:
+    wait_until(lambda: store.optimize_runs >= runs, timeout)
     assert store.optimize_runs >= runs
 
 
@@ -96,9 +100,7 @@ def test_a_turns_write_and_read_return_while_the_helper_is_slow_and_close_waits_
     slow = OptimizeWorker([sys.executable, "-c", SLOW_HELPER])
     store = LanceStore(tmp_path / "db", optimize_every=3, optimize_quiet=0, optimize_worker=slow)
     write(store, range(3))
-    deadline = time.monotonic() + 5
-    while slow.pid is None and time.monotonic() < deadline:
-        time.sleep(0.02)
+    wait_until(lambda: slow.pid is not None, timeout=5)
 
     started = time.perf_counter()
     store.append_messages([user(3)])
@@ -118,9 +120,7 @@ def test_writes_that_land_while_a_pass_runs_get_the_next_pass_without_another_wr
     late = OptimizeWorker([sys.executable, "-c", LATE_HELPER])
     store = LanceStore(tmp_path / "db", optimize_every=10, optimize_quiet=0, optimize_worker=late)
     write(store, range(10))
-    deadline = time.monotonic() + 60
-    while not compacted(store) and time.monotonic() < deadline:
-        time.sleep(0.02)
+    wait_until(lambda: compacted(store))
     assert compacted(store) and store.optimize_runs == 0  # the pass committed; its answer is LATE seconds away
     write(store, range(10, 25))  # a burst, then the session goes quiet
 
