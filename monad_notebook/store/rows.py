@@ -110,13 +110,17 @@ def hit_from_row(row: dict[str, Any], score: float) -> EmbeddingHit:
 
 
 def best_hits(rows: list[dict[str, Any]], k: int, excluded: set[str]) -> list[EmbeddingHit]:
-    """Rows arrive nearest first; keep the first (best) chunk of each message, skipping excluded ones."""
+    """Rows arrive best first; keep the first (best) chunk of each message, skipping excluded ones.
+
+    A row's score is its BM25 ``_score`` from a full-text search, else its cosine (1 - ``_distance``).
+    """
     hits: dict[str, EmbeddingHit] = {}
     for row in rows:
         message_id = row["message_id"]
         if message_id in excluded or message_id in hits:
             continue
-        hits[message_id] = hit_from_row(row, 1.0 - float(row["_distance"]))
+        score = float(row["_score"]) if "_score" in row else 1.0 - float(row["_distance"])
+        hits[message_id] = hit_from_row(row, score)
         if len(hits) == k:
             break
     return list(hits.values())

@@ -25,7 +25,6 @@ from monad_notebook.store.rows import (
     EMBEDDINGS_PREFIX,
     best_hits,
     embeddings_table,
-    hit_from_row,
     sql_str,
 )
 
@@ -108,15 +107,20 @@ class SearchTables(IndexedTables):
             handle.search(words, query_type="fts", fts_columns="text")
             .where(where, prefilter=True)
             .select([*_HIT_COLUMNS, "_score"])
-            .limit(4 * k + len(excluded))
         )
-        rows = self._retrying("search", TEXT_TABLE, lambda: query.to_arrow().to_pylist())
+        return self._per_message(TEXT_TABLE, query, k, excluded)
+
+    def _per_message(self, table: str, query: Any, k: int, excluded: set[str]) -> list[EmbeddingHit]:
+        """The best chunk of up to ``k`` messages, best first, among four rows per message asked for.
+
+        Rows beyond what was asked for leave room for a message's other chunks and the excluded
+        ones. The width matters beyond speed: scores tie often (repeated lines), and which of the
+        tied rows come back depends on how many are asked for.
+        """
+        limited = query.limit(4 * k + len(excluded))
+        rows = self._retrying("search", table, lambda: limited.to_arrow().to_pylist())
         self._count_read(rows)
-        hits: dict[str, EmbeddingHit] = {}
-        for row in rows:
-            if row["message_id"] not in excluded and row["message_id"] not in hits:
-                hits[row["message_id"]] = hit_from_row(row, float(row["_score"]))
-        return list(hits.values())[:k]
+        return best_hits(rows, k, excluded)
 
     def _copy_chunks(self, source: str, target: str, ids: dict[str, str]) -> None:
         rows = self._read(TEXT_TABLE, f"session = {sql_str(source)}")
@@ -165,7 +169,7 @@ class SearchTables(IndexedTables):
         rows. Smaller sessions bypass it and are scanned exactly: reading their few rows through
         the session's bitmap index is faster than scanning the whole index (a probe of only
         some partitions would also miss their rows: recall 0.97 for 1,000 rows among 100k).
-        Counting is free below the threshold (table metadata), then a bitmap lookup (~1 ms).
+        Counting is free below the threshold (table metadata), then a bitmap lookup, once per session.
         Exclusions are applied after the search, with the limit widened by their number,
         so a window of hundreds of ids never becomes a huge SQL filter.
         """
@@ -179,14 +183,26 @@ class SearchTables(IndexedTables):
         handle = self._handle(table)
         if handle is None:
             return []
-        exact = any(self._count(table, scope) < self.ann_min_rows for scope in (None, where))
-        query = self._vector_query(handle, vector, where, 4 * k + len(excluded), exact=exact)
-        rows = self._retrying("search", table, lambda: query.to_arrow().to_pylist())
-        self._count_read(rows)
-        return best_hits(rows, k, excluded)
+        exact = not self._through_index(table, where)
+        return self._per_message(table, self._vector_query(handle, vector, where, exact=exact), k, excluded)
+
+    def _through_index(self, table: str, where: str) -> bool:
+        """Whether both the table and the session's rows number ``ann_min_rows`` or more.
+
+        Once true, it is remembered until this store deletes from the table: a session's vectors
+        only grow otherwise, and the two counts cost about 2 ms each per search at 100k rows. A
+        stale answer (another process deleting the session) costs speed only: the index path
+        probes every partition and finds what a scan finds.
+        """
+        if (table, where) in self._indexed_scopes:
+            return True
+        if any(self._count(table, scope) < self.ann_min_rows for scope in (None, where)):
+            return False
+        self._indexed_scopes.add((table, where))
+        return True
 
     @staticmethod
-    def _vector_query(handle: Any, vector: list[float], where: str, limit: int, *, exact: bool) -> Any:
+    def _vector_query(handle: Any, vector: list[float], where: str, *, exact: bool) -> Any:
         """The search itself: a scan of the rows, or of the index probing every partition (same results).
 
         The index ranks by 8-bit codes; ``_REFINE`` times the limit are then reordered by their
@@ -197,7 +213,6 @@ class SearchTables(IndexedTables):
             .distance_type("cosine")
             .where(where, prefilter=True)
             .select([*_HIT_COLUMNS, "_distance"])
-            .limit(limit)
         )
         return query.bypass_vector_index() if exact else query.nprobes(_EVERY_PARTITION).refine_factor(_REFINE)
 

@@ -128,6 +128,7 @@ class LanceTables:
         self._optimizing = False  # a background thread is running its passes; set and cleared under the lock
         self._closed = False
         self._filter_indexed: set[str] = set()
+        self._indexed_scopes: set[tuple[str, str]] = set()  # (table, filter) known to hold ann_min_rows rows
         interval = None if read_consistency_interval is None else timedelta(seconds=read_consistency_interval)
         try:
             self._db = lancedb.connect(self.uri, read_consistency_interval=interval, storage_options=storage_options)
@@ -301,6 +302,7 @@ class LanceTables:
             return None
 
     def _delete(self, table: str, where: str) -> None:
+        self._indexed_scopes = {scope for scope in self._indexed_scopes if scope[0] != table}
         if self._count(table, where):
             self._write(table, lambda h: h.delete(where))
 

@@ -208,9 +208,9 @@ def search_modes(store: LanceStore, monkeypatch: pytest.MonkeyPatch) -> list[boo
     modes: list[bool] = []
     original = LanceStore._vector_query
 
-    def spy(handle: object, vector: list[float], where: str, limit: int, *, exact: bool) -> object:
+    def spy(handle: object, vector: list[float], where: str, *, exact: bool) -> object:
         modes.append(exact)
-        return original(handle, vector, where, limit, exact=exact)
+        return original(handle, vector, where, exact=exact)
 
     monkeypatch.setattr(LanceStore, "_vector_query", staticmethod(spy))
     return modes
@@ -270,6 +270,37 @@ def test_a_small_session_in_an_indexed_table_gets_exact_results(
         hits = big_store.search_embeddings("small", query.tolist(), 6, model=MODEL)
         assert [h.message_id for h in hits] == exact_top(small, small_vectors, query, 6)
     assert modes == [True] * 5
+
+
+def test_a_large_session_is_counted_once_and_again_after_it_is_deleted(
+    big_store: LanceStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = np.random.default_rng(2)
+    stored(big_store, "big", unit_vectors(rng, 600).tolist())
+    big_store.optimize()
+    table = f"embeddings_{ANN_DIMS}"
+    counted: list[str] = []
+    count = LanceStore._count
+
+    def spy(self: LanceStore, name: str, where: str | None) -> int:
+        counted.append(name)
+        return count(self, name, where)
+
+    monkeypatch.setattr(LanceStore, "_count", spy)
+    modes = search_modes(big_store, monkeypatch)
+    for query in unit_vectors(rng, 3):
+        big_store.search_embeddings("big", query.tolist(), 5, model=MODEL)
+    assert modes == [False] * 3
+    assert counted.count(table) == 2  # the table and the session, on the first search only
+
+    big_store.delete_session("big")
+    small_vectors = unit_vectors(rng, 30)
+    small = stored(big_store, "big", small_vectors.tolist())
+    query = unit_vectors(rng, 1)[0]
+    hits = big_store.search_embeddings("big", query.tolist(), 6, model=MODEL)
+
+    assert modes[-1] is True
+    assert [h.message_id for h in hits] == exact_top(small, small_vectors, query, 6)
 
 
 def test_near_ties_keep_their_exact_order_and_scores_through_the_index(big_store: LanceStore) -> None:
