@@ -7,8 +7,9 @@ that hangs or crashes costs only its own section. The report opens with the mach
 the date (figures are only comparable on like machines), then a status table, then each
 script's output as it printed it. It is rewritten after every script, so an interrupted
 run still leaves what finished. ``--quick`` passes small sizes to the scripts that take
-them (a smoke run in minutes, not a source of figures); the long reliability runs are
-skipped unless ``--long``. Exits non-zero if any script failed or timed out.
+them (a smoke run in minutes, not a source of figures); the long reliability runs and the
+cost benchmark's full trace (hours here) are skipped unless ``--long``. Exits non-zero if any
+script failed or timed out.
 """
 
 from __future__ import annotations
@@ -29,10 +30,13 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 HELPERS = {"run_all", "trace", "fidelity_session"}
-LONG = {"reliability_long"}
+LONG = {"reliability_long", "cost"}
 ORDER = [
+    "startup",
     "loop_overhead",
     "store_versions",
+    "tails",
+    "fragments",
     "redaction",
     "eviction",
     "token_estimate",
@@ -40,11 +44,17 @@ ORDER = [
     "retrieval",
     "reference_trace",
     "fidelity",
+    "cost",
     "panel_latency",
+    "hostile_inputs",
     "reliability_long",
 ]
 QUICK: dict[str, dict[str, list[str]]] = {
+    "startup": {"--runs": ["1"]},
     "loop_overhead": {"--sizes": ["200", "1000"], "--turns": ["4"]},
+    "tails": {"--sizes": ["1000"], "--turns": ["4"], "--queries": ["4"]},
+    "fragments": {"--size": ["5000"], "--writes": ["5"]},
+    "cost": {"--steps": ["60"], "--windows": ["32000"], "--discounts": ["0.1"]},
     "store_versions": {"--steps": ["150"]},
     "real_server": {"--turns": ["3"]},
     "retrieval": {
@@ -59,7 +69,7 @@ QUICK: dict[str, dict[str, list[str]]] = {
     "panel_latency": {"--events": ["300"]},
     "reliability_long": {"--kills": ["10"], "--compactions": ["3"], "--procs": ["2"], "--seconds": ["15"]},
 }
-TIMEOUTS = {"full": 1800.0, "quick": 300.0, "reliability_long": 3600.0}
+TIMEOUTS = {"full": 1800.0, "quick": 300.0, "reliability_long": 3600.0, "cost": 4 * 3600.0}
 PACKAGES = [
     "monad-notebook",
     "lancedb",
@@ -253,7 +263,7 @@ def timeout_for(name: str, args: argparse.Namespace) -> float:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes where a script takes them")
-    parser.add_argument("--long", action="store_true", help="include the long reliability runs")
+    parser.add_argument("--long", action="store_true", help="include the long reliability runs and cost.py")
     parser.add_argument("--out", type=Path, default=Path("BENCHMARKS-latest.md"), help="the report file")
     parser.add_argument("--only", nargs="+", metavar="NAME", help="run only these scripts (names without .py)")
     parser.add_argument("--timeout", type=float, help="seconds allowed per script (default: 1800, quick 300)")
