@@ -190,7 +190,7 @@ class SearchTables(IndexedTables):
         """Whether both the table and the session's rows number ``ann_min_rows`` or more.
 
         Once true, it is remembered until this store deletes from the table: a session's vectors
-        only grow otherwise, and the two counts cost about 2 ms each per search at 100k rows. A
+        only grow otherwise, and the two counts cost about 2 ms each per search at 100k rows (one-off). A
         stale answer (another process deleting the session) costs speed only: the index path
         probes every partition and finds what a scan finds.
         """
