@@ -48,6 +48,7 @@ from benchmarks.reference_trace import SUMMARY_TEXT, _Timed, _timed
 from benchmarks.retrieval import FACTS, TEMPLATES, TOPICS
 from monad_notebook.config import Config
 from monad_notebook.context.chunks import message_chunks
+from monad_notebook.context.recall import Passage, Recall
 from monad_notebook.messages import Message, ToolCall
 from monad_notebook.session import Session
 from monad_notebook.store.base import Summary
@@ -193,7 +194,11 @@ def _phase(
     model = ScriptedModel(script, context_window=128_000)
     config = Config.model_validate({"tools": {"python": {"approval": "auto"}}, **extra})
     session = Session(SESSION, config=config, store=store, model=model, namespace={"x": 1})
-    retrieval = session.cascade.turn_stages.retrieval
+    stages = session.cascade.turn_stages
+    for recall in (stages.recall, stages.retrieval.recall if stages.retrieval else None):
+        if recall is not None:
+            _checked(recall, stage)
+    retrieval = stages.retrieval
     if retrieval is not None:
         related = retrieval.related_context
 
@@ -208,6 +213,21 @@ def _phase(
     per_step = timed_turns(session, turns, questions, stage, model_seconds)
     session.close()
     return per_step[2:]  # the first turns load the model and warm caches
+
+
+def _checked(recall: Recall, stage: dict[str, list[float]]) -> None:
+    """Count each search's passages, and stop the run on a failed one: the turn would hide it, timed as fast."""
+    search = recall.search
+
+    def checked(*args: Any, **kwargs: Any) -> list[Passage]:
+        try:
+            passages = search(*args, **kwargs)
+        except Exception as exc:
+            raise SystemExit(f"tails: a recall search failed, so its time would mean nothing: {exc!r}") from exc
+        stage.setdefault("passages", []).append(len(passages))
+        return passages
+
+    recall.search = checked  # type: ignore[method-assign]
 
 
 def stats(samples: list[float]) -> tuple[float, float, float]:
@@ -229,9 +249,11 @@ def report(results: dict[int, dict[str, Any]]) -> list[str]:
             lines.append(f"| {size:,} | {key} | {len(samples)} | {p50:.1f} | {p95:.1f} | {top:.1f} | {ratio:.2f}x |")
     lines.append("")
     for size, result in results.items():
+        found = sorted(result["stage"].get("passages", [0]))
         lines.append(
             f"{size:,} messages: seeded in {result['seeded']:.0f} s; "
-            f"{result['optimize_runs']} background optimize pass(es) ran during the timed turns."
+            f"{result['optimize_runs']} background optimize pass(es) ran during the timed turns; "
+            f"the searches found {found[0]} to {found[-1]} passages (median {statistics.median(found):g})."
         )
     return lines
 

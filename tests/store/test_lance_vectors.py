@@ -12,6 +12,7 @@ from lancedb.table import LanceTable
 
 from monad_notebook.errors import StoreError
 from monad_notebook.messages import Message
+from monad_notebook.store.base import Chunk
 from monad_notebook.store.lance import LanceStore
 
 pytestmark = pytest.mark.filterwarnings(r"ignore:optimize\(cleanup_older_than=0\):UserWarning")
@@ -97,6 +98,28 @@ def test_a_vector_saved_twice_comes_back_once(store: LanceStore) -> None:
     hits = store.search_embeddings("s", axis(0), 5, model=MODEL)
 
     assert [h.message_id for h in hits] == [messages[0].id, messages[1].id]
+
+
+def test_a_search_reads_two_rows_per_message_asked_for_when_they_hold_enough_messages(store: LanceStore) -> None:
+    messages = stored(store, "s", [axis(0, lean=x / 10) for x in range(20)])
+    before = store.rows_read
+
+    hits = store.search_embeddings("s", axis(0), 3, model=MODEL, exclude_ids=[messages[0].id])
+
+    assert [h.message_id for h in hits] == [m.id for m in messages[1:4]]
+    assert store.rows_read - before == 6
+
+
+def test_chunks_of_one_message_and_excluded_ids_never_crowd_out_the_next_messages(store: LanceStore) -> None:
+    """The nearest rows are one message's chunks and excluded messages: the search reads further to fill k."""
+    crowd, *rest = stored(store, "s", [axis(0, lean=x / 10) for x in range(12)])
+    chunks = [Chunk(crowd.id, 100 * i, f"chunk {i}", crowd.seq, crowd.turn, "user") for i in range(1, 8)]
+    store.save_embeddings("s", [(c, axis(0, lean=0.001 * i)) for i, c in enumerate(chunks)], MODEL)
+    excluded = [m.id for m in rest[:4]]
+
+    hits = store.search_embeddings("s", axis(0), 3, model=MODEL, exclude_ids=excluded)
+
+    assert [h.message_id for h in hits] == [crowd.id, rest[4].id, rest[5].id]
 
 
 def test_vectors_of_different_widths_live_side_by_side(store: LanceStore) -> None:
