@@ -24,6 +24,9 @@ The scripted model answers at once by default: the worst case, where background 
 model wait to run in and meets the turn's own work. ``--model-seconds`` makes each call wait as
 a real model's does; the wait is the model's time, outside every figure.
 
+Every timed search is checked: one that fails stops the run (a turn hides the failure, and its
+time would pass for fast), and the report says how many passages the searches found.
+
 All sizes run back to back in one process, so their ratios are comparable.
 """
 
