@@ -4,13 +4,14 @@ A forgotten identifier cannot be searched for by its exact text, only by what su
 ("which file was the churn raw extract?"). So a question goes to two searches over the
 session's chunks (``context/chunks.py``): BM25 full-text, which finds the context's words
 (snake_case and dotted names are split into words by the index), and the embedder's vectors,
-which find paraphrases. Each brings three times the passages asked
+which find paraphrases. Each brings four times the passages asked
 for; repeats of one text are kept once; the rankings are fused by reciprocal rank: a chunk
 both find comes first, then the best of each. The ``recall`` tool answers with these
 passages; the per-turn ``<related_context>`` block (``retrieval.py``) keeps the ones it trusts.
 
-What the window already shows is skipped: a user or assistant message in the window whole,
-a tool result's chunk only when its text is visible (the middle of a truncated result is not).
+What the window already shows is skipped inside both searches: a user or assistant message
+in the window whole, a tool result's chunk only when its text is visible, so the hidden middle
+of a truncated result stands for it even when its visible head matches better.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from monad_notebook.store.embeddings import Embedder
 log = logging.getLogger(__name__)
 
 RRF_K = 20
-CANDIDATES = 3  # each search brings this many times the passages asked for, so fusion has a choice
+CANDIDATES = 4  # each search brings this many times the passages asked for, so fusion has a choice
 QUERY_MAX_CHARS = 2000
 VECTOR_FLOOR = 0.2  # below this cosine a vector hit is noise, even when asked for explicitly
 VECTOR_FULL = 0.6  # at or above this cosine a vector hit counts in full
@@ -94,24 +95,29 @@ class Recall:
         if k <= 0 or not query.strip():
             return []
         hidden, partial = _visibility(window)
-        wanted = CANDIDATES * k + len(partial)
+        wanted = CANDIDATES * k
         words = " ".join(query_terms(query)) or query
         errors: list[Exception] = []
         words_search = _pool().submit(
-            self._safely, errors, lambda: self.store.search_chunks(session, words, wanted, exclude_ids=hidden)
+            self._safely,
+            errors,
+            lambda: self.store.search_chunks(session, words, wanted, exclude_ids=hidden, shown=partial),
         )
-        by_meaning = self._safely(errors, lambda: self._nearest(session, query, wanted, hidden))
+        by_meaning = self._safely(errors, lambda: self._nearest(session, query, wanted, hidden, partial))
         by_words = words_search.result()
         if len(errors) == 2 or (errors and self.embedder is None):
             raise errors[-1]
         fused = fuse(by_words or [], by_meaning or [], query_terms(query), identifier_terms(query))
-        return distinct((p for p in fused if not _shown(p.hit, partial)), _passage_text)[:k]
+        return distinct(fused, _passage_text)[:k]
 
-    def _nearest(self, session: str, query: str, k: int, hidden: set[str]) -> list[EmbeddingHit]:
+    def _nearest(
+        self, session: str, query: str, k: int, hidden: set[str], partial: dict[str, str]
+    ) -> list[EmbeddingHit]:
         if self.embedder is None:
             return []
         vector = self.embedder.embed([query[:QUERY_MAX_CHARS]])[0]
-        hits = self.store.search_embeddings(session, vector, k, model=self.embedder.name, exclude_ids=hidden)
+        name = self.embedder.name
+        hits = self.store.search_embeddings(session, vector, k, model=name, exclude_ids=hidden, shown=partial)
         return [h for h in hits if h.score >= VECTOR_FLOOR]
 
     @staticmethod
@@ -224,11 +230,6 @@ def _visibility(window: Iterable[Message]) -> tuple[set[str], dict[str, str]]:
         else:
             hidden.add(message.id)
     return hidden, partial
-
-
-def _shown(hit: EmbeddingHit, partial: dict[str, str]) -> bool:
-    shown = partial.get(hit.message_id)
-    return shown is not None and hit.snippet.strip() in shown
 
 
 def focus(text: str, terms: list[str], chars: int) -> tuple[int, int]:

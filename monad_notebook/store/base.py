@@ -6,7 +6,7 @@ interpolate it into a query string unescaped (names come from users).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -203,8 +203,20 @@ class Store(Protocol):
     def chunked_ids(self, session: str, among: Iterable[str] | None = None) -> set[str]:
         """Ids of the session's messages whose chunks are stored (only those in ``among``, when given)."""
 
-    def search_chunks(self, session: str, words: str, k: int, *, exclude_ids: Iterable[str] = ()) -> list[EmbeddingHit]:
-        """Up to ``k`` of this session's chunks matching ``words`` (full-text, BM25), best first, one per message."""
+    def search_chunks(
+        self,
+        session: str,
+        words: str,
+        k: int,
+        *,
+        exclude_ids: Iterable[str] = (),
+        shown: Mapping[str, str] | None = None,
+    ) -> list[EmbeddingHit]:
+        """Up to ``k`` of this session's chunks matching ``words`` (full-text, BM25), best first, one per message.
+
+        Messages in ``exclude_ids`` are skipped, and so are the chunks lying inside what the
+        window shows of a message (``shown``: id -> that text); its other chunks still count.
+        """
 
     # ledger: the session's identifiers ranked by salience
     def save_ledger(self, session: str, entries: list[LedgerEntry]) -> None:
@@ -227,8 +239,12 @@ class Store(Protocol):
         *,
         model: str | None = None,
         exclude_ids: Iterable[str] = (),
+        shown: Mapping[str, str] | None = None,
     ) -> list[EmbeddingHit]:
-        """The ``k`` nearest of this session's vectors (never another session's), best first, one per message."""
+        """The ``k`` nearest of this session's vectors (never another session's), best first, one per message.
+
+        ``exclude_ids`` and ``shown`` skip what the window shows, as in ``search_chunks``.
+        """
 
     # housekeeping
     def optimize(self) -> None:

@@ -6,7 +6,7 @@ Filters are raw SQL: every value a user may influence goes through ``sql_str``.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -109,21 +109,32 @@ def hit_from_row(row: dict[str, Any], score: float) -> EmbeddingHit:
     )
 
 
-def best_hits(rows: list[dict[str, Any]], k: int, excluded: set[str]) -> list[EmbeddingHit]:
+def best_hits(
+    rows: list[dict[str, Any]], k: int, excluded: set[str], shown: Mapping[str, str] | None = None
+) -> list[EmbeddingHit]:
     """Rows arrive best first; keep the first (best) chunk of each message, skipping excluded ones.
 
+    A chunk whose text lies inside what the window shows of its message (``shown``: a tool
+    result's id -> its text as the window shows it) is skipped too, so the message's next best
+    chunk stands for it: the middle of a truncated output, which only a search can bring back.
     A row's score is its BM25 ``_score`` from a full-text search, else its cosine (1 - ``_distance``).
     """
     hits: dict[str, EmbeddingHit] = {}
     for row in rows:
         message_id = row["message_id"]
-        if message_id in excluded or message_id in hits:
+        if message_id in excluded or message_id in hits or shows(shown, message_id, row["text"]):
             continue
         score = float(row["_score"]) if "_score" in row else 1.0 - float(row["_distance"])
         hits[message_id] = hit_from_row(row, score)
         if len(hits) == k:
             break
     return list(hits.values())
+
+
+def shows(shown: Mapping[str, str] | None, message_id: str, text: str) -> bool:
+    """Whether ``text`` (one chunk of the message) lies inside what the window shows of it."""
+    visible = shown.get(message_id) if shown else None
+    return visible is not None and text.strip() in visible
 
 
 def fact_from_row(row: dict[str, Any]) -> MemoryFact:

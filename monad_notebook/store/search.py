@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from monad_notebook.errors import StoreError
@@ -90,7 +90,15 @@ class SearchTables(IndexedTables):
     def chunked_ids(self, session: str, among: Iterable[str] | None = None) -> set[str]:
         return self._distinct(TEXT_TABLE, f"session = {sql_str(session)}", "message_id", among)
 
-    def search_chunks(self, session: str, words: str, k: int, *, exclude_ids: Iterable[str] = ()) -> list[EmbeddingHit]:
+    def search_chunks(
+        self,
+        session: str,
+        words: str,
+        k: int,
+        *,
+        exclude_ids: Iterable[str] = (),
+        shown: Mapping[str, str] | None = None,
+    ) -> list[EmbeddingHit]:
         """BM25 over this session's chunks; the best chunk of each message, best first.
 
         A query with no word left after reduction finds nothing (rather than everything).
@@ -108,21 +116,24 @@ class SearchTables(IndexedTables):
             .where(where, prefilter=True)
             .select([*_HIT_COLUMNS, "_score"])
         )
-        return self._per_message(TEXT_TABLE, query, k, excluded)
+        return self._per_message(TEXT_TABLE, query, k, excluded, shown)
 
-    def _per_message(self, table: str, query: Any, k: int, excluded: set[str]) -> list[EmbeddingHit]:
-        """The best chunk of up to ``k`` messages, best first: two rows per message asked for, then four.
+    def _per_message(
+        self, table: str, query: Any, k: int, excluded: set[str], shown: Mapping[str, str] | None
+    ) -> list[EmbeddingHit]:
+        """The best chunk of up to ``k`` messages, best first: two rows per message asked for, then more.
 
-        Rows beyond ``k`` leave room for a message's other chunks and the excluded ones. Inside
-        turns at 100k stored messages (``k`` about 90, with 140 to 230 window ids excluded), the
-        ``k``-th message came within ``k`` + 19 rows in all 120 searches measured (one-off), while
-        reading four rows per message plus one per excluded id took about 560 rows, and a vector
-        search reorders twice that many by their full vectors. Only when the narrow read falls
-        short while more rows exist is it read again that wide, so the answer is then the wide one.
+        Rows beyond ``k`` leave room for a message's other chunks and for what the window shows
+        (``excluded`` messages, ``shown`` chunks). Inside turns at 100k stored messages (``k``
+        about 90, with 140 to 230 window ids excluded), the ``k``-th message came within ``k`` + 19
+        rows in all 120 searches measured (one-off), while reading four rows per message plus one
+        per excluded id took about 560 rows, and a vector search reorders twice that many by their
+        full vectors. Only when the narrow read falls short while more rows exist is it read again
+        that wide, so the answer is then the wide one.
         """
-        for limit in (2 * k, 4 * k + len(excluded)):
+        for limit in (2 * k, 4 * k + len(excluded) + len(shown or ())):
             rows = self._search_rows(table, query.limit(limit))
-            hits = best_hits(rows, k, excluded)
+            hits = best_hits(rows, k, excluded, shown)
             if len(hits) == k or len(rows) < limit:
                 break
         return hits
@@ -170,6 +181,7 @@ class SearchTables(IndexedTables):
         *,
         model: str | None = None,
         exclude_ids: Iterable[str] = (),
+        shown: Mapping[str, str] | None = None,
     ) -> list[EmbeddingHit]:
         """Cosine search behind a ``where`` prefilter on the session; the nearest chunk of each message.
 
@@ -180,8 +192,8 @@ class SearchTables(IndexedTables):
         the session's bitmap index is faster than scanning the whole index (a probe of only
         some partitions would also miss their rows: recall 0.97 for 1,000 rows among 100k).
         Counting is free below the threshold (table metadata), then a bitmap lookup, once per session.
-        Exclusions are applied after the search (``_per_message`` reads further when they crowd
-        the first rows), so a window of hundreds of ids never becomes a huge SQL filter.
+        What the window shows is skipped after the search (``_per_message`` reads further when it
+        crowds the first rows), so a window of hundreds of ids never becomes a huge SQL filter.
         """
         if k <= 0 or not vector:
             return []
@@ -194,7 +206,8 @@ class SearchTables(IndexedTables):
         if handle is None:
             return []
         exact = not self._through_index(table, where)
-        return self._per_message(table, self._vector_query(handle, vector, where, exact=exact), k, excluded)
+        query = self._vector_query(handle, vector, where, exact=exact)
+        return self._per_message(table, query, k, excluded, shown)
 
     def _through_index(self, table: str, where: str) -> bool:
         """Whether both the table and the session's rows number ``ann_min_rows`` or more.

@@ -92,16 +92,32 @@ def test_a_passage_both_searches_find_ranks_before_the_best_of_either():
     assert both.by_words and both.cosine == 0.5
 
 
-def test_the_middle_of_a_truncated_result_in_the_window_is_found_but_its_visible_head_is_not(store):
-    full = log_output(600, "stage 300: tenure lives in cust_tenure_days_v2", 300)
-    full = "tenure report header\n" + full
+def indexed_truncated_result(store, head: str) -> Message:
+    """A long log whose line 300 names the tenure column, truncated in the window below ``head``; saved and indexed."""
+    full = head + "\n" + log_output(600, "stage 300: tenure lives in cust_tenure_days_v2", 300)
     message = tool_result("s", full, "call_big", 5)
     store.save_raw_outputs("s", {"call_big": full})
     index(store, None, "s", [message])
+    return message
+
+
+def test_the_middle_of_a_truncated_result_in_the_window_is_found_but_its_visible_head_is_not(store):
+    message = indexed_truncated_result(store, "tenure report header")
 
     passages = Recall(store, None).search("s", "where is the tenure", 5, window=[message])
 
     assert [p.hit.offset > 0 for p in passages] == [True]
+    assert "cust_tenure_days_v2" in passages[0].hit.snippet
+
+
+def test_a_truncated_result_whose_visible_head_matches_best_is_still_found_by_its_hidden_middle(store):
+    message = indexed_truncated_result(store, "tenure tenure tenure: the tenure report, tenure by tenure")
+    head = store.search_chunks("s", "tenure", 1)
+    assert head[0].offset == 0  # the head, which the window shows, is the best match by words
+
+    passages = Recall(store, None).search("s", "tenure", 5, window=[message])
+
+    assert [p.hit.message_id for p in passages] == [message.id]
     assert "cust_tenure_days_v2" in passages[0].hit.snippet
 
 

@@ -91,6 +91,24 @@ def test_excluded_ids_are_skipped_and_the_next_best_fill_their_place(store: Lanc
     assert [h.message_id for h in hits] == [messages[2].id, messages[3].id]
 
 
+def test_a_chunk_the_window_shows_is_skipped_and_the_messages_next_best_chunk_stands_for_it(
+    store: LanceStore,
+) -> None:
+    """A truncated tool result: its head is in the window, its middle is not; the search skips only the head."""
+    store.create_session("s")
+    result = Message("tool", "head [... truncated ...] tail", session="s", seq=0, turn=0, tool_call_id="c1")
+    other = Message("user", "something else", session="s", seq=1, turn=1)
+    store.append_messages([result, other])
+    head = Chunk(result.id, 0, "head", 0, 0, "tool", tool_call_id="c1")
+    middle = Chunk(result.id, 4000, "the middle", 0, 0, "tool", tool_call_id="c1")
+    store.save_embeddings("s", [(head, axis(0)), (middle, axis(0, lean=0.3)), (other, axis(0, lean=0.2))], MODEL)
+
+    hits = store.search_embeddings("s", axis(0), 2, model=MODEL, shown={result.id: result.content})
+
+    assert [(h.message_id, h.snippet) for h in hits] == [(other.id, "something else"), (result.id, "the middle")]
+    assert store.search_embeddings("s", axis(0), 1, model=MODEL)[0].snippet == "head"
+
+
 def test_a_vector_saved_twice_comes_back_once(store: LanceStore) -> None:
     messages = stored(store, "s", [axis(0), axis(1)])
     store.save_embeddings("s", [(messages[0], axis(0))], MODEL)
