@@ -38,13 +38,18 @@ PARAGRAPH = (
 
 
 def settings(server: LlamaServer, *, window: int | None = None, max_out: int = 8, **context: Any) -> dict:
-    """agents.json for this server: both tiers on it, short answers, one retry, no embeddings."""
+    """agents.json for this server: both tiers on it, short greedy answers, one retry, no embeddings.
+
+    Greedy, so a run's answers do not vary: sampled at the server's default temperature, the
+    model now and then began something the server's tool-call parser rejected mid-stream.
+    """
     main = {
         "model": "smollm2",
         "baseUrl": server.base_url,
         "contextWindow": window or server.context,
         "maxOutputTokens": max_out,
         "maxRetries": 1,
+        "temperature": 0,
     }
     return {
         "models": {"main": main, "fast": main, "embedding": {"provider": "none"}},
