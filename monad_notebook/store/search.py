@@ -124,10 +124,10 @@ class SearchTables(IndexedTables):
         """The best chunk of up to ``k`` messages, best first: two rows per message asked for, then more.
 
         Rows beyond ``k`` leave room for a message's other chunks and for what the window shows
-        (``excluded`` messages, ``shown`` chunks). Inside turns at 100k stored messages (``k``
-        about 90, with 140 to 230 window ids excluded), the ``k``-th message came within ``k`` + 19
-        rows in all 120 searches measured (one-off), while reading four rows per message plus one
-        per excluded id took about 560 rows, and a vector search reorders twice that many by their
+        (``excluded`` messages, ``shown`` chunks). Inside turns at 100k stored messages (``k`` 24
+        to 44, with 139 to 226 messages and 46 to 62 tool results of the window skipped), no
+        search of 120 needed more (one-off), while reading four rows per message plus one per
+        excluded id took hundreds of rows, and a vector search reorders twice that many by their
         full vectors. Only when the narrow read falls short while more rows exist is it read again
         that wide, so the answer is then the wide one.
         """
