@@ -18,7 +18,9 @@ Timed on the turn's thread, what the user waits for:
 - a turn's catch-up read (``seq > n`` of the session, nothing newer) on the freshly compacted store;
 - the ``<related_context>`` stage as the turn runs it (query embedding, identifier lookup,
   full-text and vector search), with retrieval enabled, and the ``recall`` tool the model
-  calls in the same turns (embedding included).
+  calls in the same turns (embedding included);
+- the parts of those searches, both kinds together: the question's embedding and the vector
+  search one after the other, the full-text search on another thread alongside them.
 
 The scripted model answers at once by default: the worst case, where background work has no
 model wait to run in and meets the turn's own work. ``--model-seconds`` makes each call wait as
@@ -198,9 +200,11 @@ def _phase(
     config = Config.model_validate({"tools": {"python": {"approval": "auto"}}, **extra})
     session = Session(SESSION, config=config, store=store, model=model, namespace={"x": 1})
     stages = session.cascade.turn_stages
-    for recall in (stages.recall, stages.retrieval.recall if stages.retrieval else None):
-        if recall is not None:
-            _checked(recall, stage)
+    recalls = [r for r in (stages.recall, stages.retrieval.recall if stages.retrieval else None) if r is not None]
+    for recall in recalls:
+        _checked(recall, stage)
+    if recalls:
+        _time_parts(store, recalls, stage)
     retrieval = stages.retrieval
     if retrieval is not None:
         related = retrieval.related_context
@@ -231,6 +235,46 @@ def _checked(recall: Recall, stage: dict[str, list[float]]) -> None:
         return passages
 
     recall.search = checked  # type: ignore[method-assign]
+
+
+PARTS = {
+    "question embedding": "  · its question's embedding",
+    "vector search": "  · its vector search",
+    "full-text search": "  · its full-text search (runs alongside the two above)",
+}
+
+
+def _time_parts(store: LanceStore, recalls: list[Recall], stage: dict[str, list[float]]) -> None:
+    """Time the parts of each search the stage and the tool run: what the totals are made of.
+
+    The embedder is wrapped for these searches only: the recall indexer shares the model but
+    not this wrapper, so its background embeddings are not counted.
+    """
+    for method, key in (("search_embeddings", "vector search"), ("search_chunks", "full-text search")):
+        setattr(store, method, _recorded(getattr(store, method), stage, key))
+    for recall in recalls:
+        if recall.embedder is not None:
+            recall.embedder = _TimedEmbedder(recall.embedder, stage)  # type: ignore[assignment]
+
+
+def _recorded(func: Callable[..., Any], stage: dict[str, list[float]], key: str) -> Callable[..., Any]:
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return func(*args, **kwargs)
+        finally:
+            stage.setdefault(key, []).append(1000 * (time.perf_counter() - started))
+
+    return recorded
+
+
+class _TimedEmbedder:
+    """The embedder as one recall sees it, each question's embedding timed."""
+
+    def __init__(self, embedder: Any, stage: dict[str, list[float]]) -> None:
+        self.name = embedder.name
+        self.dims = embedder.dims
+        self.embed = _recorded(embedder.embed, stage, "question embedding")
 
 
 def stats(samples: list[float]) -> tuple[float, float, float]:
@@ -266,6 +310,9 @@ def _series(result: dict[str, Any]) -> dict[str, list[float]]:
     for key in ("related_context", "recall"):
         if result["stage"].get(key):
             series[f"{key} (embedding included)"] = result["stage"][key][1:]
+    for key, label in PARTS.items():
+        if result["stage"].get(key):
+            series[label] = result["stage"][key][2:]  # both searches of the first turn warm caches
     return series
 
 
