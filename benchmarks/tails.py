@@ -26,6 +26,10 @@ The scripted model answers at once by default: the worst case, where background 
 model wait to run in and meets the turn's own work. ``--model-seconds`` makes each call wait as
 a real model's does; the wait is the model's time, outside every figure.
 
+Last come the goals, at the largest size: the per-step overhead's p95 at most 1.5x its p95
+at the smallest size, with the background optimize running, and both searches' p95 at most
+50 ms, the question's embedding included.
+
 Every timed search is checked: one that fails stops the run (a turn hides the failure, and its
 time would pass for fast), and the report says how many passages the searches found.
 
@@ -66,6 +70,8 @@ OUTPUT = (
     "       region  revenue  orders\n0      North   {a:,}    {b}\n"
     "1      South   {c:,}    {d}\n2      West    {e:,}    {f}\n"
 )
+STEP_RATIO_GOAL = 1.5
+SEARCH_P95_GOAL_MS = 50.0
 QUESTIONS = [q for _, q in FACTS] + [f"Which file held order ORD-{40_000 + i} and its refund?" for i in range(8)]
 
 
@@ -305,6 +311,24 @@ def report(results: dict[int, dict[str, Any]]) -> list[str]:
     return lines
 
 
+def goals(results: dict[int, dict[str, Any]]) -> list[str]:
+    """The goals for these figures at the largest size, each met or not."""
+    first, last = min(results), max(results)
+    small, large = _series(results[first]), _series(results[last])
+    lines = [f"| goal at {last:,} stored messages | value | |", "|---|---:|---|"]
+    key = "overhead per step"
+    if last != first:
+        ratio = stats(large[key])[1] / stats(small[key])[1]
+        verdict = "met" if ratio <= STEP_RATIO_GOAL else "NOT met"
+        lines.append(f"| {key}: p95 <= {STEP_RATIO_GOAL}x the p95 at {first:,} | {ratio:.2f}x | {verdict} |")
+    for key in ("related_context (embedding included)", "recall (embedding included)"):
+        if key in large:
+            p95 = stats(large[key])[1]
+            verdict = "met" if p95 <= SEARCH_P95_GOAL_MS else "NOT met"
+            lines.append(f"| {key}: p95 <= {SEARCH_P95_GOAL_MS:g} ms | {p95:.1f} ms | {verdict} |")
+    return lines
+
+
 def _series(result: dict[str, Any]) -> dict[str, list[float]]:
     series = {"overhead per step": result["overhead"], "catch-up read (compacted store)": result["catch_up"]}
     for key in ("related_context", "recall"):
@@ -337,6 +361,7 @@ def main() -> None:
         results[size] = run_size(size, args.turns, args.queries, embedder, args.model_seconds)
         print(f"  {size:,} done", file=sys.stderr, flush=True)
     print("\n".join(report(results)))
+    print("\n" + "\n".join(goals(results)))
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"\nLoad average {load} at the end.")
 
