@@ -129,6 +129,8 @@ class LanceTables:
         self._closed = False
         self._filter_indexed: set[str] = set()
         self._indexed_scopes: set[tuple[str, str]] = set()  # (table, filter) known to hold ann_min_rows rows
+        self._small_scopes: dict[tuple[str, str], int] = {}  # (table, filter) -> _added mark it stays small until
+        self._added: dict[str, int] = {}  # table -> rows this store has added to it, ever
         interval = None if read_consistency_interval is None else timedelta(seconds=read_consistency_interval)
         try:
             self._db = lancedb.connect(self.uri, read_consistency_interval=interval, storage_options=storage_options)
@@ -289,6 +291,7 @@ class LanceTables:
             return None
         with self._lock:
             self._rows[table] = self._rows.get(table, 0) + len(rows)
+            self._added[table] = self._added.get(table, 0) + len(rows)
             return self._write(table, lambda h: h.add(pa.Table.from_pylist(rows, schema=SCHEMAS[table])))
 
     def _version(self, table: str) -> int | None:

@@ -257,6 +257,19 @@ def search_modes(store: LanceStore, monkeypatch: pytest.MonkeyPatch) -> list[boo
     return modes
 
 
+def counts(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Records the table of every row count the store makes."""
+    counted: list[str] = []
+    original = LanceStore._count
+
+    def spy(self: LanceStore, name: str, where: str | None) -> int:
+        counted.append(name)
+        return original(self, name, where)
+
+    monkeypatch.setattr(LanceStore, "_count", spy)
+    return counted
+
+
 @pytest.fixture
 def big_store(tmp_path: Path) -> Iterator[LanceStore]:
     store = LanceStore(tmp_path / "db", ann_min_rows=400, optimize_every=0)
@@ -320,14 +333,7 @@ def test_a_large_session_is_counted_once_and_again_after_it_is_deleted(
     stored(big_store, "big", unit_vectors(rng, 600).tolist())
     big_store.optimize()
     table = f"embeddings_{ANN_DIMS}"
-    counted: list[str] = []
-    count = LanceStore._count
-
-    def spy(self: LanceStore, name: str, where: str | None) -> int:
-        counted.append(name)
-        return count(self, name, where)
-
-    monkeypatch.setattr(LanceStore, "_count", spy)
+    counted = counts(monkeypatch)
     modes = search_modes(big_store, monkeypatch)
     for query in unit_vectors(rng, 3):
         big_store.search_embeddings("big", query.tolist(), 5, model=MODEL)
@@ -342,6 +348,34 @@ def test_a_large_session_is_counted_once_and_again_after_it_is_deleted(
 
     assert modes[-1] is True
     assert [h.message_id for h in hits] == exact_top(small, small_vectors, query, 6)
+
+
+def test_a_small_session_is_counted_again_only_once_this_store_has_added_the_rows_it_lacked(
+    big_store: LanceStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = np.random.default_rng(5)
+    stored(big_store, "grow", unit_vectors(rng, 300).tolist())
+    table = f"embeddings_{ANN_DIMS}"
+    counted = counts(monkeypatch)
+    modes = search_modes(big_store, monkeypatch)
+    query = unit_vectors(rng, 1)[0].tolist()
+    for _ in range(3):
+        big_store.search_embeddings("grow", query, 5, model=MODEL)
+    assert counted.count(table) == 1  # the table, 300 rows of the 400 the index needs, on the first search only
+
+    stored(big_store, "other", unit_vectors(rng, 99).tolist())
+    big_store.search_embeddings("grow", query, 5, model=MODEL)
+    assert counted.count(table) == 1  # 99 more rows cannot have taken the session from 300 to 400
+
+    later = [Message("user", f"later {i}", session="grow", seq=300 + i, turn=300 + i) for i in range(101)]
+    later_vectors = unit_vectors(rng, 101)
+    big_store.save_embeddings("grow", list(zip(later, later_vectors.tolist(), strict=True)), MODEL)
+    big_store.optimize()
+    hits = big_store.search_embeddings("grow", later_vectors[0].tolist(), 5, model=MODEL)
+
+    assert counted.count(table) == 3  # counted again: the table and the session, now 401 rows
+    assert modes == [True] * 4 + [False]
+    assert hits[0].message_id == later[0].id
 
 
 def test_near_ties_keep_their_exact_order_and_scores_through_the_index(big_store: LanceStore) -> None:
