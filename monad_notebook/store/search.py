@@ -50,6 +50,8 @@ def as_chunk(item: Message | Chunk) -> Chunk:
 class SearchTables(IndexedTables):
     """Chunk and vector tables, and the two searches over them; one session at a time, never another's."""
 
+    small_recount_seconds = 60.0  # a session below ann_min_rows is counted again at least this often
+
     def _writes_per_pass(self, table: str) -> int:
         """The search tables are merged five times as often: a search opens every fragment a write left.
 
@@ -215,21 +217,24 @@ class SearchTables(IndexedTables):
         Once true, it is remembered until this store deletes from the table: a session's vectors
         only grow otherwise, and the two counts cost about 2 ms each per search at 100k rows (one-off).
         While false, it is remembered until this store has added to the table as many rows as the
-        session lacked: a session grows through the kernel that holds it (``lease.py``), and the
-        count cost 1.4 ms p50 and 4.6 p95 per search inside turns at 1k stored messages (one-off).
-        A stale answer either way (another process deleting the session, or writing to it) costs
-        speed only: the index path probes every partition and finds what a scan finds.
+        session lacked, or for ``small_recount_seconds``: a session grows through the kernel that
+        holds it (``lease.py``), and the count cost 1.4 ms p50 and 4.6 p95 per search inside turns
+        at 1k stored messages (one-off). A stale answer either way (another process deleting the
+        session, or writing to it) costs speed only: the index path probes every partition and
+        finds what a scan finds.
         """
         key = (table, where)
         if key in self._indexed_scopes:
             return True
         added = self._added.get(table, 0)
-        if added < self._small_scopes.get(key, 0):
+        until_added, until = self._small_scopes.get(key, (0, 0.0))
+        if added < until_added and time.monotonic() < until:
             return False
         for scope in (None, where):
             count = self._count(table, scope)
             if count < self.ann_min_rows:
-                self._small_scopes[key] = added + self.ann_min_rows - count
+                recount = time.monotonic() + self.small_recount_seconds
+                self._small_scopes[key] = (added + self.ann_min_rows - count, recount)
                 return False
         self._indexed_scopes.add(key)
         return True

@@ -129,7 +129,8 @@ class LanceTables:
         self._closed = False
         self._filter_indexed: set[str] = set()
         self._indexed_scopes: set[tuple[str, str]] = set()  # (table, filter) known to hold ann_min_rows rows
-        self._small_scopes: dict[tuple[str, str], int] = {}  # (table, filter) -> _added mark it stays small until
+        # (table, filter) known to hold fewer: until _added reaches the mark, and until the monotonic deadline
+        self._small_scopes: dict[tuple[str, str], tuple[int, float]] = {}
         self._added: dict[str, int] = {}  # table -> rows this store has added to it, ever
         interval = None if read_consistency_interval is None else timedelta(seconds=read_consistency_interval)
         try:
