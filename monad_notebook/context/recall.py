@@ -4,10 +4,11 @@ A forgotten identifier cannot be searched for by its exact text, only by what su
 ("which file was the churn raw extract?"). So a question goes to two searches over the
 session's chunks (``context/chunks.py``): BM25 full-text, which finds the context's words
 (snake_case and dotted names are split into words by the index), and the embedder's vectors,
-which find paraphrases. Each brings four times the passages asked
-for; repeats of one text are kept once; the rankings are fused by reciprocal rank: a chunk
-both find comes first, then the best of each. The ``recall`` tool answers with these
-passages; the per-turn ``<related_context>`` block (``retrieval.py``) keeps the ones it trusts.
+which find paraphrases. Each brings four times the passages the caller shows (``shown``, by
+default all it asks for); repeats of one text are kept once; the rankings are fused by
+reciprocal rank: a chunk both find comes first, then the best of each. The ``recall`` tool
+answers with these passages; the per-turn ``<related_context>`` block (``retrieval.py``) keeps
+the ones it trusts.
 
 What the window already shows is skipped inside both searches: a user or assistant message
 in the window whole, a tool result's chunk only when its text is visible, so the hidden middle
@@ -87,15 +88,23 @@ class Recall:
         self.store = store
         self.embedder = embedder
 
-    def search(self, session: str, query: str, k: int, *, window: Iterable[Message] = ()) -> list[Passage]:
+    def search(
+        self, session: str, query: str, k: int, *, window: Iterable[Message] = (), shown: int | None = None
+    ) -> list[Passage]:
         """Up to ``k`` passages for ``query``, best first, none the window already shows.
+
+        ``shown``: how many of them the caller will show at most (default ``k``), which sets how
+        many each search brings. A caller that asks for more than it shows, to filter them, does
+        not make the searches read more: each message a search brings costs rows read, and at
+        100k stored messages a vector search reads two rows per message and reorders four by
+        their full vectors.
 
         Either search failing leaves the other's results; both failing raises the last error.
         """
         if k <= 0 or not query.strip():
             return []
         hidden, partial = _visibility(window)
-        wanted = CANDIDATES * k
+        wanted = CANDIDATES * (min(k, shown) if shown else k)
         words = " ".join(query_terms(query)) or query
         errors: list[Exception] = []
         words_search = _pool().submit(

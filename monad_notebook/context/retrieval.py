@@ -62,7 +62,7 @@ class Retrieval:
         terms = identifier_terms(query)
         asked = query.strip()
         named, near = [], []
-        for passage in self.recall.search(session, query, 2 * limit + 1, window=window):
+        for passage in self.recall.search(session, query, 2 * limit + 1, window=window, shown=limit):
             hit = passage.hit
             if hit.message_id == query_id or hit.snippet.strip() == asked:
                 continue

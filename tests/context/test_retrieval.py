@@ -10,6 +10,7 @@ from monad_notebook.config import RetrievalConfig
 from monad_notebook.context.chunks import indexed_text
 from monad_notebook.context.eviction import PLACEHOLDER_PREFIX
 from monad_notebook.context.indexing import RecallIndexer
+from monad_notebook.context.recall import CANDIDATES, Recall
 from monad_notebook.context.retrieval import Retrieval, identifier_terms
 from monad_notebook.errors import ModelError, StoreError
 from monad_notebook.messages import Message, ToolCall
@@ -104,6 +105,26 @@ def test_at_most_max_results_hits_are_returned_best_first_but_listed_in_order(st
 
     assert block is not None
     assert re.findall(r"^- \[#(\d+) ", block, re.M) == ["7", "8", "9"]
+
+
+def test_the_searches_bring_candidates_for_the_passages_the_block_shows_not_for_those_it_filters(
+    store, embedder, monkeypatch
+) -> None:
+    texts = [f"cat story {'cat ' * i}" + "revenue " * (9 - i) for i in range(10)]
+    indexed(store, embedder, history("s", *texts))
+    asked: dict[str, list[int]] = {"vectors": [], "words": []}
+    for method, key in (("search_embeddings", "vectors"), ("search_chunks", "words")):
+        search = getattr(store, method)
+        monkeypatch.setattr(store, method, lambda *a, _s=search, _k=key, **kw: asked[_k].append(a[2]) or _s(*a, **kw))
+
+    block = retrieval(store, embedder, max_results=3, min_score=0.0).related_context("s", "cat story", set())
+
+    assert block is not None and re.findall(r"^- \[#(\d+) ", block, re.M) == ["7", "8", "9"]
+    assert asked == {"vectors": [CANDIDATES * 3], "words": [CANDIDATES * 3]}  # not for the 7 it asks to filter
+    asked["vectors"].clear()
+    asked["words"].clear()
+    Recall(store, embedder).search("s", "cat story", 3)
+    assert asked == {"vectors": [CANDIDATES * 3], "words": [CANDIDATES * 3]}
 
 
 def test_snippets_are_cut_to_snippet_chars(store, embedder) -> None:
