@@ -30,6 +30,12 @@ Last come the goals, at the largest size when it is 100,000 or more: the per-ste
 p95 at most 1.5x its p95 at the smallest size, with the background optimize running, and both
 searches' p95 at most 50 ms, the question's embedding included.
 
+As in a kernel after its first ``%%monad`` cell, the heap is settled once everything a turn
+uses is loaded (``monad_notebook.cell.heap``); the report counts the full garbage collections that ran during
+the timed turns and the longest. It starts with a reference for the machine's speed at that
+moment (one question embedded alone, 30 times), since runs on a shared machine differ by more
+than most changes.
+
 Every timed search is checked: one that fails stops the run (a turn hides the failure, and its
 time would pass for fast), and the report says how many passages the searches found.
 
@@ -39,6 +45,7 @@ All sizes run back to back in one process, so their ratios are comparable.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import random
 import statistics
@@ -55,6 +62,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.reference_trace import SUMMARY_TEXT, _Timed, _timed
 from benchmarks.retrieval import FACTS, TEMPLATES, TOPICS
+from monad_notebook.cell.heap import settle_heap
 from monad_notebook.config import Config
 from monad_notebook.context.chunks import message_chunks
 from monad_notebook.context.recall import Passage, Recall
@@ -139,6 +147,30 @@ class _Paced:
         return self._model.complete(*args, **kwargs)
 
 
+class FullCollections:
+    """Python's full garbage collections while ``active``: how long each held the interpreter, in ms."""
+
+    def __init__(self) -> None:
+        self.active = False
+        self.durations: list[float] = []
+        self._started = 0.0
+        gc.callbacks.append(self._callback)
+
+    def close(self) -> None:
+        gc.callbacks.remove(self._callback)
+
+    def _callback(self, phase: str, info: dict[str, Any]) -> None:
+        if info["generation"] != 2 or not self.active:
+            return
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.durations.append(1000 * (time.perf_counter() - self._started))
+
+
+COLLECTIONS = FullCollections()
+
+
 def timed_turns(
     session: Session, turns: int, questions: list[str], stage: dict[str, list[float]], model_seconds: float
 ) -> list[float]:
@@ -157,11 +189,15 @@ def timed_turns(
 
     session.execute_tool = tool  # type: ignore[method-assign]
     per_step = []
-    for n in range(turns):
-        outside["seconds"] = 0.0
-        started = time.perf_counter()
-        reply = session.ask(questions[n % len(questions)])
-        per_step.append(1000 * (time.perf_counter() - started - outside["seconds"]) / reply.steps)
+    COLLECTIONS.active = True
+    try:
+        for n in range(turns):
+            outside["seconds"] = 0.0
+            started = time.perf_counter()
+            reply = session.ask(questions[n % len(questions)])
+            per_step.append(1000 * (time.perf_counter() - started - outside["seconds"]) / reply.steps)
+    finally:
+        COLLECTIONS.active = False
     return per_step
 
 
@@ -169,6 +205,7 @@ def run_size(size: int, turns: int, queries: int, embedder: LocalEmbedder, model
     """Seed a store of ``size`` messages, then time default turns, then turns with retrieval and recall."""
     with tempfile.TemporaryDirectory() as tmp:
         store = LanceStore(Path(tmp) / "db")
+        COLLECTIONS.durations = []
         started = time.perf_counter()
         seed(store, embedder, size)
         seeded = time.perf_counter() - started
@@ -182,7 +219,14 @@ def run_size(size: int, turns: int, queries: int, embedder: LocalEmbedder, model
         _phase(store, cfg, queries, asked, lambda n: ("recall", {"query": asked[n]}), stage, model_seconds)
         optimized = getattr(store, "optimize_runs", "?")
         store.close()
-    return {"overhead": overhead, "stage": stage, "seeded": seeded, "optimize_runs": optimized, "catch_up": catch_up}
+    return {
+        "overhead": overhead,
+        "stage": stage,
+        "seeded": seeded,
+        "optimize_runs": optimized,
+        "catch_up": catch_up,
+        "collections": COLLECTIONS.durations,
+    }
 
 
 def _timed_ms(action: Callable[[], object]) -> float:
@@ -306,9 +350,22 @@ def report(results: dict[int, dict[str, Any]]) -> list[str]:
         lines.append(
             f"{size:,} messages: seeded in {result['seeded']:.0f} s; "
             f"{result['optimize_runs']} background optimize pass(es) ran during the timed turns; "
-            f"the searches found {found[0]} to {found[-1]} passages (median {statistics.median(found):g})."
+            f"the searches found {found[0]} to {found[-1]} passages (median {statistics.median(found):g}); "
+            f"{_collections(result['collections'])}."
         )
     return lines
+
+
+def _collections(durations: list[float]) -> str:
+    if not durations:
+        return "no full garbage collection during the timed turns"
+    return f"{len(durations)} full garbage collection(s) during the timed turns, the longest {max(durations):.1f} ms"
+
+
+def speed_reference(embedder: LocalEmbedder) -> float:
+    """The machine's speed now: p50 ms of one fixed question embedded alone (after two to warm up)."""
+    times = [_timed_ms(lambda: embedder.embed(["which file held the churn raw extract?"])) for _ in range(32)]
+    return statistics.median(times[2:])
 
 
 def goals(results: dict[int, dict[str, Any]]) -> list[str]:
@@ -358,6 +415,8 @@ def main() -> None:
     command = " ".join(["python benchmarks/tails.py", *sys.argv[1:]])
     print(f"`{command}`: {os.cpu_count()} CPUs, load average {load} at start\n")
     embedder = LocalEmbedder()
+    print(f"Speed reference: one question embedded alone, {speed_reference(embedder):.1f} ms p50.\n")
+    settle_heap()  # everything a turn uses is loaded: the kernel's state after its first %%monad cell
     results = {}
     for size in args.sizes:
         results[size] = run_size(size, args.turns, args.queries, embedder, args.model_seconds)

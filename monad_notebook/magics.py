@@ -19,6 +19,7 @@ from monad_notebook import events as ev
 from monad_notebook.agent.tools.approval import ApprovalGate
 from monad_notebook.cell.asking import notebook_gate
 from monad_notebook.cell.background import Inbox
+from monad_notebook.cell.heap import settle_heap
 from monad_notebook.cell.html import one_line
 from monad_notebook.cell.status import footer_for, status_sentences
 from monad_notebook.cell.view import CellView
@@ -186,6 +187,7 @@ class MonadMagics(Magics):
 
             view.on_text(f"\n\n{TRUNCATED_NOTE}")
         view.finish(footer_for(session, reply))
+        settle_heap()  # after the first cell, what the kernel loaded leaves the full collections
 
     def _line(self, line: str) -> Any:
         words = _split(line)

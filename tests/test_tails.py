@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 
-from benchmarks.tails import _time_parts, goals
+from benchmarks.tails import FullCollections, _time_parts, goals
 from monad_notebook.context.chunks import message_chunks
 from monad_notebook.context.recall import Recall
 from monad_notebook.messages import Message
@@ -54,3 +56,17 @@ def test_each_search_is_timed_in_its_parts_and_the_indexers_embeddings_are_not(s
         "full-text search": 1,
     }
     assert all(ms >= 0 for samples in stage.values() for ms in samples)
+
+
+def test_only_full_collections_during_the_timed_turns_are_counted():
+    counter = FullCollections()
+    try:
+        gc.collect()
+        counter.active = True
+        gc.collect()
+        gc.collect(1)
+        counter.active = False
+        gc.collect()
+    finally:
+        counter.close()
+    assert len(counter.durations) == 1 and counter.durations[0] >= 0

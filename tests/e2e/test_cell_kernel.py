@@ -86,3 +86,44 @@ def test_agent_code_past_the_time_limit_stops_in_a_real_kernel_and_the_next_cell
         "the output it printed before that is kept above"
     )
     assert results[-1] == "stdout:\n42"
+
+
+HEAP = """\
+import gc, json, time, weakref
+class Node: pass
+first = Node(); second = Node(); first.other = second; second.other = first
+cycle = weakref.ref(first)
+del first, second
+started = time.perf_counter(); gc.collect(); took = time.perf_counter() - started
+print(json.dumps({"scanned": len(gc.get_objects()), "frozen": gc.get_freeze_count(), "cycle_freed": cycle() is None,
+                  "ms": round(1000 * took, 1)}))
+"""
+
+
+def heap(kc) -> dict:
+    printed = shown_text(run(kc, HEAP))
+    return json.loads(printed.strip().splitlines()[-1])
+
+
+def test_after_the_first_monad_cell_full_collections_skip_what_the_kernel_loaded_and_still_free_new_cycles(
+    isolated_env,
+):
+    from jupyter_client.manager import start_new_kernel
+
+    km, kc = start_new_kernel(kernel_name="python3", cwd=str(isolated_env))
+    try:
+        run(kc, "%load_ext monad_notebook")
+        before = heap(kc)
+        run(kc, "%%monad --model scripted-demo --session heap\nWhat is in my namespace?")
+        after = heap(kc)
+        run(kc, "%%monad --model scripted-demo\nAnd now?")
+        later = heap(kc)
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    print("full collection:", before, after, later)
+    assert before["frozen"] == 0 and before["cycle_freed"]
+    assert after["frozen"] > 50_000  # LanceDB, onnxruntime, IPython and the extension, loaded by the first cell
+    assert after["scanned"] < after["frozen"] / 5  # what a full collection still scans
+    assert after["cycle_freed"] and later["cycle_freed"]  # garbage made after the freeze is still collected
+    assert later["frozen"] <= after["frozen"]  # once per kernel; reference counting still frees frozen objects
