@@ -6,7 +6,8 @@ session's chunks (``context/chunks.py``): BM25 full-text, which finds the contex
 (snake_case and dotted names are split into words by the index), and the embedder's vectors,
 which find paraphrases. Each brings four times the passages the caller shows (``shown``, by
 default all it asks for); repeats of one text are kept once; the rankings are fused by
-reciprocal rank: a chunk both find comes first, then the best of each. The ``recall`` tool
+reciprocal rank: a chunk both find comes first, then the best of each; passages of a kind
+already shown (rows of tables with the same columns) give way to passages of other kinds. The ``recall`` tool
 answers with these passages; the per-turn ``<related_context>`` block (``retrieval.py``) keeps
 the ones it trusts.
 
@@ -116,8 +117,9 @@ class Recall:
         by_words = words_search.result()
         if len(errors) == 2 or (errors and self.embedder is None):
             raise errors[-1]
-        fused = fuse(by_words or [], by_meaning or [], query_terms(query), identifier_terms(query))
-        return distinct(fused, _passage_text)[:k]
+        names = identifier_terms(query)
+        fused = fuse(by_words or [], by_meaning or [], query_terms(query), names)
+        return varied(distinct(fused, _passage_text), names)[:k]
 
     def _nearest(
         self, session: str, query: str, k: int, hidden: set[str], partial: dict[str, str]
@@ -218,6 +220,44 @@ def distinct(items: Iterable[T], text: Callable[[T], str]) -> list[T]:
             seen.add(key)
             kept.append(item)
     return kept
+
+
+_KIND_TOKEN = re.compile(r"[A-Za-z_][\w.]*")
+ALIKE = 0.4  # two passages sharing this share of their words (digits blanked) are of one kind
+
+
+def kind_of(text: str) -> frozenset[str]:
+    """What a passage is made of: its words, digits blanked (a table row of numbers has none)."""
+    return frozenset(re.sub(r"\d+", "0", t.lower()) for t in _KIND_TOKEN.findall(text))
+
+
+def alike(a: frozenset[str], b: frozenset[str]) -> bool:
+    if not a or not b:
+        return not a and not b
+    return len(a & b) / len(a | b) >= ALIKE
+
+
+def varied(passages: list[Passage], names: Sequence[str] = ()) -> list[Passage]:
+    """One passage of each kind first, then the others in their order; none is dropped.
+
+    Rows of tables that share their columns, or lines of one listing, sit near many questions
+    and would fill the answer with one thing said several times, pushing out the passage that
+    differs. Measured on the fidelity benchmark (good summarizer, one run each): found by recall
+    80 of 100 without this, 81 at a share of 0.6, 82 at 0.4, with answers at most 854, 823 and
+    809 tokens. A passage holding an identifier the question names keeps its place.
+    """
+    first: list[Passage] = []
+    later: list[Passage] = []
+    kinds: list[frozenset[str]] = []
+    for passage in passages:
+        kind = kind_of(passage.hit.snippet)
+        named = any(n in passage.hit.snippet for n in names)
+        if not named and any(alike(kind, seen) for seen in kinds):
+            later.append(passage)
+        else:
+            kinds.append(kind)
+            first.append(passage)
+    return first + later
 
 
 def _hit_text(hit: EmbeddingHit) -> str:

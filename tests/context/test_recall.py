@@ -140,6 +140,25 @@ def test_without_an_embedder_recall_searches_by_words_alone(store):
     assert passages[0].cosine is None
 
 
+def test_rows_of_one_kind_of_table_give_way_to_a_passage_of_another_kind_and_none_is_dropped(store):
+    tables = [
+        "region store margin revenue\n0 North 12.5 4410\n1 South 9.1 3120",
+        "store region revenue margin\n0 West 11.0 5120\n1 East 7.4 2210",
+        "margin revenue store region\n0 Central 10.2 3300\n1 Coast 8.8 1900",
+    ]
+    note = "the pricing group of each store is in column pricing_segment_9"
+    outputs = [tool_result("s", text, f"c{i}", i) for i, text in enumerate([*tables, note])]
+    index(store, None, "s", outputs)
+    recall = Recall(store, None)
+    question = "store revenue margin region pricing group"
+
+    three = [p.hit.snippet for p in recall.search("s", question, 3)]
+    four = [p.hit.snippet for p in recall.search("s", question, 4)]
+
+    assert three[1] == note and three[0] in tables and three[2] in tables  # the note ranks last by its words
+    assert sorted(four) == sorted([*tables, note])
+
+
 def test_a_failed_embedding_leaves_the_words_search_and_a_failed_store_raises(store):
     embedder = KeywordEmbedder()
     messages = [Message("user", "revenue by region", session="s", seq=0)]
