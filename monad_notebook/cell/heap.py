@@ -16,20 +16,15 @@ garbage later stays in memory, as it would in a process that never collects.
 from __future__ import annotations
 
 import gc
-import threading
 
-_lock = threading.Lock()
 _settled = False
 
 
-def settle_heap() -> int:
-    """Once per process: collect, then freeze what survives. The objects frozen; 0 when done before."""
+def settle_heap() -> None:
+    """Once per process: collect, then freeze what survives. Called on the kernel's own thread."""
     global _settled
-    with _lock:
-        if _settled:
-            return 0
-        gc.collect()
-        before = gc.get_freeze_count()
-        gc.freeze()
-        _settled = True  # only now: a cell interrupted before this settles at the next one
-        return gc.get_freeze_count() - before
+    if _settled:
+        return
+    gc.collect()
+    gc.freeze()
+    _settled = True  # only now: a cell interrupted before this settles at the next one

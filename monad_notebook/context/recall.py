@@ -188,7 +188,12 @@ def fuse(
         found.cosine = hit.score
         if rank < best_rank[hit.message_id]:
             found.hit = hit
-    return sorted(passages.values(), key=lambda p: (not any(n in p.hit.snippet for n in names), -p.score, -p.hit.seq))
+    return sorted(passages.values(), key=lambda p: (not names_in(p.hit.snippet, names), -p.score, -p.hit.seq))
+
+
+def names_in(text: str, names: Sequence[str]) -> bool:
+    """Whether ``text`` holds verbatim one of the identifiers the question names."""
+    return any(name in text for name in names)
 
 
 def _stem(term: str) -> str:
@@ -251,8 +256,7 @@ def varied(passages: list[Passage], names: Sequence[str] = ()) -> list[Passage]:
     kinds: list[frozenset[str]] = []
     for passage in passages:
         kind = kind_of(passage.hit.snippet)
-        named = any(n in passage.hit.snippet for n in names)
-        if not named and any(alike(kind, seen) for seen in kinds):
+        if not names_in(passage.hit.snippet, names) and any(alike(kind, seen) for seen in kinds):
             later.append(passage)
         else:
             kinds.append(kind)
