@@ -30,6 +30,7 @@ from monad_notebook.messages import Message, ToolCall
 from monad_notebook.provider import ChatModel, TextCallback
 from monad_notebook.setup import Setup, prepare_setup, store_settings
 from monad_notebook.store.base import SessionRecord, Store, Summary
+from monad_notebook.store.foreground import FOREGROUND
 from monad_notebook.store.lance import open_store
 from monad_notebook.store.lease import TurnLease
 
@@ -262,7 +263,7 @@ class Session:
         """Run one turn: the model answers ``text``, calling tools as it needs."""
         if not text.strip():
             raise UsageError("the message is empty: write what you want the agent to do")
-        with self.lease.hold():
+        with FOREGROUND.held(), self.lease.hold():  # set aside while the model answers, tools run or the lease waits
             self._catch_up()
             return self._turn(text, on_text)
 

@@ -20,6 +20,7 @@ from monad_notebook.errors import ContextLengthError
 from monad_notebook.events import Emit
 from monad_notebook.messages import Message, ToolCall
 from monad_notebook.provider import ChatModel, ChatResponse, TextCallback
+from monad_notebook.store.foreground import FOREGROUND
 
 INTERRUPTED_RESULT = "interrupted: the user stopped this tool call before it finished; nothing more is known."
 NOT_RUN_RESULT = "not run: the turn was interrupted before this tool call started."
@@ -131,7 +132,8 @@ class Turn:
             estimate = w.estimate(prompt)
             w.record(prompt)
             try:
-                response = io.model.complete(prompt.messages, prompt.tools, on_text=on_text)
+                with FOREGROUND.aside():  # the turn only waits: background work may have the cores
+                    response = io.model.complete(prompt.messages, prompt.tools, on_text=on_text)
             except KeyboardInterrupt:
                 self._persist_interrupted_text("".join(streamed))
                 raise
@@ -158,7 +160,8 @@ class Turn:
             io.emit(ev.TOOL_STARTED, tool_call_id=call.id, name=call.name, arguments=call.arguments[:ARGUMENTS_SHOWN])
             started = time.perf_counter()
             try:
-                output = io.run_tool(call)
+                with FOREGROUND.aside():
+                    output = io.run_tool(call)
             except KeyboardInterrupt:
                 results.append(io.cascade.tool_message(call, INTERRUPTED_RESULT))
                 results.extend(io.cascade.tool_message(c, NOT_RUN_RESULT) for c in calls[index + 1 :])

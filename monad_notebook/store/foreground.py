@@ -1,11 +1,12 @@
-"""The foreground gate: background work steps aside while the user waits for a search.
+"""The foreground gate: background work steps aside while the user waits on the kernel.
 
-A turn's retrieval stage and the ``recall`` tool embed a question and search the store while
-the user waits; the recall indexer's embeddings and the store's optimize passes need the same
-cores (two, on a laptop or a shared machine). Whoever the user waits on holds the gate; the
-background waits for it to be free before each small unit of work, and a unit that can be
+A turn's own work (its writes, the cascade, a retrieval stage's search, the ``recall`` tool)
+runs while the user waits; the recall indexer's embeddings and the store's optimize passes
+need the same cores (two, on a laptop or a shared machine). Whoever the user waits on holds
+the gate, and sets it aside while it only waits itself (for the model's answer, for a tool);
+the background waits for it to be free before each small unit of work, and a unit that can be
 stopped (a local embedding) is stopped when the gate is taken, so it does not share the cores
-with the search either. One gate per process: the embedder and the cores are shared by every session.
+with the turn either. One gate per process: the embedder and the cores are shared by every session.
 """
 
 from __future__ import annotations
@@ -17,28 +18,54 @@ from collections.abc import Callable, Iterator
 
 
 class Foreground:
-    """Counts the user-facing searches in progress; background work waits until there are none."""
+    """Counts the holds of whoever the user waits on (a turn, a search); background work waits until there are none."""
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
         self._held = 0
         self._interrupts: set[Callable[[], None]] = set()
+        self._mine = threading.local()  # .holds: how many of the holds are this thread's
 
     @contextlib.contextmanager
     def held(self) -> Iterator[None]:
         """Hold the gate for the block: background work started after this waits for its end, and
         interruptible work in progress is interrupted."""
-        with self._cond:
-            self._held += 1
-            for interrupt in self._interrupts:
-                interrupt()
+        self._take(1)
         try:
             yield
         finally:
-            with self._cond:
-                self._held -= 1
-                if not self._held:
-                    self._cond.notify_all()
+            self._give(1)
+
+    @contextlib.contextmanager
+    def aside(self) -> Iterator[None]:
+        """Give up this thread's holds for the block (it only waits, on a model or a tool), take them back after.
+
+        A thread holding nothing gives nothing up: another thread's search keeps the gate.
+        """
+        holds = getattr(self._mine, "holds", 0)
+        self._give(holds)
+        try:
+            yield
+        finally:
+            self._take(holds)
+
+    def _take(self, holds: int) -> None:
+        if not holds:
+            return
+        self._mine.holds = getattr(self._mine, "holds", 0) + holds
+        with self._cond:
+            self._held += holds
+            for interrupt in self._interrupts:
+                interrupt()
+
+    def _give(self, holds: int) -> None:
+        if not holds:
+            return
+        self._mine.holds -= holds
+        with self._cond:
+            self._held -= holds
+            if not self._held:
+                self._cond.notify_all()
 
     @contextlib.contextmanager
     def interruptible(self, interrupt: Callable[[], None]) -> Iterator[None]:

@@ -11,14 +11,22 @@ from typing import Any
 
 from lancedb.index import FTS, Bitmap, BTree, IvfSq
 
-from monad_notebook.store.rows import EMBEDDINGS_PREFIX
+from monad_notebook.store.rows import EMBEDDINGS_PREFIX, search_table
 from monad_notebook.store.tables import LanceTables, _reason
 
 log = logging.getLogger(__name__)
 _PARTITIONS = 8
 _VECTOR_INDEX = "IvfSq"  # the index_type LanceDB lists for it
 # Reads by session and position: a turn's catch-up and a window's load ask for "seq > n" of one session.
-_LOOKUPS: dict[str, dict[str, Any]] = {"messages": {"session": Bitmap, "seq": BTree}}
+_MESSAGE_LOOKUPS: dict[str, Any] = {"session": Bitmap, "seq": BTree}
+# The recall indexer asks recall's tables which of a few messages they already hold ("message_id IN (...)").
+_SEARCH_LOOKUPS: dict[str, Any] = {"message_id": BTree}
+
+
+def _lookups(table: str) -> dict[str, Any]:
+    if table == "messages":
+        return _MESSAGE_LOOKUPS
+    return _SEARCH_LOOKUPS if search_table(table) else {}
 
 
 class IndexedTables(LanceTables):
@@ -26,7 +34,7 @@ class IndexedTables(LanceTables):
 
     def _index_before_optimize(self, name: str) -> None:
         """Lookups first, so the pass that follows drops the versions their builds made."""
-        if name in _LOOKUPS:
+        if _lookups(name):
             self._index_lookups(name)
 
     def _index_after_optimize(self, name: str) -> None:
@@ -38,12 +46,15 @@ class IndexedTables(LanceTables):
 
         Measured at 100k messages: "seq > n" of one session read 8.3 ms by a scan, 2.4 ms through
         the indexes, 30 ms and 17 ms with 150 appends not yet compacted; building both takes about
-        25 ms. Without them reads stay correct, only slower, so a failure is only logged.
+        25 ms. Asking recall's tables at 100k rows which of six messages they hold: 13 to 14 ms
+        p50 by a scan of ``message_id`` (on both cores, beside the turn), 3.6 through a BTREE
+        (built in about 40 ms). Without them reads stay correct, only slower, so a failure is
+        only logged.
         """
         try:
             handle = self._db.open_table(table)
             indexed = {tuple(index.columns) for index in handle.list_indices()}
-            for column, kind in _LOOKUPS[table].items():
+            for column, kind in _lookups(table).items():
                 if (column,) not in indexed:
                     handle.create_index(column, config=kind())
         except Exception as exc:

@@ -22,6 +22,7 @@ from monad_notebook.store.base import LedgerEntry, MemoryFact, SessionRecord, Su
 from monad_notebook.store.claims import ClaimTables
 from monad_notebook.store.rows import (
     SCHEMAS,
+    TEXT_TABLE,
     as_row,
     fact_from_row,
     message_from_row,
@@ -31,7 +32,7 @@ from monad_notebook.store.rows import (
     sql_in,
     sql_str,
 )
-from monad_notebook.store.search import TEXT_TABLE, SearchTables
+from monad_notebook.store.search import SearchTables
 from monad_notebook.store.tables import IDS_PER_READ, default_db_uri
 
 __all__ = ["LanceStore", "default_db_uri"]

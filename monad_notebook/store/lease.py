@@ -21,6 +21,7 @@ from dataclasses import replace
 
 from monad_notebook.errors import SessionBusyError, StoreError
 from monad_notebook.store.base import Claim, Store
+from monad_notebook.store.foreground import FOREGROUND
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +90,8 @@ class TurnLease:
             if time.monotonic() >= deadline:
                 raise SessionBusyError(busy_message(self.session, blocker))
             first = False
-            time.sleep(random.uniform(*_POLL_SECONDS))
+            with FOREGROUND.aside():  # another kernel's turn: background work may have the cores meanwhile
+                time.sleep(random.uniform(*_POLL_SECONDS))
 
     def _try(self, *, look_first: bool) -> Claim | None:
         """Claim once; the claim in the way, or None when this kernel now holds the session.

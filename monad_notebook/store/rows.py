@@ -52,11 +52,17 @@ SCHEMAS: dict[str, pa.Schema] = {
 
 
 EMBEDDINGS_PREFIX = "embeddings_"
+TEXT_TABLE = "recall_text"
 EMBEDDED_TEXT_MAX_CHARS = 2000
 _EMBEDDING_COLUMNS = (
     "session:text! message_id:text! seq:int turn:int role:text name:text text:text model:text created_at:float"
     " offset:int tool_call_id:text"
 )
+
+
+def search_table(name: str) -> bool:
+    """Recall's tables: the chunks under the full-text index and the vectors of each width."""
+    return name == TEXT_TABLE or name.startswith(EMBEDDINGS_PREFIX)
 
 
 def embeddings_table(dims: int) -> str:

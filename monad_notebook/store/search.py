@@ -22,13 +22,13 @@ from monad_notebook.store.base import Chunk, EmbeddingHit
 from monad_notebook.store.indexes import IndexedTables
 from monad_notebook.store.rows import (
     EMBEDDED_TEXT_MAX_CHARS,
-    EMBEDDINGS_PREFIX,
+    TEXT_TABLE,
     best_hits,
     embeddings_table,
+    search_table,
     sql_str,
 )
 
-TEXT_TABLE = "recall_text"
 MAX_QUERY_WORDS = 48
 _EVERY_PARTITION = 1_000_000
 _REFINE = 2
@@ -59,7 +59,7 @@ class SearchTables(IndexedTables):
         about 13 ms to a vector search and 6 ms to a full-text one, while a pass over one of these
         tables costs 1.1 to 1.4 s of CPU in the helper process, at the lowest priority.
         """
-        if table == TEXT_TABLE or table.startswith(EMBEDDINGS_PREFIX):
+        if search_table(table):
             return max(1, self.optimize_every // 5)
         return super()._writes_per_pass(table)
 

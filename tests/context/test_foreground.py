@@ -240,3 +240,79 @@ def test_the_indexer_embeds_at_a_lower_priority_than_the_turns_thread(store):
     assert indexer.flush(timeout=30)
 
     assert priorities and min(priorities) > os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+
+def test_a_turn_holds_the_foreground_for_its_own_work_and_sets_it_aside_while_the_model_and_tools_run(store):
+    """The turn's writes are what the user waits on; the model's answer and a tool run leave the cores free."""
+    seen: dict[str, list[bool]] = {"model": [], "tool": [], "messages written": [], "turn claimed": []}
+
+    class Watched(ScriptedModel):
+        def complete(self, *args, **kwargs):
+            seen["model"].append(FOREGROUND.busy)
+            return super().complete(*args, **kwargs)
+
+    for method, key in (("append_messages", "messages written"), ("claim_session", "turn claimed")):
+        original = getattr(store, method)
+        setattr(store, method, lambda *a, _o=original, _k=key, **k: (seen[_k].append(FOREGROUND.busy), _o(*a, **k))[1])
+    config = Config.model_validate({"tools": {"python": {"approval": "auto"}}})
+    session = Session("s", config=config, store=store, model=Watched([tool_call("list_variables", {}), "done"]))
+    execute = session.execute_tool
+    session.execute_tool = lambda call: (seen["tool"].append(FOREGROUND.busy), execute(call))[1]  # type: ignore[method-assign]
+
+    session.ask("what is defined?")
+    session.close()
+
+    assert seen["model"] == [False, False] and seen["tool"] == [False]
+    assert seen["turn claimed"] == [True] and seen["messages written"] and all(seen["messages written"])
+    assert not FOREGROUND.busy
+
+
+def test_setting_the_gate_aside_frees_only_this_threads_holds_and_stops_nothing_of_another_search() -> None:
+    gate = Foreground()
+    interrupted: list[str] = []
+    with gate.held(), gate.held():
+        with gate.aside():
+            assert not gate.busy and gate.wait_free(0)
+            work = gate.interruptible(lambda: interrupted.append("stopped"))
+            work.__enter__()  # background work starts while the turn waits on its model
+            assert interrupted == []
+        assert gate.busy and interrupted == ["stopped"]  # the turn resumed: that work is stopped
+        work.__exit__(None, None, None)
+
+    searching, done = threading.Event(), threading.Event()
+
+    def search() -> None:  # another thread's search
+        with gate.held():
+            searching.set()
+            done.wait(10)
+
+    other = threading.Thread(target=search)
+    other.start()
+    searching.wait(10)
+    with gate.aside():
+        assert gate.busy  # this thread held nothing: the other's hold stays
+    done.set()
+    other.join()
+    assert not gate.busy
+
+
+def test_waiting_for_another_kernels_turn_leaves_the_gate_free(tmp_path: Path) -> None:
+    from monad_notebook.store.lease import TurnLease
+
+    kernels = [LanceStore(tmp_path / "db"), LanceStore(tmp_path / "db")]
+    holder, waiter = TurnLease(kernels[0], "shared"), TurnLease(kernels[1], "shared")
+    holder.acquire()
+    while_waiting: list[bool] = []
+    timer = threading.Timer(0.6, holder.release)
+    sampler = threading.Timer(0.3, lambda: while_waiting.append(FOREGROUND.busy))
+    timer.start()
+    sampler.start()
+    with FOREGROUND.held():
+        waiter.acquire(wait=5)
+        assert FOREGROUND.busy
+    waiter.release()
+    sampler.join()
+    timer.join()
+    for kernel in kernels:
+        kernel.close()
+    assert while_waiting == [False]

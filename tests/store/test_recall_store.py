@@ -9,8 +9,8 @@ import pytest
 from monad_notebook.messages import Message
 from monad_notebook.store.base import Chunk, LedgerEntry
 from monad_notebook.store.lance import LanceStore
-from monad_notebook.store.rows import embeddings_table
-from monad_notebook.store.search import TEXT_TABLE, query_words
+from monad_notebook.store.rows import TEXT_TABLE, embeddings_table
+from monad_notebook.store.search import query_words
 
 pytestmark = pytest.mark.filterwarnings(r"ignore:optimize\(cleanup_older_than=0\):UserWarning")
 
@@ -96,6 +96,24 @@ def test_asking_which_of_some_ids_have_chunks_reads_only_their_rows(store: Lance
     assert store.chunked_ids("s", among=asked) == {f"m{i}" for i in range(0, 600, 2)}
     assert store.rows_read - before == 300
     assert store.chunked_ids("s", among=[]) == set()
+
+
+def test_after_an_optimize_asking_which_ids_are_indexed_reads_through_an_index_and_still_sees_newer_rows(
+    store: LanceStore,
+) -> None:
+    """A scan of every message id of a large session costs the turn its cores; the lookup reads an index."""
+    store.save_chunks("s", [chunk(f"m{i}", f"chunk number {i}") for i in range(50)])
+    store.save_embeddings("s", [(chunk(f"m{i}", f"chunk number {i}"), [1.0, float(i)]) for i in range(50)], "test")
+    store.optimize()
+    store.save_chunks("s", [chunk("m50", "written after the index")])
+    store.save_embeddings("s", [(chunk("m50", "written after the index"), [1.0, 50.0])], "test")
+    asked = ["m3", "m50", "m99"]
+
+    assert store.chunked_ids("s", among=asked) == {"m3", "m50"}
+    assert store.embedded_ids("s", model="test", dims=2, among=asked) == {"m3", "m50"}
+    for table in (TEXT_TABLE, embeddings_table(2)):
+        query = store._db.open_table(table).search().where("session = 's' AND message_id IN ('m3', 'm50')")
+        assert "message_id_idx(BTree)" in query.select(["message_id"]).explain_plan(True), table
 
 
 @pytest.mark.parametrize("name", HOSTILE_NAMES)
