@@ -20,9 +20,14 @@ from collections.abc import Callable, Iterator
 class Foreground:
     """Counts the holds of whoever the user waits on (a turn, a search); background work waits until there are none."""
 
+    # Seconds the gate must have been free before background work starts: a wait shorter than this
+    # (a quick tool, a search's own tool call) ends before work started in it would, and meets it.
+    settle = 0.05
+
     def __init__(self) -> None:
         self._cond = threading.Condition()
         self._held = 0
+        self._freed = float("-inf")  # when the last hold ended
         self._interrupts: set[Callable[[], None]] = set()
         self._mine = threading.local()  # .holds: how many of the holds are this thread's
 
@@ -65,6 +70,7 @@ class Foreground:
         with self._cond:
             self._held -= holds
             if not self._held:
+                self._freed = time.monotonic()
                 self._cond.notify_all()
 
     @contextlib.contextmanager
@@ -86,19 +92,22 @@ class Foreground:
         return self._held > 0
 
     def wait_free(self, timeout: float, *, cancelled: Callable[[], bool] = lambda: False) -> bool:
-        """Wait until no one holds the gate, at most ``timeout`` seconds; True when free.
+        """Wait until no one has held the gate for ``settle`` seconds, at most ``timeout`` seconds; True then.
 
-        The timeout bounds how long background work can be put off (a search never takes
-        long, but a stuck holder must not stop indexing for good); ``cancelled`` is polled so
-        a stopping worker does not wait it out.
+        The timeout bounds how long background work can be put off (a stuck holder, or turns
+        back to back, must not stop indexing for good); ``cancelled`` is polled so a stopping
+        worker does not wait it out.
         """
         deadline = time.monotonic() + timeout
         with self._cond:
-            while self._held and not cancelled():
-                left = deadline - time.monotonic()
-                if left <= 0:
+            while not cancelled():
+                now = time.monotonic()
+                pause = 0.1 if self._held else self._freed + self.settle - now
+                if pause <= 0:
+                    return True
+                if now >= deadline:
                     return False
-                self._cond.wait(min(left, 0.1))
+                self._cond.wait(min(deadline - now, pause))
             return not self._held
 
 

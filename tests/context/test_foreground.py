@@ -272,7 +272,7 @@ def test_setting_the_gate_aside_frees_only_this_threads_holds_and_stops_nothing_
     interrupted: list[str] = []
     with gate.held(), gate.held():
         with gate.aside():
-            assert not gate.busy and gate.wait_free(0)
+            assert not gate.busy and gate.wait_free(1)
             work = gate.interruptible(lambda: interrupted.append("stopped"))
             work.__enter__()  # background work starts while the turn waits on its model
             assert interrupted == []
@@ -316,3 +316,29 @@ def test_waiting_for_another_kernels_turn_leaves_the_gate_free(tmp_path: Path) -
     for kernel in kernels:
         kernel.close()
     assert while_waiting == [False]
+
+
+def test_background_work_does_not_start_in_a_gap_shorter_than_the_settle_time_but_does_after_a_longer_one() -> None:
+    """A quick tool sets the gate aside for a moment; work started then would meet the turn when it resumes."""
+    gate = Foreground()
+    started: list[float] = []
+    waiting = threading.Event()
+
+    def background() -> None:
+        waiting.set()
+        gate.wait_free(10)
+        started.append(time.monotonic())
+
+    with gate.held():
+        worker = threading.Thread(target=background)
+        worker.start()
+        waiting.wait(5)
+        for _ in range(5):  # quick tool runs between steps
+            with gate.aside():
+                time.sleep(gate.settle / 5)
+            time.sleep(0.05)
+        assert started == []
+        with gate.aside():  # the model answers
+            freed = time.monotonic()
+            worker.join(timeout=5)
+    assert len(started) == 1 and gate.settle <= started[0] - freed < gate.settle + 0.5
