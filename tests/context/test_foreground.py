@@ -251,13 +251,18 @@ def test_a_turn_holds_the_foreground_for_its_own_work_and_sets_it_aside_while_th
             seen["model"].append(FOREGROUND.busy)
             return super().complete(*args, **kwargs)
 
-    for method, key in (("append_messages", "messages written"), ("claim_session", "turn claimed")):
-        original = getattr(store, method)
-        setattr(store, method, lambda *a, _o=original, _k=key, **k: (seen[_k].append(FOREGROUND.busy), _o(*a, **k))[1])
+    def watched(func, key: str):
+        def call(*args, **kwargs):
+            seen[key].append(FOREGROUND.busy)
+            return func(*args, **kwargs)
+
+        return call
+
+    store.append_messages = watched(store.append_messages, "messages written")
+    store.claim_session = watched(store.claim_session, "turn claimed")
     config = Config.model_validate({"tools": {"python": {"approval": "auto"}}})
     session = Session("s", config=config, store=store, model=Watched([tool_call("list_variables", {}), "done"]))
-    execute = session.execute_tool
-    session.execute_tool = lambda call: (seen["tool"].append(FOREGROUND.busy), execute(call))[1]  # type: ignore[method-assign]
+    session.execute_tool = watched(session.execute_tool, "tool")  # type: ignore[method-assign]
 
     session.ask("what is defined?")
     session.close()
