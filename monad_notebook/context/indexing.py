@@ -18,6 +18,10 @@ A tool result whose full text was saved (truncated when it arrived) is indexed f
 text, read back in one query per batch. Vectors cost CPU (about 2,000 tokens a second on one
 core for the offline model), so at most ``embed_max_chars`` of one message are embedded;
 full-text search always covers all of it.
+
+With vectors, the indexer also learns each new word's vector (``wordmatch.WordVectors``),
+so recall can match a question's words to a passage's by meaning; the first time it meets a
+session, it learns the words of what the session indexed before, a slice at a time.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ import weakref
 from collections.abc import Iterable
 
 from monad_notebook.context.chunks import embedding_inputs, indexed_text, message_chunks
+from monad_notebook.context.recall import STOP_WORDS
+from monad_notebook.context.wordmatch import WordVectors, words_of
 from monad_notebook.messages import Message
 from monad_notebook.store.base import Chunk, Store
 from monad_notebook.store.embeddings import Embedder, EmbeddingInterrupted
@@ -64,6 +70,7 @@ class RecallIndexer:
     backfill_max_delay = 60.0  # ... or this long after the session was met, pause or not
     max_yield = 5.0  # seconds one unit of work waits for the foreground at most, so indexing always progresses
     max_interruptions = 5  # searches that may stop one embedding call before it runs to its end
+    words_per_call = 64  # words are a few tokens each: many of them cost what one chunk does
 
     def __init__(
         self,
@@ -73,9 +80,11 @@ class RecallIndexer:
         embed_max_chars: int = EMBED_MAX_CHARS,
         batch_size: int = 0,
         foreground: Foreground = FOREGROUND,
+        words: WordVectors | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
+        self.words = words  # learnt from what is indexed, when given and vectors are made
         # A search started during a call stops it if the embedder allows (the local one), else shares the cores
         # with it: small calls keep either the lost work or the wait small.
         self.embed_batch = getattr(embedder, "chunks_per_call", self.embed_batch)
@@ -193,6 +202,7 @@ class RecallIndexer:
         model's width is learnt from its first answer, and until then none could be counted.
         """
         self._yield()
+        self._learn_history(session)
         try:
             known = self.store.chunked_ids(session)
             self._texted.setdefault(session, set()).update(known)
@@ -251,6 +261,29 @@ class RecallIndexer:
         texted.update(m.id for m in fresh)
         if self.embedder is not None:
             self._embed(session, [m for m in fresh if m.id not in embedded], chunks, embedded)
+        self._learn([c.text for m in fresh for c in chunks[m.id]])
+
+    def _learn_history(self, session: str) -> None:
+        """Learn the words of the chunks the session stored before this indexer met it."""
+        if self.words is None or not self._embeds:
+            return
+        for texts in self.store.chunk_texts(session):
+            if self._stopping or self.words.full:
+                return
+            self._yield()
+            self._learn(texts)
+
+    def _learn(self, texts: list[str]) -> None:
+        """Embed the words of ``texts`` that have no vector yet, ``words_per_call`` at a time."""
+        if self.words is None or not self._embeds:
+            return
+        unknown = self.words.unknown(w for text in texts for w in words_of(text, STOP_WORDS))
+        for start in range(0, len(unknown), self.words_per_call):
+            part = unknown[start : start + self.words_per_call]
+            vectors = self._embed_unit(part)
+            if vectors is None:
+                return
+            self.words.learn(part, vectors)
 
     def _chunks(self, session: str, messages: list[Message]) -> dict[str, list[Chunk]]:
         """Each message's chunks, tool results from their saved full text when there is one."""

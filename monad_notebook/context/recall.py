@@ -8,8 +8,9 @@ which find paraphrases. Each brings four times the passages the caller shows (``
 default all it asks for); repeats of one text are kept once; the rankings are fused by
 reciprocal rank: a chunk both find comes first, then the best of each; passages of a kind
 already shown (rows of tables with the same columns) give way to passages of other kinds. The ``recall`` tool
-answers with these passages; the per-turn ``<related_context>`` block (``retrieval.py``) keeps
-the ones it trusts.
+answers with these passages, and ranks them a third way too: word by word, by meaning
+(``wordmatch.py``), over a wider pool of what both searches bring. The per-turn
+``<related_context>`` block (``retrieval.py``) keeps the ones it trusts.
 
 What the window already shows is skipped inside both searches: a user or assistant message
 in the window whole, a tool result's chunk only when its text is visible, so the hidden middle
@@ -26,6 +27,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TypeVar
 
+import numpy as np
+
+from monad_notebook.context.wordmatch import MAX_TERMS, WordVectors, rank_by_words
 from monad_notebook.messages import Message
 from monad_notebook.store.base import EmbeddingHit, Store
 from monad_notebook.store.embeddings import Embedder
@@ -34,6 +38,7 @@ log = logging.getLogger(__name__)
 
 RRF_K = 20
 CANDIDATES = 4  # each search brings this many times the passages asked for, so fusion has a choice
+WORD_POOL = 200  # with word vectors, each search brings this many to match word by word
 QUERY_MAX_CHARS = 2000
 VECTOR_FLOOR = 0.2  # below this cosine a vector hit is noise, even when asked for explicitly
 VECTOR_FULL = 0.6  # at or above this cosine a vector hit counts in full
@@ -48,6 +53,7 @@ _STOP_TEXT = (
     " other her him his she he we us me my mine is in on at to of by as be do an or if so up"
 )
 STOP_WORDS = frozenset(_STOP_TEXT.split())
+T = TypeVar("T")
 
 
 @dataclass
@@ -83,11 +89,17 @@ def query_terms(query: str) -> list[str]:
 
 
 class Recall:
-    """Searches one session's indexed chunks by words and by meaning, and fuses the two rankings."""
+    """Searches one session's indexed chunks by words and by meaning, and fuses the rankings.
 
-    def __init__(self, store: Store, embedder: Embedder | None) -> None:
+    With ``words`` (vectors of the session's words, ``wordmatch.py``), a third ranking matches
+    the question's words to each passage's by meaning, over a wider pool of what the vector
+    search brings (``WORD_POOL``) and what the full-text search brings.
+    """
+
+    def __init__(self, store: Store, embedder: Embedder | None, words: WordVectors | None = None) -> None:
         self.store = store
         self.embedder = embedder
+        self.words = words
 
     def search(
         self, session: str, query: str, k: int, *, window: Iterable[Message] = (), shown: int | None = None
@@ -106,33 +118,61 @@ class Recall:
             return []
         hidden, partial = _visibility(window)
         wanted = CANDIDATES * (min(k, shown) if shown else k)
-        words = " ".join(query_terms(query)) or query
+        terms = query_terms(query)
+        words = " ".join(terms) or query
+        wide = max(wanted, WORD_POOL) if self.words is not None and self.embedder is not None else wanted
         errors: list[Exception] = []
         words_search = _pool().submit(
             self._safely,
             errors,
-            lambda: self.store.search_chunks(session, words, wanted, exclude_ids=hidden, shown=partial),
+            lambda: self.store.search_chunks(session, words, wide, exclude_ids=hidden, shown=partial),
         )
-        by_meaning = self._safely(errors, lambda: self._nearest(session, query, wanted, hidden, partial))
-        by_words = words_search.result()
+        matching = terms[:MAX_TERMS]
+        nearest = self._safely(errors, lambda: self._nearest(session, query, matching, wanted, hidden, partial))
+        word_hits = words_search.result() or []
+        by_words = word_hits[:wanted]
         if len(errors) == 2 or (errors and self.embedder is None):
             raise errors[-1]
+        by_message, pool, term_vectors = nearest or ([], [], None)
+        by_meaning = [h for h in by_message if h.score >= VECTOR_FLOOR]
+        matched: list[EmbeddingHit] = []
+        if term_vectors is not None and self.words is not None:
+            matched = _first_of_each(rank_by_words(matching, term_vectors, [*pool, *word_hits], self.words, STOP_WORDS))
         names = identifier_terms(query)
-        fused = fuse(by_words or [], by_meaning or [], query_terms(query), names)
+        fused = fuse(by_words, by_meaning, terms, names, matched[:wanted])
         return varied(distinct(fused, _passage_text), names)[:k]
 
     def _nearest(
-        self, session: str, query: str, k: int, hidden: set[str], partial: dict[str, str]
-    ) -> list[EmbeddingHit]:
+        self, session: str, query: str, terms: list[str], k: int, hidden: set[str], partial: dict[str, str]
+    ) -> tuple[list[EmbeddingHit], list[EmbeddingHit], np.ndarray | None]:
+        """The ``k`` nearest messages; with word vectors, also the ``WORD_POOL`` nearest chunks and the terms' vectors.
+
+        The question and the terms without a learnt vector are embedded in one call. The
+        messages come from the chunks when these hold ``k`` of them (one read), as they do
+        unless a few long outputs fill the pool.
+        """
         if self.embedder is None:
-            return []
-        vector = self.embedder.embed([query[:QUERY_MAX_CHARS]])[0]
+            return [], [], None
+        unknown = self.words.unknown(terms) if self.words is not None else []
+        vectors = self.embedder.embed([query[:QUERY_MAX_CHARS], *unknown])
         name = self.embedder.name
-        hits = self.store.search_embeddings(session, vector, k, model=name, exclude_ids=hidden, shown=partial)
-        return [h for h in hits if h.score >= VECTOR_FLOOR]
+        chunks: list[EmbeddingHit] = []
+        term_vectors = None
+        if self.words is not None:
+            self.words.learn(unknown, vectors[1:])
+            term_vectors = self.words.matrix(terms, len(vectors[0]))
+            chunks = self.store.search_embeddings(
+                session, vectors[0], max(k, WORD_POOL), model=name, exclude_ids=hidden, shown=partial, each_chunk=True
+            )
+        by_message = _first_of_each(chunks)[:k]
+        if len(by_message) < k:
+            by_message = self.store.search_embeddings(
+                session, vectors[0], k, model=name, exclude_ids=hidden, shown=partial
+            )
+        return by_message, chunks, term_vectors
 
     @staticmethod
-    def _safely(errors: list[Exception], search: Callable[[], list[EmbeddingHit]]) -> list[EmbeddingHit] | None:
+    def _safely(errors: list[Exception], search: Callable[[], T]) -> T | None:
         try:
             return search()
         except Exception as exc:
@@ -159,6 +199,7 @@ def fuse(
     by_meaning: list[EmbeddingHit],
     terms: Sequence[str] = (),
     names: Sequence[str] = (),
+    by_word_meaning: Sequence[EmbeddingHit] = (),
 ) -> list[Passage]:
     """Reciprocal-rank fusion, each hit weighted by how well it matches; one passage per message, best first.
 
@@ -167,9 +208,10 @@ def fuse(
     ``VECTOR_FULL``): plain rank fusion puts a passage that shares one common word with a
     question asked in other words level with the vectors' best. Measured on the fidelity
     benchmark's 100 probes (top 6): 75 found with plain fusion, 80 with these weights. A
-    message both searches found keeps the chunk of the search that ranked it higher. Passages
+    message several rankings found keeps the chunk of the one that ranked it highest. Passages
     holding verbatim one of ``names`` (identifiers the question gives) come first: two weak
-    matches summed must not bury the one message that names the order asked about.
+    matches summed must not bury the one message that names the order asked about. Hits
+    ranked by ``by_word_meaning`` (``wordmatch.rank_by_words``) count by their rank alone.
     """
     by_words, by_meaning = distinct(by_words, _hit_text), distinct(by_meaning, _hit_text)
     passages: dict[str, Passage] = {}
@@ -183,12 +225,33 @@ def fuse(
         found = passages.get(hit.message_id)
         if found is None:
             passages[hit.message_id] = Passage(hit, weight / (RRF_K + rank + 1), cosine=hit.score)
+            best_rank[hit.message_id] = rank
             continue
         found.score += weight / (RRF_K + rank + 1)
         found.cosine = hit.score
-        if rank < best_rank[hit.message_id]:
-            found.hit = hit
+        _keep_better(found, hit, rank, best_rank)
+    for rank, hit in enumerate(by_word_meaning):
+        found = passages.get(hit.message_id)
+        if found is None:
+            passages[hit.message_id] = Passage(hit, 1 / (RRF_K + rank + 1))
+            best_rank[hit.message_id] = rank
+            continue
+        found.score += 1 / (RRF_K + rank + 1)
+        _keep_better(found, hit, rank, best_rank)
     return sorted(passages.values(), key=lambda p: (not names_in(p.hit.snippet, names), -p.score, -p.hit.seq))
+
+
+def _keep_better(passage: Passage, hit: EmbeddingHit, rank: int, best_rank: dict[str, int]) -> None:
+    """The passage shows the chunk of the ranking that placed its message highest."""
+    if rank < best_rank[hit.message_id]:
+        passage.hit = hit
+        best_rank[hit.message_id] = rank
+
+
+def _first_of_each(hits: list[EmbeddingHit]) -> list[EmbeddingHit]:
+    """Each message's first (best) hit, in order."""
+    seen: set[str] = set()
+    return [h for h in hits if not (h.message_id in seen or seen.add(h.message_id))]
 
 
 def names_in(text: str, names: Sequence[str]) -> bool:
@@ -206,9 +269,6 @@ def coverage(text: str, terms: Sequence[str]) -> float:
         return 0.0
     lowered = text.lower()
     return sum(_stem(term) in lowered for term in terms) / len(terms)
-
-
-T = TypeVar("T")
 
 
 def distinct(items: Iterable[T], text: Callable[[T], str]) -> list[T]:

@@ -19,6 +19,7 @@ from monad_notebook.context.recall import Passage, Recall
 from monad_notebook.context.recitation import plan_body
 from monad_notebook.context.retrieval import Retrieval
 from monad_notebook.context.window import Window
+from monad_notebook.context.wordmatch import WordVectors, shared_word_vectors
 from monad_notebook.events import Emit, EventBus
 from monad_notebook.memory import MemoryPromotion, MemoryService, resolve_scope, visible_scopes
 from monad_notebook.messages import Message
@@ -47,6 +48,7 @@ class TurnStages:
         self._fast_model = fast_model
         self._embedding_provider: object = None
         self._embedder: Embedder | None = None
+        self._words: WordVectors | None = None
         self.retrieval: Retrieval | None = None
         self.recall: Recall | None = None
         self.indexer: RecallIndexer | None = None
@@ -67,9 +69,11 @@ class TurnStages:
         if self.indexer is None or provider != self._embedding_provider:
             self._embedder = make_embedder(provider)
             self._embedding_provider = provider
-            self.indexer = RecallIndexer(self.store, self._embedder)
+            self._words = shared_word_vectors(self._embedder.name) if self._embedder is not None else None
+            self.indexer = RecallIndexer(self.store, self._embedder, words=self._words)
         self.indexer.embed_max_chars = cfg.recall.embed_max_chars
-        self.recall = Recall(self.store, self._embedder) if cfg.recall.enabled else None
+        words = self._words if cfg.recall.embed_max_chars > 0 else None
+        self.recall = Recall(self.store, self._embedder, words) if cfg.recall.enabled else None
         self.retrieval = Retrieval(self.store, self._embedder, cfg.retrieval) if cfg.retrieval.enabled else None
 
     @property

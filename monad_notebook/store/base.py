@@ -6,7 +6,7 @@ interpolate it into a query string unescaped (names come from users).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -203,6 +203,9 @@ class Store(Protocol):
     def chunked_ids(self, session: str, among: Iterable[str] | None = None) -> set[str]:
         """Ids of the session's messages whose chunks are stored (only those in ``among``, when given)."""
 
+    def chunk_texts(self, session: str, batch: int = 2000) -> Iterator[list[str]]:
+        """The text of the session's stored chunks, ``batch`` at a time, in no set order."""
+
     def search_chunks(
         self,
         session: str,
@@ -240,10 +243,13 @@ class Store(Protocol):
         model: str | None = None,
         exclude_ids: Iterable[str] = (),
         shown: Mapping[str, str] | None = None,
+        each_chunk: bool = False,
     ) -> list[EmbeddingHit]:
         """The ``k`` nearest of this session's vectors (never another session's), best first, one per message.
 
         ``exclude_ids`` and ``shown`` skip what the window shows, as in ``search_chunks``.
+        ``each_chunk``: the chunks among the ``k`` nearest, several of one message among them, what
+        the window shows left out (so there may be fewer than ``k``).
         """
 
     # housekeeping

@@ -116,25 +116,34 @@ def hit_from_row(row: dict[str, Any], score: float) -> EmbeddingHit:
 
 
 def best_hits(
-    rows: list[dict[str, Any]], k: int, excluded: set[str], shown: Mapping[str, str] | None = None
+    rows: list[dict[str, Any]],
+    k: int,
+    excluded: set[str],
+    shown: Mapping[str, str] | None = None,
+    *,
+    each_chunk: bool = False,
 ) -> list[EmbeddingHit]:
     """Rows arrive best first; keep the first (best) chunk of each message, skipping excluded ones.
+
+    ``each_chunk``: keep every chunk, not only each message's best (``k`` then counts chunks).
 
     A chunk whose text lies inside what the window shows of its message (``shown``: a tool
     result's id -> its text as the window shows it) is skipped too, so the message's next best
     chunk stands for it: the middle of a truncated output, which only a search can bring back.
     A row's score is its BM25 ``_score`` from a full-text search, else its cosine (1 - ``_distance``).
     """
-    hits: dict[str, EmbeddingHit] = {}
+    hits: list[EmbeddingHit] = []
+    seen: set[str] = set()
     for row in rows:
         message_id = row["message_id"]
-        if message_id in excluded or message_id in hits or shows(shown, message_id, row["text"]):
+        if message_id in excluded or (message_id in seen and not each_chunk) or shows(shown, message_id, row["text"]):
             continue
+        seen.add(message_id)
         score = float(row["_score"]) if "_score" in row else 1.0 - float(row["_distance"])
-        hits[message_id] = hit_from_row(row, score)
+        hits.append(hit_from_row(row, score))
         if len(hits) == k:
             break
-    return list(hits.values())
+    return hits
 
 
 def shows(shown: Mapping[str, str] | None, message_id: str, text: str) -> bool:

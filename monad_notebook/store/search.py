@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from monad_notebook.errors import StoreError
@@ -92,6 +92,15 @@ class SearchTables(IndexedTables):
     def chunked_ids(self, session: str, among: Iterable[str] | None = None) -> set[str]:
         return self._distinct(TEXT_TABLE, f"session = {sql_str(session)}", "message_id", among)
 
+    def chunk_texts(self, session: str, batch: int = 2000) -> Iterator[list[str]]:
+        handle = self._handle(TEXT_TABLE)
+        if handle is None:
+            return
+        query = handle.search().where(f"session = {sql_str(session)}").select(["text"])
+        reader = self._retrying("read", TEXT_TABLE, lambda: query.to_batches(batch))
+        for rows in reader:
+            yield rows.column("text").to_pylist()
+
     def search_chunks(
         self,
         session: str,
@@ -121,7 +130,14 @@ class SearchTables(IndexedTables):
         return self._per_message(TEXT_TABLE, query, k, excluded, shown)
 
     def _per_message(
-        self, table: str, query: Any, k: int, excluded: set[str], shown: Mapping[str, str] | None
+        self,
+        table: str,
+        query: Any,
+        k: int,
+        excluded: set[str],
+        shown: Mapping[str, str] | None,
+        *,
+        each_chunk: bool = False,
     ) -> list[EmbeddingHit]:
         """The best chunk of up to ``k`` messages, best first: two rows per message asked for, then more.
 
@@ -131,11 +147,13 @@ class SearchTables(IndexedTables):
         search of 120 needed more (one-off), while reading four rows per message plus one per
         excluded id took hundreds of rows, and a vector search reorders twice that many by their
         full vectors. Only when the narrow read falls short while more rows exist is it read again
-        that wide, so the answer is then the wide one.
+        that wide, so the answer is then the wide one. ``each_chunk``: the chunks among the ``k``
+        best rows, in one read.
         """
-        for limit in (2 * k, 4 * k + len(excluded) + len(shown or ())):
+        limits = (k,) if each_chunk else (2 * k, 4 * k + len(excluded) + len(shown or ()))
+        for limit in limits:
             rows = self._search_rows(table, query.limit(limit))
-            hits = best_hits(rows, k, excluded, shown)
+            hits = best_hits(rows, k, excluded, shown, each_chunk=each_chunk)
             if len(hits) == k or len(rows) < limit:
                 break
         return hits
@@ -184,6 +202,7 @@ class SearchTables(IndexedTables):
         model: str | None = None,
         exclude_ids: Iterable[str] = (),
         shown: Mapping[str, str] | None = None,
+        each_chunk: bool = False,
     ) -> list[EmbeddingHit]:
         """Cosine search behind a ``where`` prefilter on the session; the nearest chunk of each message.
 
@@ -209,7 +228,7 @@ class SearchTables(IndexedTables):
             return []
         exact = not self._through_index(table, where)
         query = self._vector_query(handle, vector, where, exact=exact)
-        return self._per_message(table, query, k, excluded, shown)
+        return self._per_message(table, query, k, excluded, shown, each_chunk=each_chunk)
 
     def _through_index(self, table: str, where: str) -> bool:
         """Whether both the table and the session's rows number ``ann_min_rows`` or more.

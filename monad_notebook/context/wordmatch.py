@@ -1,0 +1,124 @@
+"""Words matched by meaning: the passage that says what a question asks, in other words.
+
+A question asked in other words than the session used ("which file was the customer rating
+held-out set?" for "saved review holdout sample -> ...") shares no word with the passage,
+so full-text search cannot find it, and a sentence embedding places it far down (the offline
+model ranked such passages 22nd to 198th among a session's 9,000 chunks): a passage
+matching one half of the question well ("The review score is in column ...") scores above
+one matching both halves a little. Matching word by word rewards the passage that has a
+near word for each of the question's: each question word counts by its nearest word in the
+passage (1 for the same word, else the cosine of the two words' vectors), and the passage
+scores the mean. Recall ranks the passages the two searches brought, a wide pool of them,
+this way too, and fuses that ranking with the other two.
+
+Each word's vector is learnt once, in the background, from the text recall indexes
+(``WordVectors``, filled by the indexer), so a search only looks them up; a word not learnt
+yet matches only itself.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+import threading
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from monad_notebook.store.base import EmbeddingHit
+
+_LETTERS = re.compile(r"[^\W\d_]{3,30}")
+MAX_WORDS = 50_000  # words kept per embedding model: about 50 MB at 384 dimensions (measured)
+MAX_TERMS = 12  # question words matched; a long message's first ones
+
+
+def words_of(text: str, stop: frozenset[str]) -> set[str]:
+    """The distinct words of ``text`` worth matching: letters only, lowercased, stop words left out."""
+    return {w for w in (m.lower() for m in _LETTERS.findall(text)) if w not in stop}
+
+
+class WordVectors:
+    """Each word's vector from one embedding model, for matching words by meaning; thread-safe.
+
+    Filled in the background by the recall indexer from every chunk it indexes; searches
+    read it. Vectors are kept as float16 (their cosines move by less than 0.0001). It stops
+    learning at ``MAX_WORDS``: a session's vocabulary grows slowly, so by then it holds the
+    common words and each new one is rare.
+    """
+
+    def __init__(self, model: str, limit: int = MAX_WORDS) -> None:
+        self.model = model
+        self.limit = limit
+        self._vectors: dict[str, np.ndarray] = {}
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._vectors)
+
+    @property
+    def full(self) -> bool:
+        return len(self._vectors) >= self.limit
+
+    def unknown(self, words: Iterable[str]) -> list[str]:
+        """The words without a vector yet, sorted (none once full)."""
+        if self.full:
+            return []
+        return sorted(w for w in set(words) if w not in self._vectors)
+
+    def learn(self, words: Sequence[str], vectors: Sequence[Sequence[float]]) -> None:
+        with self._lock:
+            for word, vector in zip(words, vectors, strict=True):
+                if len(self._vectors) >= self.limit:
+                    break
+                self._vectors[word] = np.asarray(vector, dtype=np.float16)
+
+    def matrix(self, words: Sequence[str], dims: int) -> np.ndarray:
+        """One row per word, in order: its vector, or zeros when it has none."""
+        rows = np.zeros((len(words), dims), dtype=np.float32)
+        for row, word in enumerate(words):
+            vector = self._vectors.get(word)
+            if vector is not None:
+                rows[row] = vector
+        return rows
+
+
+_SHARED: dict[str, WordVectors] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_word_vectors(model: str) -> WordVectors:
+    """The kernel's word vectors for ``model``: a word's vector is the same in every session, so they share it."""
+    with _SHARED_LOCK:
+        return _SHARED.setdefault(model, WordVectors(model))
+
+
+def rank_by_words(
+    terms: Sequence[str],
+    term_vectors: np.ndarray,
+    hits: Sequence[EmbeddingHit],
+    vectors: WordVectors,
+    stop: frozenset[str],
+) -> list[EmbeddingHit]:
+    """``hits`` with words, best word-by-word match to ``terms`` first (see the module doc).
+
+    ``term_vectors``: one row per term. A word starting with a term's first letters (its
+    stem: plurals, tenses) matches it fully.
+    """
+    per_hit = [sorted(words_of(hit.snippet, stop)) for hit in hits]
+    kept = [(hit, words) for hit, words in zip(hits, per_hit, strict=True) if words]
+    if not terms or not kept:
+        return []
+    vocabulary = sorted({w for _, words in kept for w in words})
+    similar = term_vectors @ vectors.matrix(vocabulary, term_vectors.shape[1]).T
+    for row, term in enumerate(terms):
+        stem = term[:5] if len(term) > 6 else term
+        start = bisect.bisect_left(vocabulary, stem)
+        end = bisect.bisect_left(vocabulary, stem + "\uffff", start)
+        similar[row, start:end] = 1.0
+    column = {word: at for at, word in enumerate(vocabulary)}
+    columns = [column[w] for _, words in kept for w in words]
+    starts = np.cumsum([0] + [len(words) for _, words in kept[:-1]])
+    best = np.maximum.reduceat(similar[:, columns], starts, axis=1)  # terms x hits
+    scores = best.mean(axis=0)
+    order = sorted(range(len(kept)), key=lambda i: -scores[i])
+    return [kept[i][0] for i in order]
