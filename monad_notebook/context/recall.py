@@ -29,7 +29,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from monad_notebook.context.wordmatch import MAX_TERMS, WordVectors, rank_by_words
+from monad_notebook.context.wordmatch import MAX_TERMS, WordVectors, rank_by_words, stem
 from monad_notebook.messages import Message
 from monad_notebook.store.base import EmbeddingHit, Store
 from monad_notebook.store.embeddings import Embedder
@@ -218,34 +218,28 @@ def fuse(
     best_rank: dict[str, int] = {}
     for rank, hit in enumerate(by_words):
         share = coverage(hit.snippet, terms) if terms else 1.0
-        passages[hit.message_id] = Passage(hit, share / (RRF_K + rank + 1), by_words=True)
-        best_rank[hit.message_id] = rank
+        _count(passages, best_rank, hit, rank, share).by_words = True
     for rank, hit in enumerate(by_meaning):
         weight = min(1.0, max(0.0, (hit.score - VECTOR_FLOOR) / (VECTOR_FULL - VECTOR_FLOOR)))
-        found = passages.get(hit.message_id)
-        if found is None:
-            passages[hit.message_id] = Passage(hit, weight / (RRF_K + rank + 1), cosine=hit.score)
-            best_rank[hit.message_id] = rank
-            continue
-        found.score += weight / (RRF_K + rank + 1)
-        found.cosine = hit.score
-        _keep_better(found, hit, rank, best_rank)
+        _count(passages, best_rank, hit, rank, weight).cosine = hit.score
     for rank, hit in enumerate(by_word_meaning):
-        found = passages.get(hit.message_id)
-        if found is None:
-            passages[hit.message_id] = Passage(hit, 1 / (RRF_K + rank + 1))
-            best_rank[hit.message_id] = rank
-            continue
-        found.score += 1 / (RRF_K + rank + 1)
-        _keep_better(found, hit, rank, best_rank)
+        _count(passages, best_rank, hit, rank, 1.0)
     return sorted(passages.values(), key=lambda p: (not names_in(p.hit.snippet, names), -p.score, -p.hit.seq))
 
 
-def _keep_better(passage: Passage, hit: EmbeddingHit, rank: int, best_rank: dict[str, int]) -> None:
-    """The passage shows the chunk of the ranking that placed its message highest."""
-    if rank < best_rank[hit.message_id]:
-        passage.hit = hit
+def _count(
+    passages: dict[str, Passage], best_rank: dict[str, int], hit: EmbeddingHit, rank: int, weight: float
+) -> Passage:
+    """Add ``weight`` at ``rank`` to the hit's message; it shows the chunk of the ranking that placed it highest."""
+    found = passages.get(hit.message_id)
+    if found is None:
+        found = passages[hit.message_id] = Passage(hit, 0.0)
         best_rank[hit.message_id] = rank
+    elif rank < best_rank[hit.message_id]:
+        found.hit = hit
+        best_rank[hit.message_id] = rank
+    found.score += weight / (RRF_K + rank + 1)
+    return found
 
 
 def _first_of_each(hits: list[EmbeddingHit]) -> list[EmbeddingHit]:
@@ -259,16 +253,12 @@ def names_in(text: str, names: Sequence[str]) -> bool:
     return any(name in text for name in names)
 
 
-def _stem(term: str) -> str:
-    return term[:5] if len(term) > 6 else term
-
-
 def coverage(text: str, terms: Sequence[str]) -> float:
     """The share of ``terms`` that ``text`` holds (by their first letters, so plurals and tenses count)."""
     if not terms:
         return 0.0
     lowered = text.lower()
-    return sum(_stem(term) in lowered for term in terms) / len(terms)
+    return sum(stem(term) in lowered for term in terms) / len(terms)
 
 
 def distinct(items: Iterable[T], text: Callable[[T], str]) -> list[T]:
@@ -352,11 +342,11 @@ def focus(text: str, terms: list[str], chars: int) -> tuple[int, int]:
     lowered = text.lower()
     hits: list[tuple[int, str]] = []
     for term in terms:
-        stem = _stem(term)
-        at = lowered.find(stem)
+        first = stem(term)
+        at = lowered.find(first)
         while at >= 0 and len(hits) < 200:
-            hits.append((at, stem))
-            at = lowered.find(stem, at + 1)
+            hits.append((at, first))
+            at = lowered.find(first, at + 1)
     if not hits:
         return 0, chars
     hits.sort()

@@ -32,6 +32,11 @@ MAX_WORDS = 50_000  # words kept per embedding model: about 50 MB at 384 dimensi
 MAX_TERMS = 12  # question words matched; a long message's first ones
 
 
+def stem(term: str) -> str:
+    """A word's first letters, which its plurals and tenses share (recall's words match by these)."""
+    return term[:5] if len(term) > 6 else term
+
+
 def words_of(text: str, stop: frozenset[str]) -> set[str]:
     """The distinct words of ``text`` worth matching: letters only, lowercased, stop words left out."""
     return {w for w in (m.lower() for m in _LETTERS.findall(text)) if w not in stop}
@@ -111,9 +116,9 @@ def rank_by_words(
     vocabulary = sorted({w for _, words in kept for w in words})
     similar = term_vectors @ vectors.matrix(vocabulary, term_vectors.shape[1]).T
     for row, term in enumerate(terms):
-        stem = term[:5] if len(term) > 6 else term
-        start = bisect.bisect_left(vocabulary, stem)
-        end = bisect.bisect_left(vocabulary, stem + "\uffff", start)
+        first = stem(term)
+        start = bisect.bisect_left(vocabulary, first)
+        end = bisect.bisect_left(vocabulary, first + "\uffff", start)
         similar[row, start:end] = 1.0
     column = {word: at for at, word in enumerate(vocabulary)}
     columns = [column[w] for _, words in kept for w in words]
