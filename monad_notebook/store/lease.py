@@ -74,24 +74,34 @@ class TurnLease:
         return self.claim is not None
 
     def acquire(self, wait: float | None = None) -> None:
-        """Hold the session, waiting up to ``wait`` seconds for another kernel; else SessionBusyError."""
+        """Hold the session, waiting up to ``wait`` seconds for another kernel; else SessionBusyError.
+
+        While it waits (its polls included), this thread's hold on the foreground gate is set
+        aside: it is another kernel's turn, and background work may have the cores meanwhile.
+        """
         deadline = time.monotonic() + (self.wait if wait is None else wait)
-        first = True
-        while True:
-            with self._lock:
-                if self.claim is not None:
-                    self._depth += 1
-                    return
-                blocker = self._try(look_first=not first)
-                if blocker is None:
-                    self._depth = 1
-                    self._start_renewing()
-                    return
-            if time.monotonic() >= deadline:
-                raise SessionBusyError(busy_message(self.session, blocker))
-            first = False
-            with FOREGROUND.aside():  # another kernel's turn: background work may have the cores meanwhile
+        blocker = self._claim(look_first=False)
+        if blocker is None:
+            return
+        with FOREGROUND.aside():
+            while time.monotonic() < deadline:
                 time.sleep(random.uniform(*_POLL_SECONDS))
+                blocker = self._claim(look_first=True)
+                if blocker is None:
+                    return
+        raise SessionBusyError(busy_message(self.session, blocker))
+
+    def _claim(self, *, look_first: bool) -> Claim | None:
+        """Hold the session now if no other kernel does (again, if this one does); else the claim in the way."""
+        with self._lock:
+            if self.claim is not None:
+                self._depth += 1
+                return None
+            blocker = self._try(look_first=look_first)
+            if blocker is None:
+                self._depth = 1
+                self._start_renewing()
+            return blocker
 
     def _try(self, *, look_first: bool) -> Claim | None:
         """Claim once; the claim in the way, or None when this kernel now holds the session.
