@@ -10,11 +10,17 @@ from collections.abc import Callable
 
 from monad_notebook.errors import UsageError
 from monad_notebook.store.base import SessionRecord, Store
+from monad_notebook.store.rows import is_text
+
+
+def check_session_name(name: str) -> None:
+    """A session name is 1-200 characters of text, without NUL, newlines or lone surrogates; else UsageError."""
+    if not name or len(name) > 200 or any(c in name for c in "\x00\n\r") or not is_text(name):
+        raise UsageError("a session name must be 1-200 characters of text, without newlines")
 
 
 def branch_session(store: Store, source: str, target: str, *, settle: Callable[[], None]) -> SessionRecord:
     """``target`` as a copy of ``source``; ``settle`` lets background work on ``source`` land first."""
-    if not target or len(target) > 200 or any(c in target for c in "\x00\n\r"):
-        raise UsageError("a session name must be 1-200 characters without newlines")
+    check_session_name(target)
     settle()
     return store.clone_session(source, target)

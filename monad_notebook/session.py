@@ -16,7 +16,7 @@ from monad_notebook.agent.loop import Reply, Turn, TurnInputs
 from monad_notebook.agent.models import build_model
 from monad_notebook.agent.tools.base import Tool, ToolContext, ToolOutput
 from monad_notebook.agent.tools.registry import run_tool
-from monad_notebook.branching import branch_session
+from monad_notebook.branching import branch_session, check_session_name
 from monad_notebook.config import Config, ConfigWatcher, watch_config
 from monad_notebook.context.calibration import Calibration
 from monad_notebook.context.cascade import Cascade
@@ -61,8 +61,7 @@ class Session:
         approve: Callable[[str], bool | None] | None = None,
         extra_tools: list[Tool] | None = None,
     ) -> None:
-        if not name or len(name) > 200 or any(c in name for c in "\x00\n\r"):
-            raise UsageError("a session name must be 1-200 characters without newlines")
+        check_session_name(name)
         self.name = name
         self.watcher = watch_config(config)
         self._fixed_model, self._fixed_fast = model, fast_model

@@ -96,6 +96,8 @@ def test_status_and_config_describe_the_session(ip, server, capsys, isolated_env
         ("session", "usage: %monad session NAME"),
         ("delete nobody", "no session named 'nobody'"),
         ("session 'unclosed", "cannot parse arguments"),
+        ("session bad\udc80name", "a session name must be 1-200 characters of text"),
+        ("branch bad\udc80name", "a session name must be 1-200 characters of text"),
     ],
 )
 def test_bad_line_arguments_give_one_line(ip, server, capsys, line, expected):

@@ -11,11 +11,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import pyarrow as pa
-
 from monad_notebook.errors import StoreError
 from monad_notebook.store.base import Claim
-from monad_notebook.store.rows import SCHEMAS, as_row, sql_str
+from monad_notebook.store.rows import SCHEMAS, arrow_table, as_row, sql_str
 from monad_notebook.store.tables import LanceTables, _reason
 
 FORGET_AFTER_SECONDS = 3600.0
@@ -37,7 +35,7 @@ class ClaimTables(LanceTables):
 
     def claim_session(self, claim: Claim) -> list[Claim]:
         where = f"session = {sql_str(claim.session)}"
-        row = pa.Table.from_pylist([as_row(claim, "claims")], schema=SCHEMAS["claims"])
+        row = arrow_table([as_row(claim, "claims")], SCHEMAS["claims"])
         with self._lock:
             handle = self._table("claims", create=True)
             version = self._retrying("write", "claims", lambda: handle.add(row)).version

@@ -23,6 +23,7 @@ from monad_notebook.store.claims import ClaimTables
 from monad_notebook.store.rows import (
     SCHEMAS,
     TEXT_TABLE,
+    arrow_table,
     as_row,
     fact_from_row,
     message_from_row,
@@ -58,7 +59,7 @@ class LanceStore(ClaimTables, SearchTables):
             now = time.time()
             record = SessionRecord(name, now, now, model=model, parent=parent, meta=dict(meta or {}))
             meta_json = json.dumps(record.meta, default=str)
-            row = pa.Table.from_pylist([as_row(record, "sessions", meta=meta_json)], schema=SCHEMAS["sessions"])
+            row = arrow_table([as_row(record, "sessions", meta=meta_json)], SCHEMAS["sessions"])
             self._write("sessions", lambda h: h.merge_insert("name").when_not_matched_insert_all().execute(row))
             return self.get_session(name) or record
 
@@ -144,8 +145,8 @@ class LanceStore(ClaimTables, SearchTables):
         if not placeholders:
             return None
         sql_str(session)
-        ids, texts = list(placeholders), list(placeholders.values())
-        updates = pa.table({"session": [session] * len(ids), "id": ids, "placeholder": texts})
+        rows = [{"session": session, "id": i, "placeholder": t} for i, t in placeholders.items()]
+        updates = arrow_table(rows, pa.schema([(name, pa.string()) for name in ("session", "id", "placeholder")]))
         return self._write(
             "messages", lambda h: h.merge_insert(["session", "id"]).when_matched_update_all().execute(updates)
         )
@@ -162,7 +163,7 @@ class LanceStore(ClaimTables, SearchTables):
         sql_str(session)
         now = time.time()
         rows = [{"session": session, "tool_call_id": k, "text": v, "created_at": now} for k, v in outputs.items()]
-        data = pa.Table.from_pylist(rows, schema=SCHEMAS["tool_raw_outputs"])
+        data = arrow_table(rows, SCHEMAS["tool_raw_outputs"])
         key = ["session", "tool_call_id"]
         self._write(
             "tool_raw_outputs",
@@ -235,7 +236,7 @@ class LanceStore(ClaimTables, SearchTables):
         sql_str(session)
         sql_str(model)
         row = {"session": session, "model": model, "data": json.dumps(data), "updated_at": time.time()}
-        table = pa.Table.from_pylist([row], schema=SCHEMAS["calibrations"])
+        table = arrow_table([row], SCHEMAS["calibrations"])
         self._write(
             "calibrations",
             lambda h: (
@@ -285,7 +286,7 @@ class LanceStore(ClaimTables, SearchTables):
         sql_str(session)
         now = time.time()
         rows = [as_row(e, "ledger", session=session, updated_at=now) for e in entries]
-        data = pa.Table.from_pylist(rows, schema=SCHEMAS["ledger"])
+        data = arrow_table(rows, SCHEMAS["ledger"])
         key = ["session", "item"]
         self._write(
             "ledger",

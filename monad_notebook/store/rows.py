@@ -84,7 +84,37 @@ def sql_str(value: str) -> str:
     """A SQL string literal for ``where()``: the one way user text may enter a filter."""
     if "\x00" in value:
         raise StoreError("names and ids cannot contain NUL characters; remove them and try again")
+    if not is_text(value):
+        raise StoreError("names and ids must be valid text: this one holds a lone surrogate (\\ud800-\\udfff)")
     return "'" + value.replace("'", "''") + "'"
+
+
+def is_text(value: str) -> bool:
+    """Whether ``value`` can be stored as UTF-8: no lone surrogate (from bytes decoded with
+    ``surrogateescape``, or a JSON ``\\ud800`` escape)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def arrow_table(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
+    """``rows`` as Arrow, a lone surrogate in any text stored as U+FFFD: a write never fails on one.
+
+    Surrogates written as a pair become the character they encode. Checked only when Arrow
+    refuses the rows, so valid text costs nothing more.
+    """
+    try:
+        return pa.Table.from_pylist(rows, schema=schema)
+    except UnicodeEncodeError:
+        return pa.Table.from_pylist([{k: _as_text(v) for k, v in row.items()} for row in rows], schema=schema)
+
+
+def _as_text(value: Any) -> Any:
+    if isinstance(value, str) and not is_text(value):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return value
 
 
 def sql_in(values: Iterable[str]) -> str:

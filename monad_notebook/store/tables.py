@@ -34,7 +34,7 @@ from monad_notebook.config_schema import monad_home
 from monad_notebook.errors import StoreError
 from monad_notebook.store.foreground import FOREGROUND, Foreground
 from monad_notebook.store.optimizer import WORKER, OptimizeWorker, WorkerUnavailable
-from monad_notebook.store.rows import EMBEDDINGS_PREFIX, NULL_AS, SCHEMAS, embeddings_table, sql_in
+from monad_notebook.store.rows import EMBEDDINGS_PREFIX, NULL_AS, SCHEMAS, arrow_table, embeddings_table, sql_in
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -293,7 +293,7 @@ class LanceTables:
         with self._lock:
             self._rows[table] = self._rows.get(table, 0) + len(rows)
             self._added[table] = self._added.get(table, 0) + len(rows)
-            return self._write(table, lambda h: h.add(pa.Table.from_pylist(rows, schema=SCHEMAS[table])))
+            return self._write(table, lambda h: h.add(arrow_table(rows, SCHEMAS[table])))
 
     def _version(self, table: str) -> int | None:
         """The latest committed version (one small read of the manifest), 0 before the table exists; None if unknown."""

@@ -220,7 +220,12 @@ def test_hostile_tool_call_ids_and_scopes_are_just_values(store: LanceStore) -> 
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(name=st.text(st.sampled_from("'\"\\;-=%_ \n") | st.characters(blacklist_characters="\x00"), min_size=1))
+@given(
+    name=st.text(
+        st.sampled_from("'\"\\;-=%_ \n") | st.characters(blacklist_characters="\x00", blacklist_categories=["Cs"]),
+        min_size=1,
+    )
+)
 def test_any_session_name_loads_only_its_own_messages(store: LanceStore, name: str) -> None:
     if store.get_session("bystander") is None:
         fill_session(store, "bystander")
@@ -230,6 +235,18 @@ def test_any_session_name_loads_only_its_own_messages(store: LanceStore, name: s
     assert {m.session for m in store.load_messages("bystander")} == {"bystander"}
     store.delete_session(name)
     assert store.count_messages("bystander") == 5
+
+
+def test_text_with_lone_surrogates_is_stored_with_a_replacement_and_names_with_them_are_refused(
+    store: LanceStore,
+) -> None:
+    store.append_messages([Message("assistant", "bad \ud800 byte, emoji \ud83d\ude00", session="s", seq=0, turn=1)])
+    store.save_raw_outputs("s", {"c1": "raw \udc80 output"})
+
+    assert store.load_messages("s")[0].content == "bad \ufffd byte, emoji \U0001f600"
+    assert store.get_raw_output("s", "c1") == "raw \ufffd output"
+    with pytest.raises(StoreError, match="lone surrogate"):
+        store.load_messages("a\udc80b")
 
 
 def test_names_with_nul_characters_are_refused_with_a_message(store: LanceStore) -> None:
