@@ -59,6 +59,7 @@ from benchmarks.reference_trace import (
     _history_after,
     _SummarySink,
     replay_tool,
+    to_langchain,
     tool_schemas,
 )
 from benchmarks.trace import Planted, Trace, generate_trace, replay_events
@@ -316,20 +317,6 @@ def _langchain_counter(counter: TokenCounter) -> Callable[[list[Any]], int]:
     return count
 
 
-def _to_langchain(data: dict[str, Any]) -> Any:
-    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-
-    if data["role"] == "user":
-        return HumanMessage(data["content"])
-    if data["role"] == "tool":
-        return ToolMessage(data["content"], tool_call_id=data["tool_call_id"], name="replay")
-    calls = [
-        {"id": c["id"], "name": c["function"]["name"], "args": json.loads(c["function"]["arguments"])}
-        for c in data.get("tool_calls") or ()
-    ]
-    return AIMessage(data["content"], tool_calls=calls)
-
-
 def run_langchain_clear(trace: Trace, pauses: Pauses, window: int, tools: list[Any], counter: TokenCounter) -> Log:
     from langchain.agents.middleware import ClearToolUsesEdit
     from langchain_core.messages import SystemMessage, convert_to_openai_messages, trim_messages
@@ -354,7 +341,7 @@ def run_langchain_clear(trace: Trace, pauses: Pauses, window: int, tools: list[A
         final = convert_to_openai_messages(kept)
         log.send(final, counter.count_messages(final, tools))
 
-    return _drive(trace, pauses, log, request, lambda messages: history.extend(map(_to_langchain, messages)))
+    return _drive(trace, pauses, log, request, lambda messages: history.extend(map(to_langchain, messages)))
 
 
 def run_langchain_summarize(trace: Trace, pauses: Pauses, window: int, tools: list[Any], counter: TokenCounter) -> Log:
@@ -388,7 +375,7 @@ def run_langchain_summarize(trace: Trace, pauses: Pauses, window: int, tools: li
         final = convert_to_openai_messages([system, *state["messages"]])
         log.send(final, counter.count_messages(final, tools))
 
-    return _drive(trace, pauses, log, request, lambda messages: state["messages"].extend(map(_to_langchain, messages)))
+    return _drive(trace, pauses, log, request, lambda messages: state["messages"].extend(map(to_langchain, messages)))
 
 
 def paced_replay_tool(trace: Trace, clock: Clock, pauses: Pauses) -> Tool:

@@ -335,17 +335,24 @@ def run_summarize(
     return result
 
 
+def to_langchain(data: dict[str, Any]) -> Any:
+    """One replayed message (OpenAI chat format) as a LangChain message."""
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    if data["role"] == "user":
+        return HumanMessage(data["content"])
+    if data["role"] == "tool":
+        return ToolMessage(data["content"], tool_call_id=data["tool_call_id"], name="replay")
+    calls = [
+        {"id": c["id"], "name": c["function"]["name"], "args": json.loads(c["function"]["arguments"])}
+        for c in data.get("tool_calls") or ()
+    ]
+    return AIMessage(data["content"], tool_calls=calls)
+
+
 def run_langchain(trace: Trace, window: int, tools: list[dict[str, Any]], counter: TokenCounter) -> Result:
     from langchain.agents.middleware import ClearToolUsesEdit
-    from langchain_core.messages import (
-        AIMessage,
-        BaseMessage,
-        HumanMessage,
-        SystemMessage,
-        ToolMessage,
-        convert_to_openai_messages,
-        trim_messages,
-    )
+    from langchain_core.messages import BaseMessage, SystemMessage, convert_to_openai_messages, trim_messages
 
     result = Result("LangChain ClearToolUsesEdit + trim_messages", PrefixMeter(counter, tools))
     tools_tokens = counter.count_messages([], tools) - counter.count_messages([])
@@ -368,17 +375,6 @@ def run_langchain(trace: Trace, window: int, tools: list[dict[str, Any]], counte
     def count(messages: list[BaseMessage]) -> int:
         return counter.count_messages([]) + tools_tokens + sum_tokens(messages)
 
-    def convert(data: dict[str, Any]) -> BaseMessage:
-        if data["role"] == "user":
-            return HumanMessage(data["content"])
-        if data["role"] == "tool":
-            return ToolMessage(data["content"], tool_call_id=data["tool_call_id"], name="replay")
-        calls = [
-            {"id": c["id"], "name": c["function"]["name"], "args": json.loads(c["function"]["arguments"])}
-            for c in data.get("tool_calls") or ()
-        ]
-        return AIMessage(data["content"], tool_calls=calls)
-
     history: list[BaseMessage] = [SystemMessage(SYSTEM_PROMPT)]
     final: list[dict[str, Any]] = []
     for event in replay_events(trace):
@@ -395,7 +391,7 @@ def run_langchain(trace: Trace, window: int, tools: list[dict[str, Any]], counte
             )
             final = convert_to_openai_messages(kept)
             result.send(counter.count_messages(final, tools), window, final)
-        history.extend(convert(data) for data in _history_after(event))
+        history.extend(to_langchain(data) for data in _history_after(event))
     _locate(result, trace, final, "", lambda step: None)
     result.outputs_recoverable = len(_recoverable_in(final, trace))
     return result
