@@ -7,7 +7,9 @@ session's chunks (``context/chunks.py``): BM25 full-text, which finds the contex
 which find paraphrases. Each brings four times the passages the caller shows (``shown``, by
 default all it asks for); repeats of one text are kept once; the rankings are fused by
 reciprocal rank: a chunk both find comes first, then the best of each; passages of a kind
-already shown (rows of tables with the same columns) give way to passages of other kinds. The ``recall`` tool
+already shown (rows of tables with the same columns) give way to passages of other kinds; a
+question asking for a kind of identifier ("which file ...") puts passages naming none behind
+(``prefer_kind``). The ``recall`` tool
 answers with these passages, and ranks them a third way too: word by word, by meaning
 (``wordmatch.py``), over a wider pool of what both searches bring. The per-turn
 ``<related_context>`` block (``retrieval.py``) keeps the ones it trusts.
@@ -29,6 +31,7 @@ from typing import TypeVar
 
 import numpy as np
 
+from monad_notebook.context.ledger import holds_kind
 from monad_notebook.context.wordmatch import MAX_TERMS, WordVectors, rank_by_words, stem
 from monad_notebook.messages import Message
 from monad_notebook.store.base import EmbeddingHit, Store
@@ -53,6 +56,13 @@ _STOP_TEXT = (
     " other her him his she he we us me my mine is in on at to of by as be do an or if so up"
 )
 STOP_WORDS = frozenset(_STOP_TEXT.split())
+_ASKED = re.compile(
+    r"\b(?:(?P<file>files?|paths?|folders?|director(?:y|ies))|(?P<column>columns?)|(?P<variable>variables?)"
+    r"|(?P<command>commands?)|(?P<package>packages?|librar(?:y|ies))|(?P<error>errors?|exceptions?)"
+    r"|(?P<url>urls?|links?))\b",
+    re.I,
+)
+KIND_MISSING = 0.5  # a passage naming nothing of the kind the question asks for counts this share
 T = TypeVar("T")
 
 
@@ -80,6 +90,12 @@ def identifier_terms(query: str) -> list[str]:
         if len(token) >= 4 and named and not (token.isdigit() and len(token) < 5) and token not in terms:
             terms.append(token)
     return terms[:MAX_NAMES]
+
+
+def asked_kind(query: str) -> str | None:
+    """The kind of identifier ``query`` asks for, by the first word naming one ("which file ..." -> "file")."""
+    match = _ASKED.search(query)
+    return match.lastgroup if match else None
 
 
 def query_terms(query: str) -> list[str]:
@@ -140,6 +156,9 @@ class Recall:
             matched = _first_of_each(rank_by_words(matching, term_vectors, [*pool, *word_hits], self.words, STOP_WORDS))
         names = identifier_terms(query)
         fused = fuse(by_words, by_meaning, terms, names, matched[:wanted])
+        asked = asked_kind(query)
+        if asked is not None:
+            fused = prefer_kind(fused, asked, names)
         return varied(distinct(fused, _passage_text), names)[:k]
 
     def _nearest(
@@ -224,7 +243,26 @@ def fuse(
         _count(passages, best_rank, hit, rank, weight).cosine = hit.score
     for rank, hit in enumerate(by_word_meaning):
         _count(passages, best_rank, hit, rank, 1.0)
-    return sorted(passages.values(), key=lambda p: (not names_in(p.hit.snippet, names), -p.score, -p.hit.seq))
+    return ranked(passages.values(), names)
+
+
+def ranked(passages: Iterable[Passage], names: Sequence[str] = ()) -> list[Passage]:
+    """Best first: those holding one of ``names`` verbatim, then by score, then the newest."""
+    return sorted(passages, key=lambda p: (not names_in(p.hit.snippet, names), -p.score, -p.hit.seq))
+
+
+def prefer_kind(passages: list[Passage], kind: str, names: Sequence[str] = ()) -> list[Passage]:
+    """``passages`` reranked, those naming no identifier of ``kind`` at ``KIND_MISSING`` of their score.
+
+    "Which file was the recurring plan unprocessed dump?" asks for a path: a passage that
+    matches its words but names no file (a log line about a dump) cannot answer it, one
+    that matches them less well but names a file may. Measured on the fidelity benchmark
+    (good summarizer, one run each): found by recall 89 of 100 without this, 92 with it.
+    """
+    for passage in passages:
+        if not holds_kind(passage.hit.snippet, kind):
+            passage.score *= KIND_MISSING
+    return ranked(passages, names)
 
 
 def _count(
