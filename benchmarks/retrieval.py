@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from monad_notebook.config import RetrievalConfig
 from monad_notebook.context.indexing import RecallIndexer
-from monad_notebook.context.recall import STOP_WORDS, Recall
+from monad_notebook.context.recall import Recall
 from monad_notebook.context.retrieval import Retrieval
 from monad_notebook.context.wordmatch import WordVectors, words_of
 from monad_notebook.messages import Message
@@ -330,7 +330,7 @@ def recall_at_scale(embedder: LocalEmbedder, total: int, tail: int, queries: int
 def learnt_words(embedder: LocalEmbedder, texts: list[str]) -> WordVectors:
     """The word vectors the recall indexer would have learnt from ``texts``."""
     words = WordVectors(embedder.name)
-    unknown = words.unknown(w for text in texts for w in words_of(text, STOP_WORDS))
+    unknown = words.unknown(w for text in texts for w in words_of(text))
     words.learn(unknown, embedder.embed(unknown))
     return words
 

@@ -37,7 +37,6 @@ import weakref
 from collections.abc import Iterable
 
 from monad_notebook.context.chunks import embedding_inputs, indexed_text, message_chunks
-from monad_notebook.context.recall import STOP_WORDS
 from monad_notebook.context.wordmatch import WordVectors, words_of
 from monad_notebook.messages import Message
 from monad_notebook.store.base import Chunk, Store
@@ -277,7 +276,7 @@ class RecallIndexer:
         """Embed the words of ``texts`` that have no vector yet, ``words_per_call`` at a time."""
         if self.words is None or not self._embeds:
             return
-        unknown = self.words.unknown(w for text in texts for w in words_of(text, STOP_WORDS))
+        unknown = self.words.unknown(w for text in texts for w in words_of(text))
         for start in range(0, len(unknown), self.words_per_call):
             part = unknown[start : start + self.words_per_call]
             vectors = self._embed_unit(part)

@@ -32,7 +32,7 @@ from typing import TypeVar
 import numpy as np
 
 from monad_notebook.context.ledger import holds_kind
-from monad_notebook.context.wordmatch import MAX_TERMS, WordVectors, rank_by_words, stem
+from monad_notebook.context.wordmatch import MAX_TERMS, STOP_WORDS, WordVectors, rank_by_words, stem
 from monad_notebook.messages import Message
 from monad_notebook.store.base import EmbeddingHit, Store
 from monad_notebook.store.embeddings import Embedder
@@ -48,14 +48,6 @@ VECTOR_FULL = 0.6  # at or above this cosine a vector hit counts in full
 _WORD = re.compile(r"[^\W_]{3,}")
 _TOKEN = re.compile(r"[\w][\w.:/-]*[\w]")
 MAX_NAMES = 6
-_STOP_TEXT = (
-    "the and for are was were what which who whom whose where when why how did does doing done has have had"
-    " that this these those with from into onto about than then there their they them our ours your yours"
-    " you can could should would will shall may might must been being its not but all any some one"
-    " use used using get got out also just very more most much many such only own same too both each few"
-    " other her him his she he we us me my mine is in on at to of by as be do an or if so up"
-)
-STOP_WORDS = frozenset(_STOP_TEXT.split())
 _ASKED = re.compile(
     r"\b(?:(?P<file>files?|paths?|folders?|director(?:y|ies))|(?P<column>columns?)|(?P<variable>variables?)"
     r"|(?P<command>commands?)|(?P<package>packages?|librar(?:y|ies))|(?P<error>errors?|exceptions?)"
@@ -153,7 +145,7 @@ class Recall:
         by_meaning = [h for h in by_message if h.score >= VECTOR_FLOOR]
         matched: list[EmbeddingHit] = []
         if term_vectors is not None and self.words is not None:
-            matched = _first_of_each(rank_by_words(matching, term_vectors, [*pool, *word_hits], self.words, STOP_WORDS))
+            matched = _first_of_each(rank_by_words(matching, term_vectors, [*pool, *word_hits], self.words))
         names = identifier_terms(query)
         fused = fuse(by_words, by_meaning, terms, names, matched[:wanted])
         asked = asked_kind(query)

@@ -30,6 +30,14 @@ from monad_notebook.store.base import EmbeddingHit
 _LETTERS = re.compile(r"[^\W\d_]{3,30}")
 MAX_WORDS = 50_000  # words kept per embedding model: about 50 MB at 384 dimensions (measured)
 MAX_TERMS = 12  # question words matched; a long message's first ones
+_STOP_TEXT = (
+    "the and for are was were what which who whom whose where when why how did does doing done has have had"
+    " that this these those with from into onto about than then there their they them our ours your yours"
+    " you can could should would will shall may might must been being its not but all any some one"
+    " use used using get got out also just very more most much many such only own same too both each few"
+    " other her him his she he we us me my mine is in on at to of by as be do an or if so up"
+)
+STOP_WORDS = frozenset(_STOP_TEXT.split())  # matched by no passage; left out of full-text queries too
 
 
 def stem(term: str) -> str:
@@ -37,9 +45,9 @@ def stem(term: str) -> str:
     return term[:5] if len(term) > 6 else term
 
 
-def words_of(text: str, stop: frozenset[str]) -> set[str]:
+def words_of(text: str) -> set[str]:
     """The distinct words of ``text`` worth matching: letters only, lowercased, stop words left out."""
-    return {w for w in (m.lower() for m in _LETTERS.findall(text)) if w not in stop}
+    return {w for w in (m.lower() for m in _LETTERS.findall(text)) if w not in STOP_WORDS}
 
 
 class WordVectors:
@@ -102,14 +110,13 @@ def rank_by_words(
     term_vectors: np.ndarray,
     hits: Sequence[EmbeddingHit],
     vectors: WordVectors,
-    stop: frozenset[str],
 ) -> list[EmbeddingHit]:
     """``hits`` with words, best word-by-word match to ``terms`` first (see the module doc).
 
     ``term_vectors``: one row per term. A word starting with a term's first letters (its
     stem: plurals, tenses) matches it fully.
     """
-    per_hit = [sorted(words_of(hit.snippet, stop)) for hit in hits]
+    per_hit = [sorted(words_of(hit.snippet)) for hit in hits]
     kept = [(hit, words) for hit, words in zip(hits, per_hit, strict=True) if words]
     if not terms or not kept:
         return []

@@ -14,6 +14,7 @@ from monad_notebook.context.chunks import OVERLAP_CHARS, chunk_spans, embedding_
 from monad_notebook.context.indexing import RecallIndexer
 from monad_notebook.context.recall import Recall, asked_kind, focus, fuse
 from monad_notebook.context.truncation import truncate_tool_output
+from monad_notebook.context.wordmatch import WordVectors
 from monad_notebook.errors import ModelError
 from monad_notebook.messages import Message
 from monad_notebook.store.base import EmbeddingHit
@@ -41,8 +42,10 @@ def stored_notes(store, count: int) -> list[Message]:
     return notes
 
 
-def index(store, embedder, session: str, messages: list[Message], timeout: float = 60) -> RecallIndexer:
-    indexer = RecallIndexer(store, embedder)
+def index(
+    store, embedder, session: str, messages: list[Message], timeout: float = 60, words: WordVectors | None = None
+) -> RecallIndexer:
+    indexer = RecallIndexer(store, embedder, words=words)
     indexer.index_pending(session, messages)
     assert indexer.flush(timeout=timeout)
     assert indexer.last_error is None

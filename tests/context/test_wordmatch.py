@@ -9,13 +9,14 @@ import pytest
 
 from monad_notebook.config import Config
 from monad_notebook.context.indexing import RecallIndexer
-from monad_notebook.context.recall import STOP_WORDS, Recall
+from monad_notebook.context.recall import Recall
 from monad_notebook.context.wordmatch import WordVectors, rank_by_words
 from monad_notebook.messages import Message
 from monad_notebook.session import Session
 from monad_notebook.store.base import Chunk, EmbeddingHit
 from monad_notebook.store.embeddings import LocalEmbedder, local_model_files
 from monad_notebook.testing import ScriptedModel
+from tests.context.test_recall import index
 from tests.context.test_retrieval import KeywordEmbedder
 
 pytestmark = pytest.mark.filterwarnings(r"ignore:optimize\(cleanup_older_than=0\):UserWarning")
@@ -39,7 +40,7 @@ def test_each_question_word_counts_by_its_nearest_word_in_the_passage_and_number
     terms = ["attrition", "dump"]
     passages = [hit("weather report", 0), hit("attrition weather", 1), hit("12 455.1 93.2", 2), hit("churn extract", 3)]
 
-    ranked = rank_by_words(terms, words.matrix(terms, 3), passages, words, STOP_WORDS)
+    ranked = rank_by_words(terms, words.matrix(terms, 3), passages, words)
 
     # churn ~ attrition 0.8, extract ~ dump 0.71: mean 0.76, above the exact word with nothing for "dump" (0.5).
     assert [h.snippet for h in ranked] == ["churn extract", "attrition weather", "weather report"]
@@ -51,7 +52,7 @@ def test_a_word_sharing_the_terms_first_letters_matches_fully_and_a_word_not_lea
     terms = ["reimbursements"]
     passages = [hit("repayment issued", 0), hit("reimbursed twice", 1)]
 
-    ranked = rank_by_words(terms, words.matrix(terms, 2), passages, words, STOP_WORDS)
+    ranked = rank_by_words(terms, words.matrix(terms, 2), passages, words)
 
     assert [h.snippet for h in ranked] == ["reimbursed twice", "repayment issued"]
     assert words.matrix(["repayment"], 2).tolist() == [[0.0, 0.0]]
@@ -141,9 +142,7 @@ def test_a_question_in_other_words_finds_the_line_with_a_near_word_for_each_of_i
         messages.append(Message("tool", output, session="s", seq=2 * n + 1, turn=n, tool_call_id=f"c{n}"))
     embedder = LocalEmbedder()
     words = WordVectors(embedder.name)
-    indexer = RecallIndexer(store, embedder, words=words)
-    indexer.index_pending("s", messages)
-    assert indexer.flush(600) and indexer.last_error is None
+    index(store, embedder, "s", messages, timeout=600, words=words)
     question = "which file was the customer rating held-out set?"
 
     passages = Recall(store, embedder, words).search("s", question, 6)
