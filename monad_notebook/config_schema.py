@@ -171,6 +171,7 @@ class AgentConfig(_Section):
 
 class PythonToolConfig(_Section):
     approval: Literal["ask", "auto", "off"] = "ask"
+    approval_timeout_seconds: Seconds = 600.0
     timeout_seconds: Seconds | None = None
 
 

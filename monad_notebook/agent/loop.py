@@ -13,6 +13,7 @@ from typing import Any
 
 from monad_notebook import events as ev
 from monad_notebook.agent.call_ids import unique_tool_calls
+from monad_notebook.agent.tools.approval import QuestionInterrupted
 from monad_notebook.agent.tools.base import ToolOutput
 from monad_notebook.context.cascade import Cascade
 from monad_notebook.context.window import Window
@@ -162,8 +163,9 @@ class Turn:
             try:
                 with FOREGROUND.aside():
                     output = io.run_tool(call)
-            except KeyboardInterrupt:
-                results.append(io.cascade.tool_message(call, INTERRUPTED_RESULT))
+            except KeyboardInterrupt as stop:
+                told = stop.result if isinstance(stop, QuestionInterrupted) else INTERRUPTED_RESULT
+                results.append(io.cascade.tool_message(call, told))
                 results.extend(io.cascade.tool_message(c, NOT_RUN_RESULT) for c in calls[index + 1 :])
                 io.commit([assistant, *results])
                 raise

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from IPython.display import Markdown, display
+from IPython.display import display
 
 from monad_notebook import events as ev
 from monad_notebook.cell.background import Inbox, Notice, on_worker_thread
@@ -59,6 +59,11 @@ def note_for(event: Event) -> tuple[str, str, str] | None:
     return None
 
 
+def _answer(text: str) -> dict[str, str]:
+    """The answer so far: Markdown made safe for a renderer, the text itself for a frontend that shows plain text."""
+    return {"text/markdown": sanitize_markdown(text) or "…", "text/plain": text or "…"}
+
+
 class CellView:
     """One turn's output. ``rich``: a Jupyter frontend (HTML and Markdown); else plain text on stdout."""
 
@@ -84,7 +89,7 @@ class CellView:
             return
         if self._piece_handle is None:
             _flush_streams()
-            self._piece_handle = self.show(Markdown("…"), display_id=True)
+            self._piece_handle = self.show(_answer(""), raw=True, display_id=True)
         self._piece += delta
         self._draw_piece()
 
@@ -93,7 +98,7 @@ class CellView:
         if self._piece_handle is None or (not force and now - self._last_draw < DRAW_EVERY):
             return
         self._last_draw = now
-        self._piece_handle.update(Markdown(sanitize_markdown(self._piece) or "…"))
+        self._piece_handle.update(_answer(self._piece), raw=True)
 
     def _end_piece(self) -> None:
         """Whatever comes next is drawn below the text streamed so far."""

@@ -1,9 +1,10 @@
 // "Run this code?" inside the running cell: plain ESM for anywidget, no build step.
 // The kernel sends the code already escaped and highlighted (hidden characters as markers);
 // the answer goes back as one custom message. Enter runs, Esc skips, while the question has focus.
+// Once the question is on screen the view says so ("shown"): the kernel relies on it only then.
 
 /**
- * @typedef {{id?: string, summary?: string, html?: string}} Request
+ * @typedef {{id?: string, summary?: string, html?: string, limit?: string}} Request
  * @typedef {{
  *   get(name: string): any,
  *   on(event: string, callback: Function): void,
@@ -51,7 +52,8 @@ function render({ model, el }) {
   const run = h("button", { class: "monad-ask-btn monad-ask-primary", "data-role": "run" }, ["Run"]);
   const skip = h("button", { class: "monad-ask-btn", "data-role": "skip" }, ["Skip"]);
   const always = h("button", { class: "monad-ask-btn", "data-role": "allow-session" }, ["Allow python for this session"]);
-  const note = h("div", { class: "monad-ask-note", "data-role": "status" }, ["Enter runs · Esc skips"]);
+  const limit = request.limit ? ` · no answer in ${request.limit}: not run` : "";
+  const note = h("div", { class: "monad-ask-note", "data-role": "status" }, [`Enter runs · Esc skips${limit}`]);
   const code = h("div", { "data-role": "approval-code" });
   code.innerHTML = request.html || ""; // built and escaped by the kernel (code_html.py)
   box.append(
@@ -98,19 +100,20 @@ function render({ model, el }) {
   box.addEventListener("keydown", onKey);
   model.on("change:status", onStatus);
   onStatus();
-  // The view is drawn before the page attaches it: focus once it is in the document.
+  // The view is drawn before the page attaches it: once it is in the document, say so and take the focus.
   let frames = 0;
   let frame = 0;
-  const takeFocus = () => {
+  const onScreen = () => {
     if (model.get("status") !== "waiting") return;
     if (!box.isConnected) {
-      if (frames++ < 120) frame = requestAnimationFrame(takeFocus);
+      if (frames++ < 120) frame = requestAnimationFrame(onScreen);
       return;
     }
+    model.send({ type: "shown", id: request.id });
     box.scrollIntoView({ block: "nearest" });
     if (!typing()) box.focus({ preventScroll: true });
   };
-  takeFocus();
+  onScreen();
 
   return () => {
     cancelAnimationFrame(frame);

@@ -5,11 +5,18 @@ A small widget shows the code (highlighted, hidden characters as markers) with R
 cell still runs through the panel's subshell routing (``approval.py``). An open panel shows the
 same question, and whichever is answered first wins. Once answered, the widget is replaced by
 one line saying what was decided, so a saved notebook keeps the record without the widget.
+
+A frontend may allow input yet draw no widgets (jupyter console, qtconsole, editors that embed
+a kernel): the widget would wait for a click nobody can give. So the question is relied on only
+once its view reports that it is on screen; without that report within ``SHOWN_WAIT`` seconds
+the widget is taken back and the caller asks at the input prompt instead.
 """
 
 from __future__ import annotations
 
 import html
+import threading
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -17,7 +24,7 @@ from typing import Any
 import anywidget
 import traitlets as t
 
-from monad_notebook.agent.tools.approval import Answer
+from monad_notebook.agent.tools.approval import TIMEOUT, Answer, within
 from monad_notebook.agent.tools.code_html import CODE_CSS, code_html
 from monad_notebook.agent.tools.code_view import summary
 from monad_notebook.widget.approval import (
@@ -29,7 +36,7 @@ from monad_notebook.widget.approval import (
 )
 
 HERE = Path(__file__).resolve().parent
-TIMEOUT = 600.0
+SHOWN_WAIT = 2.0  # how long a frontend has to report that it drew the question
 
 DECIDED = {
     "run": "approved: the code ran",
@@ -37,17 +44,19 @@ DECIDED = {
     "allow for session": "approved, and python is allowed for the rest of this session",
     "no answer": "no answer: the code did not run",
     "cancelled": "interrupted: the code did not run",
+    "not shown": "this frontend did not draw the question: it is asked at the input prompt",
 }
 _WHERE = {"cell": "in this cell", "panel": "in the panel"}
 
 Mirror = Callable[[PendingAnswer, str], Callable[[], None]]  # shows the question elsewhere; returns its clear()
 
 
-def _is_answer(data: Any) -> bool:
+def _is_live(data: Any) -> bool:
+    """The messages that must reach the kernel while the asking cell runs: the answer, and "shown"."""
     if not isinstance(data, dict) or data.get("method") != "custom":
         return False
     content = data.get("content")
-    return isinstance(content, dict) and content.get("type") == "approval"
+    return isinstance(content, dict) and content.get("type") in ("approval", "shown")
 
 
 def can_ask_in_cell(kernel: Any) -> bool:
@@ -64,23 +73,41 @@ class CellApproval(anywidget.AnyWidget):
     request = t.Dict().tag(sync=True)
     status = t.Unicode("waiting").tag(sync=True)
 
-    def __init__(self, code: str, pending: PendingAnswer, **kwargs: Any) -> None:
-        super().__init__(request={"id": pending.id, "summary": summary(code), "html": code_html(code)}, **kwargs)
+    def __init__(self, code: str, pending: PendingAnswer, *, timeout: float = TIMEOUT, **kwargs: Any) -> None:
+        request = {"id": pending.id, "summary": summary(code), "html": code_html(code), "limit": within(timeout)}
+        super().__init__(request=request, **kwargs)
         self.pending = pending
+        self.shown = threading.Event()
         self.on_msg(self._on_frontend_msg)
+
+    def __repr__(self) -> str:
+        """What a frontend that draws no widgets prints in its place."""
+        return f"The agent wants to run code ({self.request.get('summary', '')}): waiting for an answer"
 
     def route(self, kernel: Any) -> bool:
         """Send this widget's answers to the panel subshell, so they arrive while the cell runs."""
         if kernel is None or self.comm is None or not hasattr(self.comm, "kernel"):
             return True
         try:
-            route_to_subshell(self.comm, _is_answer, owned_subshell(kernel))
+            route_to_subshell(self.comm, _is_live, owned_subshell(kernel))
         except Exception:  # an unexpected kernel: the caller falls back to the input prompt
             return False
         return True
 
+    def wait_shown(self, seconds: float) -> bool:
+        """True once a view reports the question on screen; waits in short slices so an interrupt gets through."""
+        deadline = time.monotonic() + seconds
+        while not self.shown.wait(min(0.05, max(0.0, deadline - time.monotonic()))):
+            if time.monotonic() >= deadline:
+                return False
+        return True
+
     def _on_frontend_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        if isinstance(content, dict) and content.get("type") == "approval" and content.get("id") == self.pending.id:
+        if not isinstance(content, dict) or content.get("id") != self.pending.id:
+            return
+        if content.get("type") in ("shown", "approval"):  # an answer shows it was on screen too
+            self.shown.set()
+        if content.get("type") == "approval":
             self.pending.resolve(bool(content.get("run")), always=bool(content.get("always")), via="cell")
 
 
@@ -92,20 +119,34 @@ def decided_html(answer: Answer) -> str:
 
 
 def ask_in_cell(
-    code: str, *, display: Callable[..., Any], mirrors: Iterable[Mirror] = (), timeout: float = TIMEOUT
+    code: str,
+    *,
+    display: Callable[..., Any],
+    mirrors: Iterable[Mirror] = (),
+    timeout: float = TIMEOUT,
+    shown_wait: float = SHOWN_WAIT,
 ) -> Answer | None:
-    """Show the question in the cell (and the mirrors) and wait; None when the widget cannot be answered here."""
+    """Show the question in the cell (and the mirrors) and wait for an answer, at most ``timeout`` seconds.
+
+    None when the widget cannot be answered here: it cannot be routed, or no view reported it on
+    screen within ``shown_wait`` seconds.
+    """
+    deadline = time.monotonic() + timeout
     kernel = current_kernel()
     pending = PendingAnswer()
-    widget = CellApproval(code, pending)
+    widget = CellApproval(code, pending, timeout=timeout)
     if not widget.route(kernel):
         widget.close()
         return None
     handle = display(widget, display_id=True)
-    clears = [mirror(pending, code) for mirror in mirrors]
+    clears: list[Callable[[], None]] = []
     status = "no answer"
     try:
-        run = pending.wait(timeout)
+        if not widget.wait_shown(shown_wait):
+            status = "not shown"
+            return None
+        clears = [mirror(pending, code) for mirror in mirrors]
+        run = pending.wait(deadline - time.monotonic())
         answer = Answer(run, always=pending.always, via=pending.via or "cell")
         status = answer.decision
         return answer
@@ -116,7 +157,11 @@ def ask_in_cell(
         for clear in clears:
             clear()
         widget.status = status
-        shown = Answer(pending.answer, always=pending.always, via=pending.via)
-        text = decided_html(shown) if status != "cancelled" else f"<div>{DECIDED['cancelled']}</div>"
-        handle.update({"text/html": text, "text/plain": DECIDED.get(status, status)}, raw=True)
+        handle.update({"text/html": _record_html(status, pending), "text/plain": DECIDED.get(status, status)}, raw=True)
         widget.close()
+
+
+def _record_html(status: str, pending: PendingAnswer) -> str:
+    if status in ("cancelled", "not shown"):
+        return f'<div class="monad-decided" data-role="approval-decided">{html.escape(DECIDED[status])}</div>'
+    return decided_html(Answer(pending.answer, always=pending.always, via=pending.via))

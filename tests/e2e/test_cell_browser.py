@@ -8,6 +8,8 @@ import pytest
 
 from monad_notebook import events as ev
 from monad_notebook.testing import FakeOpenAIServer, tool_call
+from tests.e2e.jupyter import DARK_THEME, NO_NEWS
+from tests.e2e.panel_page import AUDIT, THEMES
 from tests.e2e.test_panel_browser import ARTIFACTS, browser, jupyter_server, write_notebook  # noqa: F401 - fixture
 
 QUESTION = "[data-role=cell-approval]"
@@ -93,3 +95,53 @@ def test_enter_runs_escape_skips_and_allow_for_session_stops_asking(browser, iso
     finally:
         store.close()
     assert decided == [("run", "cell"), ("skip", "cell"), ("allow for session", "cell"), ("run", "session")]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("theme", THEMES)
+def test_the_cell_question_is_readable_in_light_and_dark_at_narrow_and_wide_widths(
+    browser,  # noqa: F811
+    isolated_env,
+    tmp_path,
+    theme,
+):
+    pytest.importorskip("jupyterlab", reason="jupyterlab is not installed (pip install jupyterlab)")
+    with FakeOpenAIServer() as model:
+        model.queue(tool_call("python", printing("THEMED")), "Skipped it.")
+        config = {
+            "models": {"main": {"model": "gpt-4.1-mini", "baseUrl": model.base_url, "maxRetries": 0}},
+            "tools": {"python": {"approval": "ask"}},
+        }
+        (isolated_env / "agents.json").write_text(json.dumps(config))
+        write_notebook(isolated_env / "themed.ipynb", ["%load_ext monad_notebook", "%%monad\nRun it."])
+        settings = DARK_THEME if theme == "dark" else NO_NEWS
+        with jupyter_server("lab", isolated_env, tmp_path, "themed.ipynb", settings=settings) as url:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(url)
+            page.wait_for_function(
+                "window.jupyterapp?.shell?.currentWidget?.context?.sessionContext?.session?.kernel?.status === 'idle'",
+                timeout=30_000,
+            )
+            assert page.evaluate("document.body.dataset.jpThemeLight") == ("false" if theme == "dark" else "true")
+            page.evaluate("() => { window.jupyterapp.shell.collapseLeft?.(); window.jupyterapp.shell.collapseRight?.(); }")
+            page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+            question = wait_for_question(page, "THEMED")
+            measured = {}
+            for width in (420, 1400):
+                page.set_viewport_size({"width": width, "height": 1000})
+                page.wait_for_timeout(300)
+                question.scroll_into_view_if_needed()
+                ARTIFACTS.mkdir(exist_ok=True)
+                question.screenshot(path=str(ARTIFACTS / f"cell-approval-{theme}-{width}.png"))
+                measured[width] = page.evaluate(AUDIT, QUESTION)
+                area = page.locator(".jp-OutputArea-output").filter(has=page.locator(QUESTION)).first
+                wide = min(0.9 * area.bounding_box()["width"], 900)  # up to its max-width, never squeezed
+                assert question.bounding_box()["width"] >= wide
+            question.locator("[data-role=skip]").click()
+            page.locator(".jp-OutputArea-output").filter(has_text="Skipped it.").wait_for(timeout=30_000)
+            page.close()
+    for width, texts in measured.items():
+        roles = {m["role"] for m in texts}
+        assert {"run", "skip", "allow-session", "status", "approval-summary"} <= roles, (width, roles)
+        unreadable = [m for m in texts if m["contrast"] < m["need"] or m["size"] < 11]
+        assert unreadable == [], (theme, width, unreadable)

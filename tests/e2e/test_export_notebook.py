@@ -68,7 +68,7 @@ def test_a_notebook_run_by_nbclient_asks_nobody_and_the_code_does_not_run(isolat
         )
         notebook = execute(isolated_env / "batch.ipynb", isolated_env)
         told = model.chat_requests[1]["messages"][-1]["content"]
-    assert told.startswith("not run: nobody can approve Python code here")
+    assert told.startswith("not run: nobody approved this code")
     mimes = {key for cell in notebook.cells for output in cell.get("outputs", []) for key in output.get("data", {})}
     assert "application/vnd.jupyter.widget-view+json" not in mimes
     assert "ran_unattended" not in json.dumps(notebook.cells[2].outputs)

@@ -115,10 +115,14 @@ def test_the_panel_receives_every_hidden_line_and_character_as_visible_text(comm
 
 
 class CellOutput:
-    """The running cell's output area: the widget shown, then whatever replaced it."""
+    """The running cell's output area: the widget shown, then whatever replaced it.
 
-    def __init__(self) -> None:
+    ``draws``: the frontend draws widgets, so its view reports the question on screen, as a browser's does.
+    """
+
+    def __init__(self, draws: bool = True) -> None:
         self.shown: list = []
+        self.draws = draws
 
     def display(self, obj, display_id=False):
         self.shown.append(obj)
@@ -134,13 +138,20 @@ class CellOutput:
         deadline = time.monotonic() + timeout
         while not any(isinstance(o, CellApproval) for o in self.shown) and time.monotonic() < deadline:
             time.sleep(0.01)
-        return next(o for o in self.shown if isinstance(o, CellApproval))
+        widget = next(o for o in self.shown if isinstance(o, CellApproval))
+        if self.draws:
+            widget.comm.from_frontend({"type": "shown", "id": widget.request["id"]})
+        return widget
 
 
-def asking(code: str, output: CellOutput, *, mirrors=(), timeout: float = 5) -> tuple[threading.Thread, list]:
+def asking(
+    code: str, output: CellOutput, *, mirrors=(), timeout: float = 5, shown_wait: float = 2
+) -> tuple[threading.Thread, list]:
     answers: list = []
     thread = threading.Thread(
-        target=lambda: answers.append(ask_in_cell(code, display=output.display, mirrors=mirrors, timeout=timeout))
+        target=lambda: answers.append(
+            ask_in_cell(code, display=output.display, mirrors=mirrors, timeout=timeout, shown_wait=shown_wait)
+        )
     )
     thread.start()
     return thread, answers
@@ -230,3 +241,25 @@ def test_the_cell_asks_only_where_someone_can_click_mid_cell():
     Kernel._allow_stdin = False  # nbclient, papermill: nobody is there to answer
     assert not can_ask_in_cell(Kernel())
     assert not can_ask_in_cell(None)
+
+
+def test_a_question_no_frontend_draws_is_taken_back_for_the_input_prompt(comms):
+    output = CellOutput(draws=False)
+    started = time.monotonic()
+    thread, answers = asking("df.describe()", output, timeout=30, shown_wait=0.3)
+    widget = output.widget()
+    thread.join(5)
+    assert answers == [None] and time.monotonic() - started < 3  # the caller asks at the input prompt
+    assert widget.comm is None  # the widget is gone, and the cell says where the question went
+    assert "asked at the input prompt" in output.shown[0]["text/plain"]
+
+
+def test_a_question_says_how_long_it_waits_and_what_no_answer_means(comms):
+    output = CellOutput()
+    thread, answers = asking("df.describe()", output, timeout=0.4)
+    widget = output.widget()
+    thread.join(5)
+    assert answers == [Answer(None, via="cell")]
+    assert "no answer: the code did not run" in output.shown[0]["text/plain"]
+    assert "waiting for an answer" in repr(CellApproval("x = 1", PendingAnswer(), timeout=600))
+    assert CellApproval("x = 1", PendingAnswer(), timeout=600).request["limit"] == "10 min"

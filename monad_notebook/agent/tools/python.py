@@ -35,7 +35,8 @@ _MISSING = object()
 
 DECLINED = "the user declined to run this code"
 NO_APPROVER = (
-    "not run: nobody can approve Python code here (no interactive prompt, e.g. nbclient, papermill or a script). "
+    "not run: nobody approved this code (nobody can answer here, e.g. nbclient, papermill or a script, "
+    "or no answer came in time). "
     'To allow it, set tools.python.approval to "auto" in agents.json, '
     "or run the notebook interactively and answer the prompt."
 )

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+import time
 
 import pytest
 
 from monad_notebook import Session
 from monad_notebook import events as ev
-from monad_notebook.agent.tools.approval import Answer, ApprovalGate
+from monad_notebook.agent.tools.approval import INTERRUPTED_QUESTION, Answer, ApprovalGate, stdin_asker
 from monad_notebook.agent.tools.python import DECLINED, NO_APPROVER
 from monad_notebook.config import Config
 from monad_notebook.testing import ScriptedModel, tool_call
@@ -78,3 +79,47 @@ def test_reset_asks_again(store):
     assert gate("x = 1") is True and gate("y = 2") is True and len(asker.asked) == 1
     gate.reset()
     assert gate("z = 3") is False and asker.asked == ["x = 1", "z = 3"]
+
+
+def test_an_interrupt_at_the_question_is_a_recorded_skip_and_the_stored_turn_says_the_code_did_not_run(store):
+    def interrupted(code: str) -> Answer:
+        raise KeyboardInterrupt
+
+    model = ScriptedModel([tool_call("python", {"code": "ran = True"}), "after the interrupt"])
+    session, namespace = asking_session(store, model, interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        session.ask("try it")
+    assert "ran" not in namespace
+    assert decisions(store, "ask") == [("skip", "interrupt")]
+    stored = [m for m in store.load_messages("ask") if m.role == "tool"]
+    assert [m.content for m in stored] == [INTERRUPTED_QUESTION]
+    session.approve = ApprovalGate(ScriptedAsker(), emit=session.emit)
+    assert session.ask("and now?").text == "after the interrupt"  # the session goes on, every call answered
+
+
+class KernelShell:
+    kernel = object()  # asked inside a kernel: the question is bounded in time
+
+
+def test_the_input_prompt_in_a_kernel_says_its_time_limit_and_gives_up_at_it(monkeypatch, capsys):
+    def nobody_types(prompt: str) -> str:
+        time.sleep(30)
+        return "y"
+
+    monkeypatch.setattr("builtins.input", nobody_types)
+    started = time.monotonic()
+    answer = stdin_asker(KernelShell(), lambda: 0.5)("print(1)")
+    assert answer == Answer(None, via="prompt") and time.monotonic() - started < 5
+    assert "No answer in 0.5 s: the code did not run." in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("reply", "expected"), [("y", Answer(True, via="prompt")), ("n", Answer(False, via="prompt"))])
+def test_the_input_prompt_shows_hidden_characters_and_its_limit_before_asking(monkeypatch, capsys, reply, expected):
+    asked: list[str] = []
+    monkeypatch.setattr("builtins.input", lambda prompt: asked.append(prompt) or reply)
+    code = "print('ok')\u202e # looks harmless\nx = 1"
+    assert stdin_asker(KernelShell(), lambda: 600)(code) == expected
+    printed = capsys.readouterr().out
+    assert "<U+202E>" in printed and "\u202e" not in printed
+    assert "no answer in 10 min: not run" in printed
+    assert asked and "2 lines" in asked[0]

@@ -1,0 +1,241 @@
+"""Where the question "run this code?" goes, in a real kernel, driven the way each kind of frontend drives it.
+
+- a client that answers input requests but draws no widgets (jupyter console, qtconsole, editors):
+  the in-cell question is taken back and the input prompt is asked within about two seconds;
+- a client that draws widgets (its view reports the question on screen): the answer comes from the cell;
+- an interrupt during either question ends it at once as a recorded skip, and the next cell goes on.
+
+JupyterLab and Notebook 7 in a real browser are in ``test_cell_browser.py``; nbclient, which allows
+no input, in ``test_export_notebook.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from monad_notebook import events as ev
+from monad_notebook.agent.tools.approval import INTERRUPTED_QUESTION
+from monad_notebook.agent.tools.python import DECLINED
+from monad_notebook.testing import FakeOpenAIServer, tool_call
+
+pytestmark = pytest.mark.slow
+
+WIDGET = "application/vnd.jupyter.widget-view+json"
+HIDDEN = "print('RAN-' + 'NO')\u202e  # looks harmless"
+
+
+class Frontend:
+    """One kernel and what it sent, with the time each message arrived."""
+
+    def __init__(self, workdir) -> None:
+        from jupyter_client.manager import start_new_kernel
+
+        self.km, self.kc = start_new_kernel(kernel_name="python3", cwd=str(workdir))
+        self.seen: list[tuple[float, dict[str, Any]]] = []
+
+    def run(self, code: str, *, stdin: Callable[[dict], None] | None = None, on_iopub=None) -> dict:
+        def output(msg: dict) -> None:
+            self.seen.append((time.monotonic(), msg))
+            if on_iopub is not None:
+                on_iopub(msg)
+
+        def answer(msg: dict) -> None:
+            self.seen.append((time.monotonic(), msg))
+            if stdin is not None:
+                stdin(msg)
+
+        return self.kc.execute_interactive(
+            code, timeout=90, output_hook=output, allow_stdin=stdin is not None, stdin_hook=answer
+        )["content"]
+
+    def first(self, predicate: Callable[[dict], bool]) -> float:
+        return next(at for at, msg in self.seen if predicate(msg))
+
+    def text(self) -> str:
+        parts = []
+        for _, msg in self.seen:
+            content = msg["content"]
+            if msg["msg_type"] == "stream":
+                parts.append(content["text"])
+            elif msg["msg_type"] in ("display_data", "update_display_data"):
+                parts.append(content["data"].get("text/plain", ""))
+        return "\n".join(parts)
+
+    def custom(self, comm_id: str, content: dict) -> None:
+        """A click or a report from the widget's view, as a browser sends it."""
+        data = {"method": "custom", "content": content}
+        self.kc.shell_channel.send(self.kc.session.msg("comm_msg", {"comm_id": comm_id, "data": data}))
+
+    def close(self) -> None:
+        self.kc.stop_channels()
+        self.km.shutdown_kernel(now=True)
+
+
+def is_widget(msg: dict) -> bool:
+    return msg["msg_type"] == "display_data" and WIDGET in msg["content"]["data"]
+
+
+def is_input(msg: dict) -> bool:
+    return msg["msg_type"] == "input_request"
+
+
+class Views:
+    """The widget side of a frontend that draws widgets: it draws a question once the cell displays it."""
+
+    def __init__(self) -> None:
+        self.requests: dict[str, str] = {}  # comm id -> question id, from the widget's opening state
+
+    def drawn(self, msg: dict) -> tuple[str, str] | None:
+        """(comm id, question id) when ``msg`` displays the in-cell question, as a browser would then draw it."""
+        content = msg["content"]
+        if msg["msg_type"] == "comm_open":
+            request = content["data"].get("state", {}).get("request")
+            if isinstance(request, dict) and "id" in request:
+                self.requests[content["comm_id"]] = request["id"]
+        elif is_widget(msg):
+            comm_id = content["data"][WIDGET].get("model_id")
+            if comm_id in self.requests:
+                return comm_id, self.requests[comm_id]
+        return None
+
+
+def configure(workdir, server: FakeOpenAIServer) -> None:
+    agents = {
+        "models": {"main": {"model": "gpt-4.1-mini", "baseUrl": server.base_url, "maxRetries": 0}},
+        "tools": {"python": {"approval": "ask"}},
+    }
+    (workdir / "agents.json").write_text(json.dumps(agents))
+
+
+def decisions(workdir, session: str) -> list[tuple[str, str]]:
+    from monad_notebook.store.lance import LanceStore
+
+    store = LanceStore(workdir.parent / "monad-home" / "db")
+    try:
+        return [(e.data["decision"], e.data["via"]) for e in store.list_events(session, kind=ev.APPROVAL)]
+    finally:
+        store.close()
+
+
+def tool_results(server: FakeOpenAIServer) -> list[str]:
+    last = server.chat_requests[-1]["messages"]
+    return [m["content"] for m in last if m["role"] == "tool"]
+
+
+def test_a_client_that_answers_input_but_draws_no_widgets_is_asked_at_the_prompt_within_two_seconds(isolated_env):
+    replies = iter(["y", "n", "a"])
+    with FakeOpenAIServer() as server:
+        configure(isolated_env, server)
+        server.queue(
+            tool_call("python", {"code": "print('RAN-' + 'YES')"}),
+            tool_call("python", {"code": HIDDEN}),
+            tool_call("python", {"code": "print('RAN-' + 'ALWAYS')"}),
+            tool_call("python", {"code": "print('RAN-' + 'AGAIN')"}),
+            "All done.",
+        )
+        frontend = Frontend(isolated_env)
+        try:
+            frontend.run("%load_ext monad_notebook")
+            prompts: list[str] = []
+
+            def type_reply(msg: dict) -> None:
+                prompts.append(msg["content"]["prompt"])
+                frontend.kc.input(next(replies))
+
+            started = time.monotonic()
+            reply = frontend.run("%%monad --session console\nRun these.", stdin=type_reply)
+            took = time.monotonic() - started
+            waited = frontend.first(is_input) - frontend.first(is_widget)
+            shown = frontend.text()
+        finally:
+            frontend.close()
+        results = tool_results(server)
+    assert reply["status"] == "ok" and took < 45, (reply, took)
+    assert waited < 4, f"the input prompt came {waited:.1f} s after the in-cell question"
+    assert len(prompts) == 3 and all("[y/N, a = allow python for this session]" in p for p in prompts)
+    assert "RAN-YES" in shown and "RAN-ALWAYS" in shown and "RAN-AGAIN" in shown and "RAN-NO" not in shown
+    assert "<U+202E>" in shown and "no answer in 10 min: not run" in shown  # shown before the prompt asks
+    assert "it is asked at the input prompt" in shown
+    assert "All done." in shown and "Markdown object" not in shown  # the answer is readable as plain text too
+    assert results[1] == DECLINED
+    assert decisions(isolated_env, "console") == [
+        ("run", "prompt"),
+        ("skip", "prompt"),
+        ("allow for session", "prompt"),
+        ("run", "session"),
+    ]
+
+
+def test_a_client_that_draws_widgets_is_answered_in_the_cell_and_never_asked_at_the_prompt(isolated_env):
+    with FakeOpenAIServer() as server:
+        configure(isolated_env, server)
+        server.queue(tool_call("python", {"code": "print('RAN-' + 'CELL')"}), "Done.")
+        frontend = Frontend(isolated_env)
+        try:
+            frontend.run("%load_ext monad_notebook")
+            prompts: list[dict] = []
+            views = Views()
+
+            def draw_and_click(msg: dict) -> None:
+                opened = views.drawn(msg)
+                if opened:
+                    comm_id, request_id = opened
+                    frontend.custom(comm_id, {"type": "shown", "id": request_id})
+                    time.sleep(2.5)  # longer than the wait for "shown": the question must still stand
+                    frontend.custom(comm_id, {"type": "approval", "id": request_id, "run": True})
+
+            reply = frontend.run("%%monad --session drawn\nRun it.", stdin=prompts.append, on_iopub=draw_and_click)
+            shown = frontend.text()
+        finally:
+            frontend.close()
+    assert reply["status"] == "ok" and prompts == []
+    assert "RAN-CELL" in shown and "approved: the code ran" in shown
+    assert decisions(isolated_env, "drawn") == [("run", "cell")]
+
+
+@pytest.mark.parametrize("where", ["prompt", "cell"])
+def test_an_interrupt_during_the_question_ends_it_as_a_skip_and_the_next_cell_goes_on(isolated_env, where):
+    with FakeOpenAIServer() as server:
+        configure(isolated_env, server)
+        server.queue(tool_call("python", {"code": "print('RAN-' + 'NEVER')"}))
+        server.queue("Still here.")
+        frontend = Frontend(isolated_env)
+        try:
+            frontend.run("%load_ext monad_notebook")
+            views = Views()
+
+            def interrupt_at_prompt(msg: dict) -> None:
+                frontend.km.interrupt_kernel()
+
+            def interrupt_in_cell(msg: dict) -> None:
+                opened = views.drawn(msg)
+                if opened:
+                    frontend.custom(opened[0], {"type": "shown", "id": opened[1]})
+                    time.sleep(0.5)
+                    frontend.km.interrupt_kernel()
+
+            started = time.monotonic()
+            if where == "prompt":
+                frontend.run("%%monad --session stop\nRun it.", stdin=interrupt_at_prompt)
+            else:
+                frontend.run("%%monad --session stop\nRun it.", stdin=lambda msg: None, on_iopub=interrupt_in_cell)
+            took = time.monotonic() - started
+            interrupted = frontend.text()
+            frontend.seen.clear()
+            after = frontend.run("%%monad\nAre you there?")
+            next_cell = frontend.text()
+        finally:
+            frontend.close()
+        results = tool_results(server)
+    assert took < 30 and "RAN-NEVER" not in interrupted
+    assert "interrupted. The session is consistent" in interrupted
+    if where == "cell":
+        assert "interrupted: the code did not run" in interrupted
+    assert after["status"] == "ok" and "Still here." in next_cell
+    assert results == [INTERRUPTED_QUESTION]  # the call is answered: the model learns the code did not run
+    assert decisions(isolated_env, "stop") == [("skip", "interrupt")]
