@@ -123,7 +123,8 @@ def test_the_cell_question_is_readable_in_light_and_dark_at_narrow_and_wide_widt
                 timeout=30_000,
             )
             assert page.evaluate("document.body.dataset.jpThemeLight") == ("false" if theme == "dark" else "true")
-            page.evaluate("() => { window.jupyterapp.shell.collapseLeft?.(); window.jupyterapp.shell.collapseRight?.(); }")
+            shell = "window.jupyterapp.shell"
+            page.evaluate(f"() => {{ {shell}.collapseLeft?.(); {shell}.collapseRight?.(); }}")
             page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
             question = wait_for_question(page, "THEMED")
             measured = {}

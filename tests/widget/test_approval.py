@@ -257,7 +257,7 @@ def test_a_question_no_frontend_draws_is_taken_back_for_the_input_prompt(comms):
 def test_a_question_says_how_long_it_waits_and_what_no_answer_means(comms):
     output = CellOutput()
     thread, answers = asking("df.describe()", output, timeout=0.4)
-    widget = output.widget()
+    output.widget()
     thread.join(5)
     assert answers == [Answer(None, via="cell")]
     assert "no answer: the code did not run" in output.shown[0]["text/plain"]
