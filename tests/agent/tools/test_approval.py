@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import time
 
 import pytest
@@ -123,3 +125,30 @@ def test_the_input_prompt_shows_hidden_characters_and_its_limit_before_asking(mo
     assert "<U+202E>" in printed and "\u202e" not in printed
     assert "no answer in 10 min: not run" in printed
     assert asked and "2 lines" in asked[0]
+
+
+def test_a_notebook_question_waits_as_long_as_agents_json_says_read_when_asked(store, tmp_path, monkeypatch, capsys):
+    from monad_notebook.cell.asking import notebook_gate
+
+    def nobody_types(prompt: str) -> str:
+        time.sleep(30)
+        return "y"
+
+    def limit(seconds: float) -> None:
+        agents.write_text(json.dumps({"tools": {"python": {"approval": "ask", "approvalTimeoutSeconds": seconds}}}))
+        os.utime(agents, (time.time() + seconds, time.time() + seconds))  # a new mtime, however fast the test runs
+
+    monkeypatch.setattr("builtins.input", nobody_types)
+    agents = tmp_path / "agents.json"
+    limit(600)
+    model = ScriptedModel([tool_call("python", {"code": "ran = True"}), "nobody answered"])
+    namespace: dict = {}
+    session = Session("limit", config=agents, store=store, model=model, namespace=namespace)
+    session.approve = notebook_gate(session, KernelShell(), rich=False, panel=lambda: None)
+    limit(0.5)  # edited after the gate was made: the next question uses it
+    started = time.monotonic()
+    assert session.ask("run it").text == "nobody answered"
+    assert time.monotonic() - started < 10 and "ran" not in namespace
+    assert "no answer in 0.5 s: not run" in capsys.readouterr().out
+    assert decisions(store, "limit") == [("no answer", "prompt")]
+    assert [m.content for m in store.load_messages("limit") if m.role == "tool"] == [NO_APPROVER]
