@@ -9,7 +9,7 @@ tool-result-sized messages. Columns:
 
 - chars/4: the usual rule of thumb.
 - per-type: the ratio path (``TokenCounter`` with no BPE available): classify, then bytes / ratio.
-- calibrated: the same after ``observe()`` has seen a random half of the messages, with exact
+- calibrated: the same through the session's ``Calibration`` fitted on a random half of the messages, with exact
   o200k message counts standing in for the provider's; measured on the held-out other half.
 - worst msg: the per-type estimate's largest error on a single full 8 KB message.
 - kind: what ``classify`` calls most of the sample's messages, and how many.
@@ -36,6 +36,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from monad_notebook.context.calibration import Calibration
 from monad_notebook.context.tokens import TokenCounter, classify
 
 CHUNK = 8192
@@ -158,9 +159,10 @@ def measure(text: str, provider: TokenCounter) -> dict[str, float]:
     order = list(range(len(messages)))
     random.Random(0).shuffle(order)
     seen, held_out = order[: len(order) // 2], order[len(order) // 2 :]
+    calibration = Calibration()
     for i in seen:
-        ratio.observe(per_type[i], exact[i])
-    calibrated = sum(ratio.estimate(messages[i]) for i in held_out)
+        calibration.observe(per_type[i], 0, exact[i])
+    calibrated = sum(calibration.predict(per_type[i], 0) for i in held_out)
     full = [i for i, m in enumerate(messages) if len(m[0]["content"]) == CHUNK]
     seconds = min(time_count(text) for _ in range(3))
     kinds = Counter(classify(m[0]["content"]) for m in messages)
@@ -194,17 +196,19 @@ def main() -> None:
     session = [{"role": "tool", "content": m[0]["content"]} for m in mixed]
     half = len(session) // 2
     ratio = TokenCounter(UNKNOWN, loader=lambda name: None)
+    calibration = Calibration()
     for i in range(0, half, 20):
         window = session[: i + 20]
-        ratio.observe(ratio.count_messages(window), provider.count_messages(window))
+        calibration.observe(ratio.count_messages(window), 0, provider.count_messages(window))
     held_out = session[half:]
-    raw_err = error(ratio.count_messages(held_out), provider.count_messages(held_out))
-    cal_err = error(ratio.estimate(held_out), provider.count_messages(held_out))
+    raw = ratio.count_messages(held_out)
+    raw_err = error(raw, provider.count_messages(held_out))
+    cal_err = error(calibration.predict(raw, 0), provider.count_messages(held_out))
     print(
-        f"\nMixed session ({len(session)} messages, all types shuffled; one calibration factor, "
+        f"\nMixed session ({len(session)} messages, all types shuffled; the session calibration, "
         f"{half // 20 + 1} observations on growing windows of the first half): "
         f"per-type {raw_err:+.1%}, calibrated {cal_err:+.1%} on the held-out half "
-        f"(factor {ratio.calibration:.3f})."
+        f"(ratio {calibration.fit.ratio:.3f}, offset {calibration.fit.offset:.0f})."
     )
 
 

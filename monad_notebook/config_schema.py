@@ -158,10 +158,6 @@ class StoreConfig(_Section):
     storage_options: dict[str, str] = Field(default_factory=dict)
     optimize_every_writes: PositiveInt = 50
 
-    def resolved_uri(self) -> str:
-        """The LanceDB URI to open: ``uri`` or ``$MONAD_HOME/db``."""
-        return self.uri if self.uri is not None else str(monad_home() / "db")
-
 
 class AgentConfig(_Section):
     name: Annotated[str, Field(min_length=1, max_length=100)] | None = None

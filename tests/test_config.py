@@ -87,11 +87,6 @@ def test_snake_case_keys_are_accepted_as_well_as_camel_case():
     assert config.agent.max_steps == 3
 
 
-def test_store_uri_defaults_to_db_under_monad_home():
-    assert Config().store.resolved_uri() == str(monad_home() / "db")
-    assert parse_config({"store": {"uri": "s3://bucket/monad"}}).store.resolved_uri() == "s3://bucket/monad"
-
-
 def test_monad_home_defaults_to_dot_monad_in_the_users_home(monkeypatch, tmp_path):
     monkeypatch.delenv("MONAD_HOME")
     monkeypatch.setenv("HOME", str(tmp_path))

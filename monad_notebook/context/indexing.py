@@ -27,10 +27,7 @@ session, it learns the words of what the session indexed before, a slice at a ti
 from __future__ import annotations
 
 import atexit
-import contextlib
 import logging
-import os
-import sys
 import threading
 import time
 import weakref
@@ -41,7 +38,7 @@ from monad_notebook.context.wordmatch import WordVectors, words_of
 from monad_notebook.messages import Message
 from monad_notebook.store.base import Chunk, Store
 from monad_notebook.store.embeddings import Embedder, EmbeddingInterrupted
-from monad_notebook.store.foreground import FOREGROUND, Foreground
+from monad_notebook.store.foreground import FOREGROUND, Foreground, lower_priority
 
 log = logging.getLogger(__name__)
 
@@ -154,7 +151,7 @@ class RecallIndexer:
         self.flush(timeout)
 
     def _run(self) -> None:
-        _lower_priority()
+        lower_priority(BACKGROUND_NICE)
         while True:
             with self._cond:
                 deadline = time.monotonic() + self.linger
@@ -349,15 +346,3 @@ class RecallIndexer:
 
 def _worth_indexing(message: Message) -> bool:
     return message.role != "system" and (message.role == "tool" or bool(indexed_text(message)))
-
-
-def _lower_priority() -> None:
-    """Make the calling thread nicer, so an embedding batch in flight cedes the cores to a search.
-
-    The foreground gate stops new batches, not the one running; on Linux the niceness of a
-    thread is its own (elsewhere it would be the whole process's, so it is left alone).
-    """
-    if sys.platform == "linux":
-        with contextlib.suppress(OSError):
-            tid = threading.get_native_id()
-            os.setpriority(os.PRIO_PROCESS, tid, max(os.getpriority(os.PRIO_PROCESS, tid), BACKGROUND_NICE))

@@ -6,8 +6,7 @@ real count exists, and for the hard overflow guard inside a turn, we estimate: e
 with the model's own BPE when we know it, with o200k as a proxy for other models, or with
 measured characters-per-token ratios per content type when no BPE is available. A session's
 window turns these raw counts into the provider's units with ``context.calibration`` (a
-ratio, a tool-schema weight and an offset, fitted to the provider's counts); the single
-factor :meth:`TokenCounter.observe` learns is for estimating one text at a time.
+ratio, a tool-schema weight and an offset, fitted to the provider's counts).
 
 Encodings load lazily, once per process. The official o200k/cl100k BPE files come from
 the ``bpe-openai`` wheel (works offline; checked against tiktoken's own sha256), then from
@@ -91,8 +90,6 @@ _TOKENS_PER_NAME = 1
 _REPLY_PRIMING = 3
 _TOKENS_PER_TOOL_CALL = 4
 _IMAGE_TOKENS = 765  # one 1024x1024 image at high detail
-_EMA_WEIGHT = 0.5
-_CALIBRATION_RANGE = (0.25, 4.0)
 _CACHE_ENTRIES = 8192
 _CACHE_MIN_CHARS = 64
 
@@ -264,7 +261,7 @@ def _utf8_len(text: str) -> int:
 
 
 class TokenCounter:
-    """Counts tokens for one model; :meth:`estimate` adds the calibration learnt from the provider.
+    """Counts raw tokens for one model; a window calibrates them to the provider's counts.
 
     ``loader`` maps an encoding name to an Encoding or None (default: :func:`get_encoding`);
     pass ``lambda name: None`` to force the per-type ratio estimate.
@@ -276,7 +273,6 @@ class TokenCounter:
         self._loader = loader
         self._encoding: tiktoken.Encoding | None = None
         self._resolved = False
-        self._calibration = 1.0
         self._lock = threading.Lock()
         self._cache: OrderedDict[tuple[int, int], int] = OrderedDict()
 
@@ -293,10 +289,6 @@ class TokenCounter:
     def exact(self) -> bool:
         """True when counting with the model's own encoding, not a proxy or ratios."""
         return self.encoding_name is not None and self._resolve() is not None
-
-    @property
-    def calibration(self) -> float:
-        return self._calibration
 
     def count_text(self, text: str) -> int:
         """Tokens in ``text``: exact up to 2 M chars, ratio-based without a BPE.
@@ -363,24 +355,6 @@ class TokenCounter:
             else:
                 total += self.count_text(json.dumps(part, ensure_ascii=False, default=str))
         return total
-
-    def estimate(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> int:
-        """The raw count times the single learnt factor (a whole request: ``Window.estimate``)."""
-        return round(self.count_messages(messages, tools) * self._calibration)
-
-    def observe(self, estimated: int, actual: int) -> None:
-        """Learn from a provider count: ``estimated`` is the raw :meth:`count_messages` of that request.
-
-        An exponential moving average of actual/estimated (half weight to the newest), clamped
-        to [0.25, 4] so that one odd response from a misbehaving server cannot wreck it.
-        """
-        if estimated <= 0 or actual <= 0:
-            return
-        low, high = _CALIBRATION_RANGE
-        ratio = min(max(actual / estimated, low), high)
-        with self._lock:
-            blended = self._calibration + _EMA_WEIGHT * (ratio - self._calibration)
-            self._calibration = min(max(blended, low), high)
 
 
 def effective_input_tokens(last_real: int | None, estimate: int) -> int:

@@ -12,6 +12,8 @@ with the turn either. One gate per process: the embedder and the cores are share
 from __future__ import annotations
 
 import contextlib
+import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -112,3 +114,18 @@ class Foreground:
 
 
 FOREGROUND = Foreground()
+
+
+def lower_priority(niceness: int, *, own_process: bool = False) -> None:
+    """Make the calling thread at least this nice, so the work it does cedes the cores to the foreground.
+
+    The gate stops new background work, not a unit already running. On Linux a thread's niceness
+    is its own, and threads it starts later inherit it; elsewhere niceness is the whole process's,
+    so it is changed only by a process of its own (``own_process``: the optimize helper).
+    """
+    with contextlib.suppress(OSError):
+        if sys.platform == "linux":
+            tid = threading.get_native_id()
+            os.setpriority(os.PRIO_PROCESS, tid, max(os.getpriority(os.PRIO_PROCESS, tid), niceness))
+        elif own_process and hasattr(os, "nice"):
+            os.nice(max(0, niceness - os.nice(0)))

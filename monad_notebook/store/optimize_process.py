@@ -7,7 +7,6 @@ Stray prints from libraries go to stderr: stdout carries only the replies.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
@@ -16,6 +15,9 @@ from collections import OrderedDict
 from datetime import timedelta
 from typing import IO, Any
 
+from monad_notebook.store.foreground import lower_priority
+
+HELPER_NICE = 19  # the lowest priority: the pass only tidies up
 _OPEN_DATABASES = 4  # connections the helper keeps, newest used first
 
 
@@ -28,12 +30,6 @@ class _Collected(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         self.messages.append(record.getMessage())
-
-
-def _lower_priority() -> None:
-    if hasattr(os, "nice"):
-        with contextlib.suppress(OSError):
-            os.nice(19)
 
 
 def serve(requests: IO[str], replies: IO[str]) -> None:
@@ -79,7 +75,7 @@ def _pass(line: str, databases: OrderedDict[str, Any]) -> str | None:
 
 def main() -> None:
     """Lower the priority first, so loading LanceDB already yields to the kernel; stray prints go to stderr."""
-    _lower_priority()
+    lower_priority(HELPER_NICE, own_process=True)
     replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)
     serve(sys.stdin, replies)

@@ -420,38 +420,6 @@ def test_count_messages_handles_multimodal_and_empty_content(bundled):
     assert counter.count_messages([{"role": "assistant", "content": None}]) > 0
 
 
-def test_calibration_converges_on_the_providers_counts():
-    counter = TokenCounter("llama3.1:8b", loader=no_encoding)
-    messages = tool_round(json.dumps({"code": "df.describe()"}), frame(100).to_string())
-    raw = counter.count_messages(messages)
-    actual = round(1.3 * raw)
-    assert abs(counter.estimate(messages) - actual) / actual > 0.2
-    for _ in range(4):
-        counter.observe(raw, actual)
-    assert abs(counter.estimate(messages) - actual) / actual < 0.05
-
-
-def test_one_odd_provider_count_moves_the_calibration_only_partway():
-    counter = TokenCounter("gpt-4o", loader=no_encoding)
-    for _ in range(10):
-        counter.observe(1000, 1100)
-    counter.observe(1000, 3000)
-    assert 1.1 < counter.calibration < 2.5
-
-
-def test_calibration_is_clamped_and_ignores_empty_counts():
-    counter = TokenCounter("gpt-4o", loader=no_encoding)
-    counter.observe(0, 500)
-    counter.observe(500, 0)
-    assert counter.calibration == 1.0
-    for _ in range(20):
-        counter.observe(10, 10_000)
-    assert 3.99 < counter.calibration <= 4.0
-    for _ in range(20):
-        counter.observe(10_000, 10)
-    assert 0.25 <= counter.calibration < 0.26
-
-
 def test_effective_input_tokens_prefers_the_providers_count():
     assert effective_input_tokens(12_000, estimate=9_000) == 12_000
     assert effective_input_tokens(None, estimate=9_000) == 9_000
