@@ -2,8 +2,8 @@
 
 Python's cyclic collector scans every object it tracks in a full collection, holding the
 interpreter meanwhile. A kernel with this extension, LanceDB, onnxruntime, IPython and pandas
-loaded tracks about 240,000 objects, and a full collection of them took 150 to 170 ms on a
-two-core machine: a turn it lands in stops that long, and so does a search on another thread.
+loaded tracks hundreds of thousands of objects, so a full collection holds the interpreter for
+a noticeable pause: a turn it lands in stops that long, and so does a search on another thread.
 Nearly all of those objects live as long as the kernel (modules, classes, functions, schemas).
 
 After the first ``%%monad`` cell, when the heavy libraries are loaded, :func:`settle_heap`

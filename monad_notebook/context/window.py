@@ -88,7 +88,7 @@ class Window:
         the model sees the other kernel's turns. When no one but this window wrote the messages
         or summaries tables since it last looked (``wrote``), the store's history mark says so in
         two manifest reads; otherwise two small reads, whose cost grows with the writes not yet
-        compacted (25 ms under back-to-back turns at 100k stored messages).
+        compacted.
         """
         mark = store.history_mark()
         if mark is not None and mark == self._mark:

@@ -44,12 +44,9 @@ class IndexedTables(LanceTables):
     def _index_lookups(self, table: str) -> None:
         """A scalar index per looked-up column, built on a handle of its own outside the lock.
 
-        Measured at 100k messages: "seq > n" of one session read 8.3 ms by a scan, 2.4 ms through
-        the indexes, 30 ms and 17 ms with 150 appends not yet compacted; building both takes about
-        25 ms. Asking recall's tables at 100k rows which of six messages they hold: 13 to 14 ms
-        p50 by a scan of ``message_id`` (on both cores, beside the turn), 3.6 through a BTREE
-        (built in about 40 ms). Without them reads stay correct, only slower, so a failure is
-        only logged.
+        Reading a session's messages after a seq, and asking recall's tables which messages they
+        hold, would otherwise scan the whole table on every turn. Building them is cheap; without
+        them reads stay correct, only slower, so a failure is only logged.
         """
         try:
             handle = self._db.open_table(table)
@@ -63,8 +60,8 @@ class IndexedTables(LanceTables):
     def _index_filters(self, table: str) -> None:
         """Bitmap indexes on ``session`` and ``model``, so the search prefilter reads one session's rows.
 
-        Measured at 100k rows in 100 sessions: 186 ms -> 9 ms per search. The background
-        optimize folds new rows into them; rows not yet folded are scanned, which stays correct.
+        Without them every search scans every session's rows. The background optimize folds new
+        rows into them; rows not yet folded are scanned, which stays correct.
         """
         if table in self._filter_indexed:
             return
@@ -85,9 +82,8 @@ class IndexedTables(LanceTables):
     def _index_text(self, table: str) -> bool:
         """A session bitmap and LanceDB's native full-text index on ``text``, created once; False if none.
 
-        Measured on LanceDB 0.40: rows appended after the index was built are found at once
-        (searched unindexed, a flat scan of just those rows: about 25 ms per 2,000 chunks), and
-        the background optimize folds them into the index.
+        Rows appended after the index was built are found at once (LanceDB scans just those rows
+        flat), and the background optimize folds them into the index.
         """
         if table in self._filter_indexed:
             return True
@@ -111,14 +107,12 @@ class IndexedTables(LanceTables):
         """An IVF_SQ index on ``vector`` once the table holds ``ann_min_rows`` rows, built outside the lock.
 
         Searches probe every partition and rank by the index's 8-bit codes, then reorder twice
-        the hits asked for by their full vectors (``search.py``), so distances are exact and,
-        at 100k real 384-d embeddings on 2 cores, 60 questions got the exact top 18 every time,
-        in 9 ms p50 against 12 for IVF_FLAT and 70 for a scan (a one-off check; BENCHMARKS.md). The codes are a
-        quarter of the vectors' size, which matters most when the other core is busy. Building
-        takes about 3 s at 100k rows; no lock is held, so writers keep committing and rows
-        written meanwhile are searched flat until the next optimize folds them in. An index of
-        another kind (IVF_FLAT, from earlier versions) is replaced once. A failed build is
-        logged; search stays exact.
+        the hits asked for by their full vectors (``search.py``), so distances are exact while
+        the search reads codes a quarter of the vectors' size (BENCHMARKS.md, "Tails", compares
+        it with IVF_FLAT and a scan). Building takes seconds at large sizes; no lock is held, so
+        writers keep committing and rows written meanwhile are searched flat until the next
+        optimize folds them in. An index of another kind (IVF_FLAT, from earlier versions) is
+        replaced once. A failed build is logged; search stays exact.
         """
         try:
             handle = self._db.open_table(table)

@@ -2,9 +2,7 @@
 
 A pass over a large table costs seconds of CPU (the full-text index is rewritten, the vector
 index built). Run in the kernel, it runs on LanceDB's threads at the priority of the user's
-turn, so a search or a step that falls on it waits. Measured on 2 cores at 100k stored
-messages (a one-off figure, BENCHMARKS.md "Tails"): recall searches during a pass took
-120 to 142 ms p95 with the pass in the kernel, 74 to 78 ms with it in a process of nice 19.
+turn, so a search or a step that falls on it waits (BENCHMARKS.md, "Tails", compares the two).
 
 So the kernel hands each table's pass to one helper process, started at its first pass at the
 lowest priority (nice 19, or the idle class on Windows): it uses what the kernel leaves of

@@ -9,8 +9,9 @@ neither waits for it nor shares the cores with it.
 Counting per table keeps a busy side table (recall's chunks) from compacting the large messages
 table more often.
 Another kernel may commit between our read and our write: conflicting commits and versions
-removed under us are retried on the latest version. Together with ``lance.py`` (the Store
-protocol on top), the only code that talks to LanceDB.
+removed under us are retried on the latest version. The other modules that talk to LanceDB
+build on these handles: ``lance.py`` (the Store protocol), ``search.py``, ``claims.py`` and
+``indexes.py``.
 """
 
 from __future__ import annotations
@@ -209,10 +210,9 @@ class LanceTables:
     def _distinct(self, table: str, where: str, column: str, among: Iterable[str] | None = None) -> set[str]:
         """One column's distinct values (only those in ``among``, when given), read as Arrow columns, not rows.
 
-        Measured at 100k rows of one session (a one-off check): a set of ids took 250 ms as
-        row dicts, 200 of them holding the interpreter lock, which slowed the turn while the
-        recall indexer read them on its own thread; read as one Arrow column, about 130 ms, 40
-        of them holding it; asking which of a few ids are there, about 16 ms, 1 holding it.
+        Building row dicts holds the interpreter lock for most of the read, which slows the turn
+        while the recall indexer reads on its own thread; one Arrow column holds it briefly, and
+        asking only about the ids in ``among`` reads just those rows.
         """
         handle = self._handle(table)
         if handle is None:
