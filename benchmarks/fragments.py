@@ -26,8 +26,7 @@ from benchmarks.tails import QUESTIONS, SESSION, seed
 from monad_notebook.messages import Message
 from monad_notebook.store.embeddings import LocalEmbedder
 from monad_notebook.store.lance import LanceStore
-from monad_notebook.store.rows import TEXT_TABLE, embeddings_table
-from monad_notebook.store.search import as_chunk
+from monad_notebook.store.rows import TEXT_TABLE, as_chunk, embeddings_table
 
 ROUNDS = 3
 

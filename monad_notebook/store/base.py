@@ -51,6 +51,19 @@ class Claim:
     expires_at: float
 
 
+FORGET_AFTER_SECONDS = 3600.0  # claims expired this long ago are dropped when their session's claims are released
+
+
+def live_claims(claims: Iterable[Claim], now: float) -> list[Claim]:
+    """One claim per id with its latest expiry (renewals are appended), unexpired ones only, oldest first."""
+    latest: dict[str, Claim] = {}
+    for claim in claims:
+        kept = latest.get(claim.id)
+        if kept is None or claim.expires_at > kept.expires_at:
+            latest[claim.id] = claim
+    return sorted((c for c in latest.values() if c.expires_at > now), key=lambda c: (c.claimed_at, c.id))
+
+
 @dataclass
 class MemoryFact:
     id: str
@@ -110,10 +123,13 @@ class LedgerEntry:
     open: bool = False  # errors: not yet followed by a clean run of the same tool
 
 
-class Store(Protocol):
-    # sessions
+class Sessions(Protocol):
+    """Named sessions: created, listed, branched, reset and deleted with everything keyed to them."""
+
     def get_session(self, name: str) -> SessionRecord | None: ...
-    def create_session(self, name: str, *, model: str = "", parent: str = "") -> SessionRecord: ...
+    def create_session(
+        self, name: str, *, model: str = "", parent: str = "", meta: dict[str, Any] | None = None
+    ) -> SessionRecord: ...
     def list_sessions(self) -> list[SessionRecord]: ...
     def delete_session(self, name: str) -> None:
         """Remove the session and everything keyed to it (messages, raw outputs, summaries, events, embeddings)."""
@@ -124,7 +140,10 @@ class Store(Protocol):
     def clone_session(self, source: str, target: str) -> SessionRecord:
         """Branch: copy messages, summary, raw outputs and embeddings into an independent new session."""
 
-    # messages
+
+class Transcript(Protocol):
+    """A session's messages in seq order; evictions recorded as placeholders, content always kept."""
+
     def append_messages(self, messages: list[Message]) -> int | None:
         """One write for the whole batch, whatever its size; the messages table's version it committed."""
 
@@ -145,7 +164,10 @@ class Store(Protocol):
         between two equal marks has nothing to catch up on.
         """
 
-    # turn claims (one kernel at a time per session)
+
+class Claims(Protocol):
+    """Turn claims, so kernels sharing a session take turns (``lease.py`` builds the lease on them)."""
+
     def claim_session(self, claim: Claim) -> list[Claim]:
         """Append ``claim``; return the claims on its session that were live just before it committed.
 
@@ -162,7 +184,10 @@ class Store(Protocol):
     def release_claim(self, claim: Claim) -> None:
         """Withdraw the claim, and drop claims on its session that expired long ago."""
 
-    # tool raw outputs (recovery by handle)
+
+class ToolOutputs(Protocol):
+    """Tool outputs kept whole, keyed by (session, tool_call_id): recovery by handle."""
+
     def save_raw_outputs(self, session: str, outputs: dict[str, str]) -> None:
         """Upsert tool_call_id -> full text, in one write."""
 
@@ -171,32 +196,42 @@ class Store(Protocol):
     def search_raw_outputs(self, session: str, needle: str, limit: int) -> list[tuple[str, int, str]]:
         """Lines of this session's saved tool outputs containing ``needle`` (exact, case-sensitive)."""
 
-    # summaries
+    def get_raw_outputs(self, session: str, tool_call_ids: list[str]) -> dict[str, str]:
+        """The saved full text of each of these tool calls that has one, in one read."""
+
+
+class Summaries(Protocol):
+    """What a session derived from its transcript: the rolling summary, the ledger of identifiers, and
+    what the provider's counts taught (per session and model)."""
+
     def save_summary(self, summary: Summary) -> None: ...
     def load_summary(self, session: str) -> Summary | None: ...
     def summary_head(self, session: str) -> tuple[float, int] | None:
         """The newest summary's (created_at, boundary_seq), without its text: has another kernel compacted?"""
 
-    # token-count calibration (what the provider's counts taught us, per session and model)
+    def save_ledger(self, session: str, entries: list[LedgerEntry]) -> None:
+        """Upsert entries by item, in one write."""
+
+    def load_ledger(self, session: str) -> list[LedgerEntry]: ...
+
     def save_calibration(self, session: str, model: str, data: dict[str, Any]) -> None:
         """Replace this session's calibration for ``model`` in one small write."""
 
     def load_calibration(self, session: str, model: str) -> dict[str, Any] | None:
         """This session's calibration for ``model``, else the newest any session saved for it, else None."""
 
-    # events (persisted kinds only)
-    def append_events(self, events: list[Event]) -> None: ...
-    def list_events(self, session: str, *, kind: str | None = None) -> list[Event]: ...
 
-    # memory
+class Facts(Protocol):
+    """Durable facts, by scope (``global`` or ``agent:<name>``)."""
+
     def add_facts(self, facts: list[MemoryFact]) -> None: ...
     def list_facts(self, scopes: list[str] | None = None) -> list[MemoryFact]: ...
     def remove_fact(self, fact_id: str) -> bool: ...
 
-    def get_raw_outputs(self, session: str, tool_call_ids: list[str]) -> dict[str, str]:
-        """The saved full text of each of these tool calls that has one, in one read."""
 
-    # recall: every message and saved output in chunks, for full-text and vector search
+class SearchIndex(Protocol):
+    """Recall's index: every message and saved output in chunks, for full-text and vector search."""
+
     def save_chunks(self, session: str, chunks: list[Chunk]) -> None:
         """Store chunks for full-text search in one write."""
 
@@ -221,13 +256,6 @@ class Store(Protocol):
         window shows of a message (``shown``: id -> that text); its other chunks still count.
         """
 
-    # ledger: the session's identifiers ranked by salience
-    def save_ledger(self, session: str, entries: list[LedgerEntry]) -> None:
-        """Upsert entries by item, in one write."""
-
-    def load_ledger(self, session: str) -> list[LedgerEntry]: ...
-
-    # embeddings (semantic retrieval); kept apart from messages so indexing never rewrites them
     def save_embeddings(self, session: str, rows: list[tuple[Message | Chunk, list[float]]], model: str) -> None:
         """Store each message's or chunk's vector (and its text as the snippet) in one write; bad vectors raise."""
 
@@ -252,7 +280,17 @@ class Store(Protocol):
         the window shows left out (so there may be fewer than ``k``).
         """
 
-    # housekeeping
+
+class Events(Protocol):
+    """A session's persisted events, in time order."""
+
+    def append_events(self, events: list[Event]) -> None: ...
+    def list_events(self, session: str, *, kind: str | None = None) -> list[Event]: ...
+
+
+class Store(Sessions, Transcript, Claims, ToolOutputs, Summaries, Facts, SearchIndex, Events, Protocol):
+    """Every role at once: what a Session is given. A part of the code that needs one role asks for that one."""
+
     def optimize(self) -> None:
         """Compact fragments and drop old versions; safe to call from a worker thread."""
 

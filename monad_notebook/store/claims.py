@@ -12,22 +12,13 @@ import time
 from typing import Any
 
 from monad_notebook.errors import StoreError
-from monad_notebook.store.base import Claim
+from monad_notebook.store.base import FORGET_AFTER_SECONDS, Claim, live_claims
 from monad_notebook.store.rows import SCHEMAS, arrow_table, as_row, sql_str
 from monad_notebook.store.tables import LanceTables, _reason
 
-FORGET_AFTER_SECONDS = 3600.0
-
 
 def live(rows: list[dict[str, Any]], now: float) -> list[Claim]:
-    """One claim per id with its latest expiry, unexpired ones only, oldest first."""
-    latest: dict[str, dict[str, Any]] = {}
-    for row in rows:
-        kept = latest.get(row["id"])
-        if kept is None or row["expires_at"] > kept["expires_at"]:
-            latest[row["id"]] = row
-    claims = [Claim(**row) for row in latest.values() if row["expires_at"] > now]
-    return sorted(claims, key=lambda c: (c.claimed_at, c.id))
+    return live_claims([Claim(**row) for row in rows], now)
 
 
 class ClaimTables(LanceTables):

@@ -6,6 +6,7 @@ Filters are raw SQL: every value a user may influence goes through ``sql_str``.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -13,7 +14,7 @@ import pyarrow as pa
 
 from monad_notebook.errors import StoreError
 from monad_notebook.messages import Message, ToolCall
-from monad_notebook.store.base import EmbeddingHit, MemoryFact, SessionRecord
+from monad_notebook.store.base import Chunk, EmbeddingHit, MemoryFact, SessionRecord
 
 TYPES = {"text": pa.string(), "int": pa.int64(), "float": pa.float64(), "bool": pa.bool_()}
 NULL_AS = {pa.string(): "", pa.int64(): 0, pa.float64(): 0.0, pa.bool_(): False}
@@ -54,6 +55,8 @@ SCHEMAS: dict[str, pa.Schema] = {
 EMBEDDINGS_PREFIX = "embeddings_"
 TEXT_TABLE = "recall_text"
 EMBEDDED_TEXT_MAX_CHARS = 2000
+MAX_QUERY_WORDS = 48
+_QUERY_WORD = re.compile(r"[^\W_]+")
 _EMBEDDING_COLUMNS = (
     "session:text! message_id:text! seq:int turn:int role:text name:text text:text model:text created_at:float"
     " offset:int tool_call_id:text"
@@ -108,13 +111,26 @@ def arrow_table(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
     try:
         return pa.Table.from_pylist(rows, schema=schema)
     except UnicodeEncodeError:
-        return pa.Table.from_pylist([{k: _as_text(v) for k, v in row.items()} for row in rows], schema=schema)
+        return pa.Table.from_pylist([{k: as_text(v) for k, v in row.items()} for row in rows], schema=schema)
 
 
-def _as_text(value: Any) -> Any:
+def as_text(value: Any) -> Any:
+    """``value``, with any lone surrogate of a text replaced by U+FFFD (a pair becomes its character)."""
     if isinstance(value, str) and not is_text(value):
         return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
     return value
+
+
+def as_chunk(item: Message | Chunk) -> Chunk:
+    """A message stands for its one chunk where a chunk is expected (a vector of the whole message)."""
+    if isinstance(item, Chunk):
+        return item
+    return Chunk(item.id, 0, item.content, item.seq, item.turn, item.role, item.name, item.tool_call_id)
+
+
+def query_words(text: str) -> str:
+    """``text`` as plain space-separated word tokens: nothing a full-text query parser could read as syntax."""
+    return " ".join(_QUERY_WORD.findall(text)[:MAX_QUERY_WORDS])
 
 
 def sql_in(values: Iterable[str]) -> str:

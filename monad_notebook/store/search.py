@@ -11,7 +11,6 @@ through ``sql_str``; the words of a full-text query are reduced to plain word to
 from __future__ import annotations
 
 import math
-import re
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
@@ -23,28 +22,17 @@ from monad_notebook.store.indexes import IndexedTables
 from monad_notebook.store.rows import (
     EMBEDDED_TEXT_MAX_CHARS,
     TEXT_TABLE,
+    as_chunk,
     best_hits,
     embeddings_table,
+    query_words,
     search_table,
     sql_str,
 )
 
-MAX_QUERY_WORDS = 48
 _EVERY_PARTITION = 1_000_000
 _REFINE = 2
-_WORD = re.compile(r"[^\W_]+")
 _HIT_COLUMNS = ["message_id", "offset", "seq", "turn", "role", "name", "tool_call_id", "text"]
-
-
-def query_words(text: str) -> str:
-    """``text`` as plain space-separated word tokens: nothing a full-text query parser could read as syntax."""
-    return " ".join(_WORD.findall(text)[:MAX_QUERY_WORDS])
-
-
-def as_chunk(item: Message | Chunk) -> Chunk:
-    if isinstance(item, Chunk):
-        return item
-    return Chunk(item.id, 0, item.content, item.seq, item.turn, item.role, item.name, item.tool_call_id)
 
 
 class SearchTables(IndexedTables):

@@ -7,10 +7,13 @@ Everything here is scripted or fake: no answer comes from a language model.
 - ``FakeOpenAIServer`` is a real HTTP server on 127.0.0.1 that speaks the OpenAI wire format
   (streaming chat completions with tool calls and usage, embeddings, model list) and can be
   told to fail: rate limits, server errors, context-length errors, slow or broken streams.
+- ``MemoryStore`` keeps a session in memory, answering every role of the Store protocol as
+  the LanceDB store does (a contract test suite runs against both): ``Session(store=MemoryStore())``.
 """
 
 from __future__ import annotations
 
+from monad_notebook.testing.memory_store import MemoryStore
 from monad_notebook.testing.scripted import (
     RecordedCall,
     ScriptedModel,
@@ -24,6 +27,7 @@ from monad_notebook.testing.wire import hash_vector
 
 __all__ = [
     "FakeOpenAIServer",
+    "MemoryStore",
     "RecordedCall",
     "RecordedRequest",
     "ScriptedModel",

@@ -151,6 +151,7 @@ def test_status_after_a_restart_is_in_the_providers_units(store):
     assert abs(occupancy - real) / real < 0.25  # the window grew by one answer since that count
 
 
+@pytest.mark.lance
 def test_what_was_learnt_is_saved_in_one_small_write_per_turn_and_not_without_a_count(store):
     with server_for(False) as server:
         session = session_on(server, store)

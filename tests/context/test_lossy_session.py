@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from monad_notebook import Session
 from monad_notebook import events as ev
 from monad_notebook.config import Config
@@ -44,6 +46,7 @@ def make(store, model, name="lossy", fast_model=None, recall=True, **summarize) 
     return Session(name, config=config, store=store, model=model, fast_model=fast_model)
 
 
+@pytest.mark.lance
 def test_background_compaction_does_not_block_the_turn_and_lands_durably(store, tmp_path):
     model = ScriptedModel([f"answer {i}" for i in range(6)], context_window=2000)
     slow = SlowModel(4.0, [BRIEFING] * 4)
@@ -79,6 +82,7 @@ def test_hard_threshold_waits_for_the_compaction_in_flight_then_compacts_if_stil
     assert sum(sent[3:]) < sum(sent[:3]) * 3  # and the window did not keep growing
 
 
+@pytest.mark.lance
 def test_per_turn_reads_are_o_window_whatever_the_session_length(store):
     def seed(name: str, count: int) -> None:
         store.create_session(name)

@@ -301,6 +301,7 @@ def test_message_chunks_cover_the_whole_text_in_order():
     assert {(c.tool_call_id, c.seq, c.turn, c.role) for c in chunks} == {("call_1", 4, 2, "tool")}
 
 
+@pytest.mark.lance
 def test_stopping_the_indexer_drops_queued_work_and_nothing_is_written_afterwards(store):
     embedder = KeywordEmbedder()
     embedder.gate = threading.Event()
@@ -326,6 +327,7 @@ def test_stopping_the_indexer_drops_queued_work_and_nothing_is_written_afterward
     assert indexer.flush(timeout=1)
 
 
+@pytest.mark.lance
 def test_steps_that_come_back_to_back_share_one_write(store):
     indexer = RecallIndexer(store, None)
     for i in range(3):
@@ -440,6 +442,7 @@ def test_after_the_embedding_model_changes_earlier_messages_get_vectors_from_the
     assert hits and hits[0].message_id in {m.id for m in earlier}
 
 
+@pytest.mark.lance
 def test_a_session_whose_history_is_all_indexed_costs_its_new_indexer_no_writes(store):
     earlier = stored_notes(store, 4)
     index(store, KeywordEmbedder(), "s", earlier)
@@ -535,6 +538,7 @@ class LearningEmbedder(KeywordEmbedder):
         return vectors
 
 
+@pytest.mark.lance
 def test_a_new_kernels_first_batch_reads_only_its_own_ids_not_the_whole_sessions(store):
     earlier = stored_notes(store, 2000)
     index(store, KeywordEmbedder(), "s", earlier)

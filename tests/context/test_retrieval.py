@@ -224,6 +224,7 @@ def test_the_indexer_embeds_original_content_even_after_eviction(store, embedder
     assert [(h.message_id, h.snippet, h.role, h.name) for h in hits] == [(tool.id, "the cat data", "tool", "read_file")]
 
 
+@pytest.mark.lance
 def test_the_indexer_writes_once_per_batch_and_skips_what_is_already_embedded(store, embedder) -> None:
     first, *messages = history("s", *[f"cat note {i}" for i in range(71)])
     indexed(store, embedder, [first])

@@ -1,4 +1,4 @@
-"""An S3-compatible server (moto) on loopback, shared by the object-storage tests."""
+"""The stores the contract tests run against, and an S3-compatible server (moto) on loopback for object storage."""
 
 from __future__ import annotations
 
@@ -41,3 +41,14 @@ def s3_endpoint() -> Iterator[str]:
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+@pytest.fixture(params=["lance", "memory"])
+def each_store(request, tmp_path):
+    """LanceDB in a temp dir, then the in-memory twin: a contract test runs on both."""
+    from monad_notebook.store.lance import LanceStore
+    from monad_notebook.testing.memory_store import MemoryStore
+
+    store = LanceStore(tmp_path / "db") if request.param == "lance" else MemoryStore()
+    yield store
+    store.close()

@@ -11,30 +11,13 @@ from pathlib import Path
 import lancedb
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from monad_notebook.errors import StoreError
-from monad_notebook.events import EVICTED, HANDOFF_SUGGESTED, TURN_FINISHED, TURN_STARTED, Event
-from monad_notebook.messages import Message, ToolCall
 from monad_notebook.store.base import MemoryFact, Summary
 from monad_notebook.store.lance import LanceStore, default_db_uri
-from monad_notebook.store.rows import sql_str
+from tests.store.sessions import fill_session, turn
 
 pytestmark = pytest.mark.filterwarnings(r"ignore:optimize\(cleanup_older_than=0\):UserWarning")
-
-HOSTILE_NAMES = [
-    "x' OR '1'='1",
-    "x'; DELETE FROM messages; --",
-    'it\'s "quoted"',
-    "back\\slash\\",
-    "back\\'slash",
-    "new\nline\r\n",
-    "emoji 🦄 ünïcödé 中文",
-    "%",
-    "_",
-    "   ",
-]
 
 
 @pytest.fixture
@@ -49,212 +32,21 @@ def store(db: Path):
     s.close()
 
 
-def turn(session: str, start: int, n: int = 3, *, turn_no: int = 1) -> list[Message]:
-    """n messages in seq order: a user message, an assistant tool call, tool results."""
-    out = [Message(role="user", content=f"question {start}", session=session, seq=start, turn=turn_no)]
-    for i in range(1, n):
-        seq = start + i
-        if i % 2:
-            call = ToolCall(id=f"call-{seq}", name="run_python", arguments='{"code": "1+1"}')
-            out.append(Message(role="assistant", content="", session=session, seq=seq, turn=turn_no, tool_calls=[call]))
-        else:
-            out.append(
-                Message(
-                    role="tool",
-                    content=f"result {seq}",
-                    session=session,
-                    seq=seq,
-                    turn=turn_no,
-                    tool_call_id=f"call-{seq - 1}",
-                    name="run_python",
-                )
-            )
-    return out
-
-
-def fill_session(store: LanceStore, name: str) -> list[Message]:
-    """A session with rows in every session-keyed table."""
-    store.create_session(name, model="gpt-test")
-    messages = turn(name, 1, 5)
-    store.append_messages(messages)
-    store.save_raw_outputs(name, {"call-2": f"full output of {name}"})
-    store.save_summary(Summary(session=name, text=f"summary of {name}", boundary_seq=2, created_at=time.time()))
-    store.append_events([Event(TURN_FINISHED, name, {"who": name})])
-    return messages
-
-
 # round trips
-
-
-def test_messages_round_trip_with_every_field(store: LanceStore) -> None:
-    original = Message(
-        role="assistant",
-        content="thinking…\nwith 'quotes' and \\ backslashes",
-        session="s",
-        seq=7,
-        turn=2,
-        step=3,
-        tool_calls=[ToolCall(id="c1", name="read_file", arguments='{"path": "a.csv"}')],
-        tool_call_id="",
-        name="",
-        placeholder="[context-cleared] …",
-        redacted=True,
-        created_at=123.5,
-    )
-    store.append_messages([original])
-
-    assert store.load_messages("s") == [original]
-
-
-def test_sessions_round_trip_and_list_in_creation_order(store: LanceStore) -> None:
-    first = store.create_session("first", model="gpt-test")
-    second = store.create_session("second", parent="first")
-
-    assert store.get_session("first") == first
-    assert store.get_session("second").parent == "first"
-    assert [s.name for s in store.list_sessions()] == ["first", "second"]
-    assert second.created_at >= first.created_at
-    assert store.get_session("missing") is None
-
-
-def test_creating_an_existing_session_says_to_pick_another_name(store: LanceStore) -> None:
-    store.create_session("s")
-
-    with pytest.raises(StoreError, match="already exists"):
-        store.create_session("s")
-    assert len(store.list_sessions()) == 1
-
-
-def test_raw_outputs_upsert_per_tool_call_and_report_which_exist(store: LanceStore) -> None:
-    store.save_raw_outputs("s", {"c1": "first", "c2": "second"})
-    store.save_raw_outputs("s", {"c1": "rewritten"})
-
-    assert store.get_raw_output("s", "c1") == "rewritten"
-    assert store.get_raw_output("s", "c2") == "second"
-    assert store.get_raw_output("s", "c3") is None
-    assert store.get_raw_output("other", "c1") is None
-    assert store.has_raw_outputs("s", ["c1", "c3", "c2"]) == {"c1", "c2"}
-    assert store.has_raw_outputs("s", []) == set()
-
-
-def test_load_summary_returns_the_newest_and_keeps_history(store: LanceStore) -> None:
-    assert store.load_summary("s") is None
-    store.save_summary(Summary(session="s", text="old", boundary_seq=10, created_at=100.0, tokens=50))
-    newest = Summary(session="s", text="new", boundary_seq=40, created_at=200.0, tokens=80, reflections=1)
-    store.save_summary(newest)
-    store.save_summary(Summary(session="s", text="reflected", boundary_seq=40, created_at=150.0))
-
-    assert store.load_summary("s") == newest
-    assert store.table_stats()["summaries"]["rows"] == 3
-
-
-def test_events_round_trip_in_time_order_and_drop_transient_kinds(store: LanceStore) -> None:
-    store.append_events(
-        [
-            Event(TURN_FINISHED, "s", {"tokens": 12}, ts=2.0),
-            Event(TURN_STARTED, "s", {"prompt": "hi"}, ts=1.0),
-            Event(HANDOFF_SUGGESTED, "s", {"message": "h"}, ts=1.5),
-            Event(EVICTED, "s", {"ids": ["a"]}, ts=1.6),
-        ]
-    )
-
-    assert store.list_events("s") == [
-        Event(TURN_STARTED, "s", {"prompt": "hi"}, ts=1.0),
-        Event(EVICTED, "s", {"ids": ["a"]}, ts=1.6),
-        Event(TURN_FINISHED, "s", {"tokens": 12}, ts=2.0),
-    ]
-    assert [e.kind for e in store.list_events("s", kind=TURN_FINISHED)] == [TURN_FINISHED]
-    assert store.list_events("other") == []
-
-
-def test_memory_facts_list_by_scope_and_remove(store: LanceStore) -> None:
-    facts = [
-        MemoryFact(id="f1", scope="global", text="prefers polars", created_at=1.0),
-        MemoryFact(id="f2", scope="agent:analyst", text="fiscal year starts in April", created_at=2.0, source="tool"),
-        MemoryFact(id="f3", scope="agent:other", text="unrelated", created_at=3.0, source="promotion"),
-    ]
-    store.add_facts(facts)
-
-    assert store.list_facts() == facts
-    assert store.list_facts(["global", "agent:analyst"]) == facts[:2]
-    assert store.list_facts([]) == []
-    assert store.remove_fact("f2") is True
-    assert store.remove_fact("f2") is False
-    assert [f.id for f in store.list_facts()] == ["f1", "f3"]
 
 
 # hostile names
 
 
-@pytest.mark.parametrize("name", HOSTILE_NAMES)
-def test_hostile_session_name_is_just_a_name(store: LanceStore, name: str) -> None:
-    victim = fill_session(store, "victim")
-    mine = fill_session(store, name)
-
-    assert store.load_messages(name) == mine
-    assert store.count_messages(name) == len(mine)
-    assert store.get_raw_output(name, "call-2") == f"full output of {name}"
-    assert store.load_summary(name).text == f"summary of {name}"
-    assert [e.data for e in store.list_events(name)] == [{"who": name}]
-    assert store.get_session(name).name == name
-
-    store.set_placeholders(name, {m.id: "[cleared]" for m in mine})
-    store.delete_session(name)
-
-    assert store.load_messages("victim") == victim
-    assert store.get_raw_output("victim", "call-2") == "full output of victim"
-    assert store.load_summary("victim").text == "summary of victim"
-    assert [s.name for s in store.list_sessions()] == ["victim"]
-    assert store.load_messages(name) == []
-
-
-def test_hostile_tool_call_ids_and_scopes_are_just_values(store: LanceStore) -> None:
-    store.save_raw_outputs("s", {"c1": "mine"})
-    store.add_facts([MemoryFact(id="keep", scope="global", text="kept", created_at=1.0)])
-
-    assert store.get_raw_output("s", "x' OR '1'='1") is None
-    assert store.has_raw_outputs("s", ["x' OR '1'='1", "c1') OR ('1'='1"]) == set()
-    assert store.list_facts(["x' OR '1'='1"]) == []
-    assert store.remove_fact("x' OR '1'='1") is False
-    assert [f.id for f in store.list_facts()] == ["keep"]
-
-
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(
-    name=st.text(
-        st.sampled_from("'\"\\;-=%_ \n") | st.characters(blacklist_characters="\x00", blacklist_categories=["Cs"]),
-        min_size=1,
-    )
-)
-def test_any_session_name_loads_only_its_own_messages(store: LanceStore, name: str) -> None:
-    if store.get_session("bystander") is None:
-        fill_session(store, "bystander")
-    store.append_messages(turn(name, 1, 2))
-
-    assert {m.session for m in store.load_messages(name)} == {name}
-    assert {m.session for m in store.load_messages("bystander")} == {"bystander"}
-    store.delete_session(name)
-    assert store.count_messages("bystander") == 5
-
-
-def test_text_with_lone_surrogates_is_stored_with_a_replacement_and_names_with_them_are_refused(
-    store: LanceStore,
-) -> None:
-    store.append_messages([Message("assistant", "bad \ud800 byte, emoji \ud83d\ude00", session="s", seq=0, turn=1)])
-    store.save_raw_outputs("s", {"c1": "raw \udc80 output"})
-
-    assert store.load_messages("s")[0].content == "bad \ufffd byte, emoji \U0001f600"
-    assert store.get_raw_output("s", "c1") == "raw \ufffd output"
-    with pytest.raises(StoreError, match="lone surrogate"):
-        store.load_messages("a\udc80b")
-
-
-def test_names_with_nul_characters_are_refused_with_a_message(store: LanceStore) -> None:
-    with pytest.raises(StoreError, match="NUL"):
-        store.load_messages("a\x00b")
-    with pytest.raises(StoreError, match="NUL"):
-        store.append_messages(turn("a\x00b", 1))
-    assert sql_str("it's") == "'it''s'"
+def test_every_summary_is_kept_as_history_and_a_delete_leaves_no_row_of_the_session(store: LanceStore) -> None:
+    store.save_summary(Summary(session="s", text="old", boundary_seq=10, created_at=100.0))
+    store.save_summary(Summary(session="s", text="new", boundary_seq=40, created_at=200.0))
+    assert store.table_stats()["summaries"]["rows"] == 2
+    fill_session(store, "gone")
+    fill_session(store, "kept")
+    store.delete_session("gone")
+    store.delete_session("s")
+    assert sum(t["rows"] for t in store.table_stats().values()) == 1 + 5 + 1 + 1 + 1
 
 
 # batching
@@ -289,25 +81,7 @@ def test_placeholders_and_raw_outputs_are_one_write_each(store: LanceStore) -> N
     assert store.get_raw_output("s", "seed") == "y"
 
 
-def test_placeholders_only_touch_their_own_session(store: LanceStore) -> None:
-    [theirs] = turn("other", 1, 1)
-    store.append_messages([theirs])
-
-    store.set_placeholders("s", {theirs.id: "[cleared]"})
-
-    assert store.load_messages("other")[0].placeholder == ""
-
-
 # reads
-
-
-def test_load_messages_dedupes_by_id_sorts_by_seq_and_starts_after_seq(store: LanceStore) -> None:
-    messages = turn("s", 1, 6)
-    store.append_messages(list(reversed(messages[3:])))
-    store.append_messages(messages[:4])
-
-    assert store.load_messages("s") == messages
-    assert [m.seq for m in store.load_messages("s", after_seq=4)] == [5, 6]
 
 
 def test_rows_read_counts_the_rows_each_read_returns(store: LanceStore) -> None:
@@ -381,17 +155,6 @@ def test_a_store_whose_version_another_kernel_cleaned_up_reads_the_latest(db: Pa
     assert [m.seq for m in other.load_messages("s")] == [1, 2, 3, 4, 5]
 
 
-def test_clone_replaces_leftovers_of_an_interrupted_clone(store: LanceStore) -> None:
-    fill_session(store, "parent")
-    store.append_messages(turn("child", 100, 2))
-    store.save_raw_outputs("child", {"stale": "leftover"})
-
-    store.clone_session("parent", "child")
-
-    assert [m.seq for m in store.load_messages("child")] == [1, 2, 3, 4, 5]
-    assert store.get_raw_output("child", "stale") is None
-
-
 @pytest.mark.slow
 def test_another_process_sees_writes_and_its_writes_are_seen(store: LanceStore, db: Path) -> None:
     store.append_messages(turn("s", 1, 2))
@@ -410,70 +173,6 @@ def test_another_process_sees_writes_and_its_writes_are_seen(store: LanceStore, 
 
 
 # branching, delete, reset
-
-
-def test_clone_copies_messages_summary_and_raw_outputs_independently(store: LanceStore) -> None:
-    parent = fill_session(store, "parent")
-    store.set_placeholders("parent", {parent[2].id: "[context-cleared] use read_tool_output"})
-
-    child = store.clone_session("parent", "child")
-    store.save_raw_outputs("child", {"call-2": "overwritten in the child"})
-    store.append_messages(turn("child", 6, 1))
-
-    assert child.parent == "parent"
-    assert child.model == "gpt-test"
-    copied = store.load_messages("child")[:5]
-    assert [(m.seq, m.content, m.placeholder) for m in copied] == [
-        (m.seq, m.content, m.placeholder) for m in store.load_messages("parent")
-    ]
-    assert {m.id for m in copied}.isdisjoint(m.id for m in parent)
-    assert store.load_summary("child").text == "summary of parent"
-    assert store.get_raw_output("child", "call-2") == "overwritten in the child"
-    assert store.get_raw_output("parent", "call-2") == "full output of parent"
-    assert store.count_messages("parent") == 5
-    assert store.list_events("child") == []
-
-
-def test_clone_refuses_a_missing_source_or_an_existing_target(store: LanceStore) -> None:
-    fill_session(store, "a")
-    fill_session(store, "b")
-
-    with pytest.raises(StoreError, match="no session named 'missing'"):
-        store.clone_session("missing", "c")
-    with pytest.raises(StoreError, match="'b' already exists"):
-        store.clone_session("a", "b")
-    assert store.count_messages("b") == 5
-
-
-def test_delete_removes_the_session_from_every_table(store: LanceStore) -> None:
-    fill_session(store, "gone")
-    kept = fill_session(store, "kept")
-
-    store.delete_session("gone")
-
-    assert store.get_session("gone") is None
-    assert store.load_messages("gone") == []
-    assert store.get_raw_output("gone", "call-2") is None
-    assert store.load_summary("gone") is None
-    assert store.list_events("gone") == []
-    assert store.load_messages("kept") == kept
-    assert sum(t["rows"] for t in store.table_stats().values()) == 1 + 5 + 1 + 1 + 1
-
-
-def test_reset_keeps_the_session_record_and_drops_its_history(store: LanceStore) -> None:
-    record = fill_session(store, "s") and store.get_session("s")
-    kept = fill_session(store, "other")
-
-    store.reset_session("s")
-
-    after = store.get_session("s")
-    assert (after.name, after.created_at, after.model) == (record.name, record.created_at, record.model)
-    assert after.updated_at >= record.updated_at
-    assert store.load_messages("s") == []
-    assert store.get_raw_output("s", "call-2") is None
-    assert store.load_summary("s") is None
-    assert store.list_events("s") == []
-    assert store.load_messages("other") == kept
 
 
 # housekeeping
@@ -640,30 +339,3 @@ def test_a_calibration_is_kept_per_session_and_model_and_replaced_in_one_write(s
     assert store.load_calibration("eda", "gpt-4o") == {"observations": [[100, 10, 95]]}
     assert store.load_calibration("eda", "local-model") == {"observations": [[100, 10, 300]]}
     assert store.table_stats()["calibrations"]["rows"] == 2
-
-
-def test_a_session_without_one_gets_the_newest_another_session_saved_for_the_model(store: LanceStore) -> None:
-    assert store.load_calibration("new", "gpt-4o") is None
-    store.save_calibration("old", "gpt-4o", {"observations": [[1, 0, 1]]})
-    store.save_calibration("newer", "gpt-4o", {"observations": [[2, 0, 2]]})
-    store.save_calibration("own", "gpt-4o", {"observations": [[3, 0, 3]]})
-    store.save_calibration("newest", "gpt-4o", {"observations": [[4, 0, 4]]})
-    assert store.load_calibration("fresh", "gpt-4o") == {"observations": [[4, 0, 4]]}
-    assert store.load_calibration("own", "gpt-4o") == {"observations": [[3, 0, 3]]}
-    assert store.load_calibration("fresh", "other-model") is None
-
-
-@pytest.mark.parametrize("name", HOSTILE_NAMES)
-def test_calibrations_under_hostile_names_stay_apart(store: LanceStore, name: str) -> None:
-    store.save_calibration(name, name, {"observations": [[1, 2, 3]]})
-    store.save_calibration("plain", name, {"observations": [[4, 5, 6]]})
-    assert store.load_calibration(name, name) == {"observations": [[1, 2, 3]]}
-
-
-def test_reset_keeps_what_was_learnt_of_the_provider_and_delete_drops_it(store: LanceStore) -> None:
-    store.create_session("eda")
-    store.save_calibration("eda", "gpt-4o", {"observations": [[1, 0, 1]]})
-    store.reset_session("eda")
-    assert store.load_calibration("eda", "gpt-4o") == {"observations": [[1, 0, 1]]}
-    store.delete_session("eda")
-    assert store.load_calibration("eda", "gpt-4o") is None

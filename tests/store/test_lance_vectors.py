@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,48 +9,11 @@ import pytest
 from lancedb.index import IvfFlat, IvfSq
 from lancedb.table import LanceTable
 
-from monad_notebook.errors import StoreError
 from monad_notebook.messages import Message
-from monad_notebook.store.base import Chunk
 from monad_notebook.store.lance import LanceStore
+from tests.store.sessions import MODEL, axis, stored
 
 pytestmark = pytest.mark.filterwarnings(r"ignore:optimize\(cleanup_older_than=0\):UserWarning")
-
-HOSTILE_NAMES = ["x' OR '1'='1", "x'; DELETE FROM embeddings_4; --", "back\\'slash", "new\nline", "%", "_"]
-MODEL = "test-model"
-
-
-def axis(i: int, dims: int = 4, lean: float = 0.0) -> list[float]:
-    """A unit vector along axis i, leaning towards the next axis by ``lean``."""
-    v = [0.0] * dims
-    v[i % dims] = 1.0
-    v[(i + 1) % dims] = lean
-    norm = math.sqrt(sum(x * x for x in v))
-    return [x / norm for x in v]
-
-
-def stored(store: LanceStore, session: str, vectors: list[list[float]], *, model: str = MODEL) -> list[Message]:
-    """Messages with the given vectors, saved as the session's history."""
-    if store.get_session(session) is None:
-        store.create_session(session)
-    messages = [
-        Message(role="user", content=f"{session} message {i}", session=session, seq=i, turn=i)
-        for i in range(len(vectors))
-    ]
-    store.append_messages(messages)
-    store.save_embeddings(session, list(zip(messages, vectors, strict=True)), model)
-    return messages
-
-
-def test_search_returns_the_nearest_messages_first_with_cosine_scores(store: LanceStore) -> None:
-    messages = stored(store, "s", [axis(0), axis(1), axis(0, lean=0.5), axis(2)])
-
-    hits = store.search_embeddings("s", axis(0), 2, model=MODEL)
-
-    assert [h.message_id for h in hits] == [messages[0].id, messages[2].id]
-    assert hits[0].score == pytest.approx(1.0, abs=1e-5)
-    assert hits[1].score == pytest.approx(1 / math.sqrt(1.25), abs=1e-5)
-    assert (hits[0].snippet, hits[0].role, hits[0].seq) == ("s message 0", "user", 0)
 
 
 def test_saving_a_batch_of_vectors_is_one_write(store: LanceStore) -> None:
@@ -63,61 +25,6 @@ def test_saving_a_batch_of_vectors_is_one_write(store: LanceStore) -> None:
     assert store.table_version("embeddings_4") == before + 1
 
 
-@pytest.mark.parametrize("name", HOSTILE_NAMES)
-def test_search_never_returns_another_sessions_vectors(store: LanceStore, name: str) -> None:
-    stored(store, "other", [axis(0)] * 3)
-    mine = stored(store, name, [axis(1)])
-
-    hits = store.search_embeddings(name, axis(0), 5, model=MODEL)
-
-    assert [h.message_id for h in hits] == [mine[0].id]
-    assert store.search_embeddings(name + "x", axis(0), 5) == []
-
-
-def test_search_ignores_vectors_of_another_model_of_the_same_width(store: LanceStore) -> None:
-    stored(store, "s", [axis(0)], model="other-model")
-    mine = stored(store, "s", [axis(1)])
-
-    hits = store.search_embeddings("s", axis(0), 5, model=MODEL)
-
-    assert [h.message_id for h in hits] == [mine[0].id]
-
-
-def test_excluded_ids_are_skipped_and_the_next_best_fill_their_place(store: LanceStore) -> None:
-    messages = stored(store, "s", [axis(0, lean=x) for x in (0.0, 0.1, 0.2, 0.3, 0.4)])
-
-    hits = store.search_embeddings("s", axis(0), 2, model=MODEL, exclude_ids=[messages[0].id, messages[1].id])
-
-    assert [h.message_id for h in hits] == [messages[2].id, messages[3].id]
-
-
-def test_a_chunk_the_window_shows_is_skipped_and_the_messages_next_best_chunk_stands_for_it(
-    store: LanceStore,
-) -> None:
-    """A truncated tool result: its head is in the window, its middle is not; the search skips only the head."""
-    store.create_session("s")
-    result = Message("tool", "head [... truncated ...] tail", session="s", seq=0, turn=0, tool_call_id="c1")
-    other = Message("user", "something else", session="s", seq=1, turn=1)
-    store.append_messages([result, other])
-    head = Chunk(result.id, 0, "head", 0, 0, "tool", tool_call_id="c1")
-    middle = Chunk(result.id, 4000, "the middle", 0, 0, "tool", tool_call_id="c1")
-    store.save_embeddings("s", [(head, axis(0)), (middle, axis(0, lean=0.3)), (other, axis(0, lean=0.2))], MODEL)
-
-    hits = store.search_embeddings("s", axis(0), 2, model=MODEL, shown={result.id: result.content})
-
-    assert [(h.message_id, h.snippet) for h in hits] == [(other.id, "something else"), (result.id, "the middle")]
-    assert store.search_embeddings("s", axis(0), 1, model=MODEL)[0].snippet == "head"
-
-
-def test_a_vector_saved_twice_comes_back_once(store: LanceStore) -> None:
-    messages = stored(store, "s", [axis(0), axis(1)])
-    store.save_embeddings("s", [(messages[0], axis(0))], MODEL)
-
-    hits = store.search_embeddings("s", axis(0), 5, model=MODEL)
-
-    assert [h.message_id for h in hits] == [messages[0].id, messages[1].id]
-
-
 def test_a_search_reads_two_rows_per_message_asked_for_when_they_hold_enough_messages(store: LanceStore) -> None:
     messages = stored(store, "s", [axis(0, lean=x / 10) for x in range(20)])
     before = store.rows_read
@@ -126,55 +33,6 @@ def test_a_search_reads_two_rows_per_message_asked_for_when_they_hold_enough_mes
 
     assert [h.message_id for h in hits] == [m.id for m in messages[1:4]]
     assert store.rows_read - before == 6
-
-
-def test_chunks_of_one_message_and_excluded_ids_never_crowd_out_the_next_messages(store: LanceStore) -> None:
-    """The nearest rows are one message's chunks and excluded messages: the search reads further to fill k."""
-    crowd, *rest = stored(store, "s", [axis(0, lean=x / 10) for x in range(12)])
-    chunks = [Chunk(crowd.id, 100 * i, f"chunk {i}", crowd.seq, crowd.turn, "user") for i in range(1, 8)]
-    store.save_embeddings("s", [(c, axis(0, lean=0.001 * i)) for i, c in enumerate(chunks)], MODEL)
-    excluded = [m.id for m in rest[:4]]
-
-    hits = store.search_embeddings("s", axis(0), 3, model=MODEL, exclude_ids=excluded)
-
-    assert [h.message_id for h in hits] == [crowd.id, rest[4].id, rest[5].id]
-
-
-def test_vectors_of_different_widths_live_side_by_side(store: LanceStore) -> None:
-    narrow = stored(store, "s", [axis(0)])
-    wide = stored(store, "t", [axis(0, dims=6)], model="wide-model")
-
-    assert [h.message_id for h in store.search_embeddings("s", axis(0), 3)] == [narrow[0].id]
-    assert [h.message_id for h in store.search_embeddings("t", axis(0, dims=6), 3)] == [wide[0].id]
-    assert store.search_embeddings("t", axis(0), 3) == []
-
-
-@pytest.mark.parametrize("bad", [[0.1, math.nan, 0.2, 0.3], [0.1, 0.2, 0.3, math.inf]])
-def test_nan_or_infinite_vectors_are_never_stored(store: LanceStore, bad: list[float]) -> None:
-    message = Message(role="user", content="hello", session="s")
-
-    with pytest.raises(StoreError, match="NaN or infinite"):
-        store.save_embeddings("s", [(message, axis(0)), (message, bad)], MODEL)
-
-    assert store.embedded_ids("s", model=MODEL, dims=4) == set()
-    with pytest.raises(StoreError, match="NaN or infinite"):
-        store.search_embeddings("s", bad, 3)
-
-
-def test_vectors_of_mixed_widths_in_one_write_are_rejected(store: LanceStore) -> None:
-    message = Message(role="user", content="hello", session="s")
-
-    with pytest.raises(StoreError, match="one non-zero width"):
-        store.save_embeddings("s", [(message, axis(0)), (message, axis(0, dims=5))], MODEL)
-
-
-def test_embedded_ids_lists_what_this_model_has_embedded(store: LanceStore) -> None:
-    messages = stored(store, "s", [axis(0), axis(1)])
-    stored(store, "s2", [axis(0)])
-
-    assert store.embedded_ids("s", model=MODEL, dims=4) == {m.id for m in messages}
-    assert store.embedded_ids("s", model="another", dims=4) == set()
-    assert store.embedded_ids("s", model=MODEL, dims=8) == set()
 
 
 def test_searching_a_fresh_database_finds_nothing_and_creates_nothing(store: LanceStore) -> None:
@@ -193,28 +51,6 @@ def test_deleting_a_session_deletes_its_vectors_even_from_another_process(tmp_pa
     assert fresh.search_embeddings("gone", axis(0), 3) == []
     assert writer.search_embeddings("gone", axis(0), 3) == []
     assert [h.message_id for h in writer.search_embeddings("kept", axis(0), 3)] == [kept[0].id]
-
-
-def test_resetting_a_session_drops_its_vectors(store: LanceStore) -> None:
-    stored(store, "s", [axis(0), axis(1)])
-
-    store.reset_session("s")
-
-    assert store.search_embeddings("s", axis(0), 3) == []
-    assert store.embedded_ids("s", model=MODEL, dims=4) == set()
-
-
-@pytest.mark.parametrize("branch", ["branch", *HOSTILE_NAMES[:2]])
-def test_a_branch_gets_its_own_copy_of_the_vectors_pointing_at_its_own_messages(store: LanceStore, branch: str) -> None:
-    stored(store, "main", [axis(0), axis(1)])
-
-    store.clone_session("main", branch)
-    store.delete_session("main")
-
-    hits = store.search_embeddings(branch, axis(0), 5, model=MODEL)
-    branch_ids = {m.id: m.content for m in store.load_messages(branch)}
-    assert [branch_ids[h.message_id] for h in hits] == ["main message 0", "main message 1"]
-    assert store.embedded_ids(branch, model=MODEL, dims=4) == set(branch_ids)
 
 
 def test_optimize_keeps_the_vector_tables_compact(store: LanceStore) -> None:

@@ -7,63 +7,12 @@ from pathlib import Path
 import pytest
 
 from monad_notebook.messages import Message
-from monad_notebook.store.base import Chunk, LedgerEntry
+from monad_notebook.store.base import LedgerEntry
 from monad_notebook.store.lance import LanceStore
 from monad_notebook.store.rows import TEXT_TABLE, embeddings_table
-from monad_notebook.store.search import query_words
+from tests.store.sessions import chunk
 
 pytestmark = pytest.mark.filterwarnings(r"ignore:optimize\(cleanup_older_than=0\):UserWarning")
-
-HOSTILE_NAMES = ["x' OR '1'='1", "x'; DELETE FROM recall_text; --", "back\\'slash", "new\nline", "%", "_"]
-HOSTILE_QUERIES = [
-    '"churn" AND (text:raw) OR -x*',
-    "text:churn",
-    "'; DROP TABLE recall_text; --",
-    "churn~2 raw^10",
-    "~!@#$%^&*()[]{}",
-    "NOT",
-    "",
-    "\x00churn",
-]
-
-
-def chunk(message_id: str, text: str, offset: int = 0, **fields: object) -> Chunk:
-    return Chunk(message_id, offset, text, **fields)  # type: ignore[arg-type]
-
-
-def test_words_find_a_snake_case_identifier_by_its_parts_best_first(store: LanceStore) -> None:
-    store.save_chunks(
-        "s",
-        [
-            chunk("m1", "loaded data/raw/churn_raw_extract_q3.parquet (48,213 rows)", seq=3, turn=1, role="tool"),
-            chunk("m2", "the raw numbers look fine", seq=4, turn=1, role="assistant"),
-            chunk("m3", "pizza on fridays", seq=5, turn=2, role="user"),
-        ],
-    )
-
-    hits = store.search_chunks("s", "which file was the churn raw extract", 5)
-
-    assert [h.message_id for h in hits] == ["m1", "m2"]
-    assert (hits[0].snippet, hits[0].seq, hits[0].role) == (
-        "loaded data/raw/churn_raw_extract_q3.parquet (48,213 rows)",
-        3,
-        "tool",
-    )
-
-
-def test_each_message_comes_back_once_with_its_best_chunk_and_where_it_starts(store: LanceStore) -> None:
-    store.save_chunks(
-        "s",
-        [
-            chunk("out", "stage 1 wrote rows", 0, role="tool", tool_call_id="call_1"),
-            chunk("out", "the tenure column is cust_tenure_days", 4800, role="tool", tool_call_id="call_1"),
-            chunk("out", "stage 9 wrote rows", 9600, role="tool", tool_call_id="call_1"),
-        ],
-    )
-
-    hits = store.search_chunks("s", "tenure column", 5)
-
-    assert [(h.message_id, h.offset, h.tool_call_id) for h in hits] == [("out", 4800, "call_1")]
 
 
 def test_chunks_written_after_the_index_was_built_are_found_at_once_and_after_optimize(store: LanceStore) -> None:
@@ -116,34 +65,6 @@ def test_after_an_optimize_asking_which_ids_are_indexed_reads_through_an_index_a
         assert "message_id_idx(BTree)" in query.select(["message_id"]).explain_plan(True), table
 
 
-@pytest.mark.parametrize("name", HOSTILE_NAMES)
-def test_words_never_find_another_sessions_chunks(store: LanceStore, name: str) -> None:
-    store.save_chunks(name, [chunk("mine", "the churn raw extract")])
-    store.save_chunks("other", [chunk("theirs", "the churn raw extract")])
-
-    assert [h.message_id for h in store.search_chunks(name, "churn extract", 5)] == ["mine"]
-    assert store.chunked_ids(name) == {"mine"}
-
-
-@pytest.mark.parametrize("query", HOSTILE_QUERIES)
-def test_query_syntax_is_read_as_plain_words_and_never_breaks_the_search(store: LanceStore, query: str) -> None:
-    store.save_chunks("s", [chunk("m1", "the churn raw extract"), chunk("m2", "drop table text not")])
-
-    hits = store.search_chunks("s", query, 5)
-
-    words = set(query_words(query).lower().split())
-    assert all(words & set(h.snippet.lower().split()) for h in hits)
-    assert store.chunked_ids("s") == {"m1", "m2"}
-
-
-def test_excluded_messages_are_skipped_and_the_next_best_fill_their_place(store: LanceStore) -> None:
-    store.save_chunks("s", [chunk(f"m{i}", "churn " * (5 - i) + "filler " * i) for i in range(5)])
-
-    hits = store.search_chunks("s", "churn", 2, exclude_ids={"m0", "m1"})
-
-    assert [h.message_id for h in hits] == ["m2", "m3"]
-
-
 def test_searching_before_anything_was_indexed_finds_nothing_and_creates_nothing(store: LanceStore) -> None:
     assert store.search_chunks("s", "churn", 5) == []
     assert store.table_stats() == {}
@@ -175,24 +96,6 @@ def test_the_ledger_upserts_by_item_in_one_write(store: LanceStore) -> None:
     entries = sorted(store.load_ledger("s"), key=lambda e: e.item)
     assert [(e.item, e.score, e.count, e.turn) for e in entries] == [("a.csv", 3.0, 1, 4), ("df_orders", 7.5, 2, 4)]
     assert store.load_ledger("other") == []
-
-
-def test_delete_reset_and_branch_carry_chunks_and_ledger_with_the_session(store: LanceStore) -> None:
-    store.create_session("s")
-    message = Message("user", "the churn raw extract", session="s", seq=0)
-    store.append_messages([message])
-    store.save_chunks("s", [chunk(message.id, message.content)])
-    store.save_ledger("s", [LedgerEntry("churn.csv", "file", 9.0)])
-
-    store.clone_session("s", "branch")
-    copied = store.search_chunks("branch", "churn", 5)
-    assert [h.message_id for h in copied] == [store.load_messages("branch")[0].id]
-    assert [e.item for e in store.load_ledger("branch")] == ["churn.csv"]
-
-    store.reset_session("s")
-    assert store.search_chunks("s", "churn", 5) == [] and store.load_ledger("s") == []
-    store.delete_session("branch")
-    assert store.search_chunks("branch", "churn", 5) == [] and store.load_ledger("branch") == []
 
 
 def test_another_process_sees_chunks_searchable_at_once(tmp_path: Path) -> None:
