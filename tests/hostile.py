@@ -7,6 +7,7 @@ appear somewhere (an invisible character that changes what the code means).
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -228,6 +229,18 @@ LOADING_ATTRS = frozenset(
         "action",
     ]
 )
+
+
+def render(markdown: str) -> str:
+    """HTML from a real Markdown renderer (mistune, as nbconvert uses), raw HTML passed through."""
+    return _renderer()(markdown)
+
+
+@functools.cache
+def _renderer():
+    import mistune
+
+    return mistune.create_markdown(escape=False, plugins=["table", "strikethrough", "url"])
 
 
 def loading_elements(html: str) -> list[str]:

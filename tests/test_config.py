@@ -18,6 +18,7 @@ from monad_notebook.config import (
     parse_config,
 )
 from monad_notebook.errors import ConfigError
+from tests.files import touch_later
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "configuration.md"
 
@@ -26,12 +27,6 @@ def write(path: Path, data: Any) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(data if isinstance(data, str) else json.dumps(data), encoding="utf-8")
     return path
-
-
-def touch_later(path: Path, seconds: int = 10) -> None:
-    """Move the mtime forward so a reload never depends on the clock's resolution."""
-    stat = path.stat()
-    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + seconds * 1_000_000_000))
 
 
 def config_error(data: Any) -> str:

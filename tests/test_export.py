@@ -6,35 +6,10 @@ import json
 
 import pytest
 
-from monad_notebook import Session
-from monad_notebook.config import Config
 from monad_notebook.errors import UsageError
 from monad_notebook.export import build_notebook, export_notebook, last_turn_code, parse_run
-from monad_notebook.testing import ScriptedModel, tool_call
-from tests.hostile import MARKDOWN_LOADS, loading_elements
-from tests.test_safe_markdown import render
-
-DECLINED_CODE = "import shutil\nshutil.rmtree('data')"
-SCRIPT = [
-    tool_call("python", {"code": "import math\nradius = 3\nprint('area', round(math.pi * radius ** 2, 2))"}),
-    tool_call("python", {"code": "undefined_name + 1"}),
-    tool_call("python", {"code": DECLINED_CODE}),
-    tool_call("python", {"code": "doubled = radius * 2\ndoubled"}),
-    "The area is 28.27 and the diameter 6.",
-    tool_call("read_file", {"path": "missing.txt"}),
-    tool_call("python", {"code": "import sys\nprint('checked', file=sys.stderr)\nwords = ['a', 'b']\nlen(words)"}),
-    "Two words. " + " ".join(form.text.replace("HOST", "127.0.0.1:9") for form in MARKDOWN_LOADS[:4]),
-]
-
-
-def run_session(store, name: str = "work") -> Session:
-    """Two turns: code that ran, code that failed, code the user declined, another tool, answers."""
-    config = Config.model_validate({"tools": {"python": {"approval": "ask"}}})
-    session = Session(name, config=config, store=store, model=ScriptedModel(list(SCRIPT)), namespace={})
-    session.approve = lambda code: code != DECLINED_CODE
-    session.ask("What is the area of a circle of radius 3?")
-    session.ask("How many words are there?")
-    return session
+from tests.export_script import run_session
+from tests.hostile import loading_elements, render
 
 
 def code_cells(notebook: dict) -> list[str]:

@@ -20,7 +20,7 @@ from monad_notebook.config import ConfigWatcher, deep_merge
 from monad_notebook.context.summarize import SECTIONS
 from monad_notebook.errors import AuthError, EndpointError
 from monad_notebook.testing import FakeOpenAIServer, tool_call
-from tests.test_config import touch_later
+from tests.files import touch_later
 
 SUMMARY = "\n\n".join(f"## {name}\n- noted" for name in SECTIONS)
 

@@ -228,8 +228,7 @@ def test_model_flag_switches_to_the_scripted_demo_model_without_a_key(ip, server
 def test_a_rich_cell_renders_model_markdown_and_tool_previews_without_loading_anything(ip, server, rich):
     from monad_notebook.messages import ToolCall
     from monad_notebook.provider import ChatResponse
-    from tests.hostile import MARKDOWN_LOADS, loading_elements
-    from tests.test_safe_markdown import render
+    from tests.hostile import MARKDOWN_LOADS, loading_elements, render
 
     hostile = [form.text.replace("HOST", "127.0.0.1:9") for form in MARKDOWN_LOADS]
     code = 'shown = "![x](http://127.0.0.1:9/leak.png?d=tool)"  # \u202e'

@@ -11,7 +11,7 @@ from monad_notebook import Session
 from monad_notebook.config import Config, ConfigWatcher
 from monad_notebook.errors import ConfigError
 from monad_notebook.testing import FakeOpenAIServer
-from tests.test_config import touch_later
+from tests.files import touch_later
 
 
 @pytest.fixture

@@ -5,13 +5,11 @@ from __future__ import annotations
 import html
 import time
 
-import mistune
 import pytest
 
 from monad_notebook.safe_markdown import sanitize_markdown
-from tests.hostile import LEAK, MARKDOWN_LOADS, Load, loading_elements
+from tests.hostile import LEAK, MARKDOWN_LOADS, Load, loading_elements, render
 
-render = mistune.create_markdown(escape=False, plugins=["table", "strikethrough", "url"])
 URL = LEAK.replace("HOST", "127.0.0.1:9")
 
 

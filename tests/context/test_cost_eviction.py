@@ -8,7 +8,7 @@ from monad_notebook import Session
 from monad_notebook.config import Config
 from monad_notebook.context.eviction import cheapest_batch, rounds
 from monad_notebook.testing import FakeOpenAIServer, tool_call
-from tests.context.test_eviction import Transcript, count_tokens, plan
+from tests.context.transcripts import Transcript, count_tokens, plan
 
 
 def transcript(results: int, size: int = 2_000) -> Transcript:

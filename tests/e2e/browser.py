@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"  # screenshots, kept out of git
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",

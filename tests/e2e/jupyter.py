@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -19,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 NO_NEWS = {"@jupyterlab/apputils-extension/notification": {"fetchNews": "false"}}
 DARK_THEME = {"@jupyterlab/apputils-extension/themes": {"theme": "JupyterLab Dark"}, **NO_NEWS}
@@ -107,3 +110,24 @@ def jupyter_server(
                 server.wait(10)
             except subprocess.TimeoutExpired:
                 server.kill()
+
+
+def execute(notebook: Path, workdir: Path):
+    import nbformat
+    from nbclient import NotebookClient
+
+    shutil.copy(notebook, workdir / notebook.name)
+    nb = nbformat.read(workdir / notebook.name, as_version=4)
+    NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(workdir)}}).execute()
+    return nb
+
+
+def cell_text(cell) -> str:
+    parts = []
+    for output in cell.get("outputs", []):
+        if "text" in output:
+            parts.append(output["text"])
+        for key in ("text/markdown", "text/plain"):
+            if key in output.get("data", {}):
+                parts.append(output["data"][key])
+    return "\n".join(parts)

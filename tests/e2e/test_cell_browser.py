@@ -8,9 +8,9 @@ import pytest
 
 from monad_notebook import events as ev
 from monad_notebook.testing import FakeOpenAIServer, tool_call
-from tests.e2e.jupyter import DARK_THEME, NO_NEWS
+from tests.e2e.browser import ARTIFACTS
+from tests.e2e.jupyter import DARK_THEME, NO_NEWS, jupyter_server, write_notebook
 from tests.e2e.panel_page import AUDIT, THEMES
-from tests.e2e.test_panel_browser import ARTIFACTS, browser, jupyter_server, write_notebook  # noqa: F401 - fixture
 
 QUESTION = "[data-role=cell-approval]"
 
@@ -33,7 +33,7 @@ def wait_for_question(page, word: str):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("app", ["lab", "notebook"])
-def test_enter_runs_escape_skips_and_allow_for_session_stops_asking(browser, isolated_env, tmp_path, app):  # noqa: F811
+def test_enter_runs_escape_skips_and_allow_for_session_stops_asking(browser, isolated_env, tmp_path, app):
     module = {"lab": "jupyterlab", "notebook": "notebook"}[app]
     pytest.importorskip(module, reason=f"{module} is not installed (pip install {module})")
     from monad_notebook.store.lance import LanceStore
@@ -100,7 +100,7 @@ def test_enter_runs_escape_skips_and_allow_for_session_stops_asking(browser, iso
 @pytest.mark.slow
 @pytest.mark.parametrize("theme", THEMES)
 def test_the_cell_question_is_readable_in_light_and_dark_at_narrow_and_wide_widths(
-    browser,  # noqa: F811
+    browser,
     isolated_env,
     tmp_path,
     theme,

@@ -11,7 +11,7 @@ import pytest
 
 from monad_notebook.store.embeddings import local_model_files
 from monad_notebook.store.lance import LanceStore
-from tests.e2e.test_quickstart_notebook import EXAMPLES, cell_text, execute
+from tests.e2e.jupyter import EXAMPLES, cell_text, execute
 
 pytestmark = pytest.mark.slow
 

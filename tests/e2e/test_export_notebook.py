@@ -11,8 +11,8 @@ from monad_notebook.agent.tools.python import DECLINED
 from monad_notebook.export import export_notebook
 from monad_notebook.store.lance import LanceStore
 from monad_notebook.testing import FakeOpenAIServer, tool_call
-from tests.e2e.test_panel_browser import write_notebook
-from tests.test_export import run_session
+from tests.e2e.jupyter import write_notebook
+from tests.export_script import run_session
 
 pytestmark = pytest.mark.slow
 

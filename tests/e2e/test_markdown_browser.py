@@ -10,7 +10,7 @@ import pytest
 
 from monad_notebook.testing import FakeOpenAIServer
 from tests.e2e.browser import counting_server
-from tests.e2e.test_panel_browser import browser, jupyter_server, write_notebook  # noqa: F401 - fixture
+from tests.e2e.jupyter import jupyter_server, write_notebook
 from tests.hostile import MARKDOWN_LOADS
 
 
@@ -34,7 +34,7 @@ def answer_in_lab(chromium: Any, workdir: Path, scratch: Path) -> tuple[str, int
 
 
 @pytest.mark.slow
-def test_an_answer_with_a_leaking_image_sends_no_request_and_shows_the_address(browser, isolated_env, tmp_path):  # noqa: F811
+def test_an_answer_with_a_leaking_image_sends_no_request_and_shows_the_address(browser, isolated_env, tmp_path):
     pytest.importorskip("jupyterlab", reason="jupyterlab is not installed (pip install jupyterlab)")
     with counting_server() as (base, hits), FakeOpenAIServer() as model:
         leak = f"{base}/leak.png?d=secret"

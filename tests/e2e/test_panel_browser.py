@@ -7,27 +7,14 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 
 from monad_notebook.agent.tools.code_view import approval_view
-from tests.e2e.browser import counting_server, launch, missing, serve
+from tests.e2e.browser import ARTIFACTS, counting_server, serve
 from tests.e2e.jupyter import jupyter_server, write_notebook
 from tests.e2e.panel_page import panel_state, write_pages
 from tests.hostile import HIDDEN_CODE, MARKDOWN_LOADS, PAYLOAD, invisible_characters
-
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-
-
-def require_browser():
-    """playwright's sync API, or skip saying what to install."""
-    reason = missing()
-    if reason:
-        pytest.skip(reason)
-    from playwright.sync_api import sync_playwright
-
-    return sync_playwright
 
 
 @pytest.fixture(scope="module")
@@ -36,15 +23,6 @@ def server(tmp_path_factory):
     write_pages(root)
     with serve(root) as base:
         yield f"{base}/index.html"
-
-
-@pytest.fixture(scope="module")
-def browser():
-    sync_playwright = require_browser()
-    with sync_playwright() as playwright:
-        browser = launch(playwright)
-        yield browser
-        browser.close()
 
 
 @pytest.fixture

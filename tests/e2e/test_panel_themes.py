@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.browser import launch, missing, serve
+from tests.e2e.browser import serve
 from tests.e2e.jupyter import DARK_THEME, NO_NEWS, jupyter_server, write_notebook
 from tests.e2e.panel_page import AUDIT, THEMES, rich_state, theme_css, write_pages
 
@@ -31,19 +31,6 @@ def shots(tmp_path_factory) -> Path:
     path = Path(target) if target else tmp_path_factory.mktemp("panel-screenshots")
     path.mkdir(parents=True, exist_ok=True)
     return path
-
-
-@pytest.fixture(scope="module")
-def browser():
-    reason = missing()
-    if reason:
-        pytest.skip(reason)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = launch(playwright)
-        yield browser
-        browser.close()
 
 
 @pytest.fixture(scope="module")

@@ -2,37 +2,14 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 
 from monad_notebook.store.lance import LanceStore
-
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+from tests.e2e.jupyter import EXAMPLES, cell_text, execute
 
 pytestmark = pytest.mark.slow
-
-
-def execute(notebook: Path, workdir: Path):
-    import nbformat
-    from nbclient import NotebookClient
-
-    shutil.copy(notebook, workdir / notebook.name)
-    nb = nbformat.read(workdir / notebook.name, as_version=4)
-    NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(workdir)}}).execute()
-    return nb
-
-
-def cell_text(cell) -> str:
-    parts = []
-    for output in cell.get("outputs", []):
-        if "text" in output:
-            parts.append(output["text"])
-        for key in ("text/markdown", "text/plain"):
-            if key in output.get("data", {}):
-                parts.append(output["data"][key])
-    return "\n".join(parts)
 
 
 def test_quickstart_runs_offline_in_a_real_kernel_and_persists(isolated_env, tmp_path):

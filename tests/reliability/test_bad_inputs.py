@@ -16,7 +16,7 @@ from monad_notebook.agent.tools.python import NO_APPROVER
 from monad_notebook.config import Config, ConfigWatcher
 from monad_notebook.store.lance import LanceStore
 from monad_notebook.testing import FakeOpenAIServer, ScriptedModel, tool_call, tool_calls
-from tests.reliability.test_interrupts import assert_paired
+from tests.reliability.pairs import assert_paired
 
 AUTO = Config.model_validate({"tools": {"python": {"approval": "auto"}}})
 HOSTILE = [

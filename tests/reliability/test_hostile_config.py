@@ -18,7 +18,7 @@ from monad_notebook.agent.tools.python import NO_APPROVER
 from monad_notebook.config import ConfigWatcher
 from monad_notebook.errors import ConfigError
 from monad_notebook.testing import FakeOpenAIServer, ScriptedModel, tool_call
-from tests.test_config import touch_later
+from tests.files import touch_later
 
 
 def nested(key: str, value: object) -> str:

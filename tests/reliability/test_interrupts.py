@@ -18,6 +18,7 @@ from monad_notebook.messages import Message
 from monad_notebook.provider import ChatResponse
 from monad_notebook.store.lance import LanceStore
 from monad_notebook.testing import ScriptedModel, tool_call, tool_calls
+from tests.reliability.pairs import assert_paired, assert_stored_paired
 
 ALL_TOOLS = {t.name: t for t in [*default_tools(python_approval="auto"), *memory_tools, *recovery_tools]}
 _SAMPLE = {"string": "x", "integer": 1, "number": 1.0, "boolean": False, "array": [], "object": {}}
@@ -52,22 +53,6 @@ class InterruptingModel:
 @pytest.fixture
 def config() -> Config:
     return Config.model_validate({"tools": {"python": {"approval": "auto"}}})
-
-
-def assert_paired(sent: list[dict[str, Any]]) -> None:
-    """Every tool call the model was sent has exactly one result, right after its assistant message."""
-    expected: list[str] = []
-    for message in sent:
-        if message["role"] == "tool":
-            assert expected and message["tool_call_id"] == expected.pop(0), "a tool result without its call"
-        else:
-            assert not expected, f"tool calls {expected} have no result"
-            expected = [c["id"] for c in message.get("tool_calls") or []]
-    assert not expected
-
-
-def assert_stored_paired(messages: list[Message]) -> None:
-    assert_paired([m.to_openai() for m in messages])
 
 
 def test_interrupt_before_the_model_answers_keeps_the_question_and_the_next_turn_works(config, store):

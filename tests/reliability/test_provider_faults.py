@@ -11,7 +11,7 @@ from monad_notebook.config import Config
 from monad_notebook.errors import ContextLengthError, ModelError
 from monad_notebook.store.lance import LanceStore
 from monad_notebook.testing import FakeOpenAIServer, tool_call
-from tests.reliability.test_interrupts import assert_paired, assert_stored_paired
+from tests.reliability.pairs import assert_paired, assert_stored_paired
 
 
 @pytest.fixture
