@@ -66,11 +66,11 @@ from benchmarks.trace import Planted, Trace, generate_trace, replay_events
 from monad_notebook.agent.instructions import SYSTEM_PROMPT
 from monad_notebook.agent.tools.base import Tool, ToolContext, tool
 from monad_notebook.config import Config
-from monad_notebook.context.compaction import Compactor
-from monad_notebook.context.extractive import ExtractiveSummarizer
+from monad_notebook.context.compaction.compactor import Compactor
+from monad_notebook.context.compaction.extractive import ExtractiveSummarizer
+from monad_notebook.context.compaction.summarize import LLMSummarizer
+from monad_notebook.context.occupancy.tokens import TokenCounter
 from monad_notebook.context.prompt import assemble
-from monad_notebook.context.summarize import LLMSummarizer
-from monad_notebook.context.tokens import TokenCounter
 from monad_notebook.errors import ContextLengthError
 from monad_notebook.messages import Message, ToolCall
 from monad_notebook.session import Session

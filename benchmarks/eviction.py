@@ -33,8 +33,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from monad_notebook.context.eviction import apply_plan, plan_eviction
-from monad_notebook.context.truncation import truncate_tool_output
+from monad_notebook.context.lossless.eviction import apply_plan, plan_eviction
+from monad_notebook.context.lossless.truncation import truncate_tool_output
 from monad_notebook.messages import Message, ToolCall
 
 WINDOW = 128_000
@@ -100,7 +100,7 @@ def transcript(n_messages: int, seed: int = 1) -> tuple[list[Message], set[str]]
 def counters() -> tuple[str, Callable[[], Callable[[str], int]]]:
     """The real counter's name and a factory for fresh (cold-cache) instances; chars/4 without a BPE."""
     try:
-        from monad_notebook.context.tokens import TokenCounter
+        from monad_notebook.context.occupancy.tokens import TokenCounter
 
         if TokenCounter("gpt-4o").exact:
             return "o200k", lambda: TokenCounter("gpt-4o").count_text

@@ -43,15 +43,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.fidelity_session import KINDS, PLACEMENTS, Plant, Script, Turn, make_script
 from monad_notebook.agent.tools.base import Tool, ToolContext, tool
 from monad_notebook.config import Config
-from monad_notebook.context.ledger import parse_ledger
+from monad_notebook.context.compaction.ledger import parse_ledger
+from monad_notebook.context.compaction.summarize import SECTIONS, parse_sections, render_sections
+from monad_notebook.context.occupancy.tokens import TokenCounter
 from monad_notebook.context.recall import query_terms
-from monad_notebook.context.summarize import SECTIONS, parse_sections, render_sections
-from monad_notebook.context.tokens import TokenCounter
 from monad_notebook.errors import ModelError
 from monad_notebook.messages import ToolCall
 from monad_notebook.provider import ChatResponse, Usage
+from monad_notebook.provider import local_embedder as embeddings
 from monad_notebook.session import Session
-from monad_notebook.store import embeddings
 from monad_notebook.store.lance import LanceStore
 from monad_notebook.testing import ScriptedModel
 

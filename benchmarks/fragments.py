@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.tails import QUESTIONS, SESSION, seed
 from monad_notebook.messages import Message
-from monad_notebook.store.embeddings import LocalEmbedder
+from monad_notebook.provider.local_embedder import LocalEmbedder
 from monad_notebook.store.lance import LanceStore
 from monad_notebook.store.rows import TEXT_TABLE, as_chunk, embeddings_table
 

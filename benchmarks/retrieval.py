@@ -38,8 +38,8 @@ from monad_notebook.context.recall import Recall
 from monad_notebook.context.retrieval import Retrieval
 from monad_notebook.context.wordmatch import WordVectors, words_of
 from monad_notebook.messages import Message
+from monad_notebook.provider.local_embedder import LocalEmbedder
 from monad_notebook.store.base import Chunk
-from monad_notebook.store.embeddings import LocalEmbedder
 from monad_notebook.store.lance import LanceStore
 from monad_notebook.store.tables import OPTIMIZE_ROWS
 

@@ -67,9 +67,9 @@ from monad_notebook.config import Config
 from monad_notebook.context.chunks import message_chunks
 from monad_notebook.context.recall import Passage, Recall
 from monad_notebook.messages import Message, ToolCall
+from monad_notebook.provider.local_embedder import LocalEmbedder
 from monad_notebook.session import Session
 from monad_notebook.store.base import Summary
-from monad_notebook.store.embeddings import LocalEmbedder
 from monad_notebook.store.lance import LanceStore
 from monad_notebook.testing import ScriptedModel
 

@@ -36,8 +36,8 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from monad_notebook.context.calibration import Calibration
-from monad_notebook.context.tokens import TokenCounter, classify
+from monad_notebook.context.occupancy.calibration import Calibration
+from monad_notebook.context.occupancy.tokens import TokenCounter, classify
 
 CHUNK = 8192
 PROVIDER = "gpt-4o"  # exact o200k counts play the provider

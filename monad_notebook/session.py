@@ -18,19 +18,19 @@ from monad_notebook.agent.tools.base import Tool, ToolContext, ToolOutput
 from monad_notebook.agent.tools.registry import run_tool
 from monad_notebook.branching import branch_session, check_session_name
 from monad_notebook.config import Config, ConfigWatcher, watch_config
-from monad_notebook.context.calibration import Calibration
 from monad_notebook.context.cascade import Cascade
-from monad_notebook.context.cost import pricing_for
-from monad_notebook.context.handoff import seed_handoff
+from monad_notebook.context.compaction.handoff import seed_handoff
+from monad_notebook.context.occupancy.calibration import Calibration
+from monad_notebook.context.occupancy.cost import pricing_for
 from monad_notebook.context.window import Window
 from monad_notebook.errors import ConfigError, StoreError, UsageError
 from monad_notebook.events import ERROR, RESET, EventBus, EventLog
+from monad_notebook.foreground import FOREGROUND
 from monad_notebook.memory import MemoryService
 from monad_notebook.messages import Message, ToolCall
 from monad_notebook.provider import ChatModel, TextCallback
-from monad_notebook.setup import Setup, prepare_setup, store_settings
+from monad_notebook.session_setup import Setup, prepare_setup, store_settings
 from monad_notebook.store.base import SessionRecord, Store, Summary
-from monad_notebook.store.foreground import FOREGROUND
 from monad_notebook.store.lance import open_store
 from monad_notebook.store.lease import TurnLease
 

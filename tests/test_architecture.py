@@ -18,11 +18,11 @@ PACKAGE = Path(monad_notebook.__file__).parent
 # Top to bottom; a module may import from its own layer's other rooms or any layer below.
 LAYERS: list[set[str]] = [
     {"monad_notebook", "magics", "cli", "cell"},
-    {"session", "setup"},
+    {"session", "session_setup"},
     {"agent", "context", "memory", "widget", "branching", "demo", "testing", "safe_markdown", "export"},
     {"store", "redaction"},
     {"provider"},
-    {"config", "config_errors", "config_json", "config_schema", "events", "errors", "messages"},
+    {"config", "config_errors", "config_json", "config_schema", "events", "errors", "foreground", "messages"},
 ]
 
 

@@ -9,8 +9,8 @@ import pytest
 
 from benchmarks.fidelity import MAX_CHARS, FastModel, prompt_text, report, run
 from benchmarks.fidelity_session import KINDS, PLACEMENTS, make_script
-from monad_notebook.context.summarize import parse_sections
-from monad_notebook.context.truncation import truncate_tool_output
+from monad_notebook.context.compaction.summarize import parse_sections
+from monad_notebook.context.lossless.truncation import truncate_tool_output
 
 pytestmark = pytest.mark.filterwarnings(r"ignore:optimize\(cleanup_older_than=0\):UserWarning")
 

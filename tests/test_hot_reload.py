@@ -17,7 +17,7 @@ import pytest
 from monad_notebook import Session
 from monad_notebook import events as ev
 from monad_notebook.config import ConfigWatcher, deep_merge
-from monad_notebook.context.summarize import SECTIONS
+from monad_notebook.context.compaction.summarize import SECTIONS
 from monad_notebook.errors import AuthError, EndpointError
 from monad_notebook.testing import FakeOpenAIServer, tool_call
 from tests.files import touch_later

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from monad_notebook.config import Config, parse_config
-from monad_notebook.context.cost import CachePricing, CostMeter, pricing_for
+from monad_notebook.context.occupancy.cost import CachePricing, CostMeter, pricing_for
 from monad_notebook.errors import ConfigError
 from monad_notebook.provider import OpenAIChatModel
 from monad_notebook.session import Session

@@ -7,7 +7,7 @@ import pytest
 from benchmarks.reference_trace import PrefixMeter, measure_overhead, replay_tool, run_strategies, strategy_tables
 from benchmarks.trace import generate_trace, replay_events
 from monad_notebook.agent.tools.base import ToolContext
-from monad_notebook.context.tokens import TokenCounter
+from monad_notebook.context.occupancy.tokens import TokenCounter
 
 STEPS = 20
 WINDOW = 16_000

@@ -19,9 +19,9 @@ from monad_notebook.context.cascade import Cascade
 from monad_notebook.context.window import Window
 from monad_notebook.errors import ContextLengthError
 from monad_notebook.events import Emit
+from monad_notebook.foreground import FOREGROUND
 from monad_notebook.messages import Message, ToolCall
 from monad_notebook.provider import ChatModel, ChatResponse, TextCallback
-from monad_notebook.store.foreground import FOREGROUND
 
 INTERRUPTED_RESULT = "interrupted: the user stopped this tool call before it finished; nothing more is known."
 NOT_RUN_RESULT = "not run: the turn was interrupted before this tool call started."

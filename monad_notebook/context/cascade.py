@@ -17,10 +17,10 @@ from typing import Any
 
 from monad_notebook import events as ev
 from monad_notebook.config import Config
-from monad_notebook.context.compaction import CompactionResult
-from monad_notebook.context.handoff import handoff_nudge
-from monad_notebook.context.lossless import LosslessStage
-from monad_notebook.context.lossy import LossyStage, ModelFactory
+from monad_notebook.context.compaction.compactor import CompactionResult
+from monad_notebook.context.compaction.handoff import handoff_nudge
+from monad_notebook.context.compaction.lossy import LossyStage, ModelFactory
+from monad_notebook.context.lossless.stage import LosslessStage
 from monad_notebook.context.recall import Passage
 from monad_notebook.context.turn_stages import TurnStages
 from monad_notebook.context.window import Window

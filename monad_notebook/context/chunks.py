@@ -24,7 +24,7 @@ import json
 import re
 from collections import Counter
 
-from monad_notebook.context.eviction import PLACEHOLDER_PREFIX
+from monad_notebook.context.lossless.eviction import PLACEHOLDER_PREFIX
 from monad_notebook.messages import Message
 from monad_notebook.store.base import Chunk
 

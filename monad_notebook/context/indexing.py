@@ -35,10 +35,10 @@ from collections.abc import Iterable
 
 from monad_notebook.context.chunks import embedding_inputs, indexed_text, message_chunks
 from monad_notebook.context.wordmatch import WordVectors, words_of
+from monad_notebook.foreground import FOREGROUND, Foreground, lower_priority
 from monad_notebook.messages import Message
+from monad_notebook.provider.local_embedder import Embedder, EmbeddingInterrupted
 from monad_notebook.store.base import Chunk, Store
-from monad_notebook.store.embeddings import Embedder, EmbeddingInterrupted
-from monad_notebook.store.foreground import FOREGROUND, Foreground, lower_priority
 
 log = logging.getLogger(__name__)
 

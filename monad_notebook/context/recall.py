@@ -31,11 +31,11 @@ from typing import TypeVar
 
 import numpy as np
 
-from monad_notebook.context.ledger import holds_kind
+from monad_notebook.context.compaction.ledger import holds_kind
 from monad_notebook.context.wordmatch import MAX_TERMS, STOP_WORDS, WordVectors, rank_by_words, stem
 from monad_notebook.messages import Message
+from monad_notebook.provider.local_embedder import Embedder
 from monad_notebook.store.base import EmbeddingHit, Store
-from monad_notebook.store.embeddings import Embedder
 
 log = logging.getLogger(__name__)
 

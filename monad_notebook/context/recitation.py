@@ -10,7 +10,7 @@ summarizer's own parser, so one parser defines the format.
 
 from __future__ import annotations
 
-from monad_notebook.context.summarize import parse_sections
+from monad_notebook.context.compaction.summarize import parse_sections
 
 PLAN_SECTIONS = ("Open Tasks", "Next Step")
 _EMPTY = frozenset({"", "none", "n/a", "na", "nothing", "-", "(none)", "none yet", "nothing yet"})

@@ -18,8 +18,8 @@ from collections.abc import Iterable
 from monad_notebook.config import RetrievalConfig
 from monad_notebook.context.recall import Passage, Recall, identifier_terms
 from monad_notebook.messages import Message
+from monad_notebook.provider.local_embedder import Embedder
 from monad_notebook.store.base import Store
-from monad_notebook.store.embeddings import Embedder
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ returns the turn's blocks, which the window holds until the next turn replaces t
 block stays on its message longer, while that keeps the provider's cache: ``Window.set_blocks``).
 Indexing new messages for recall (chunks for full-text search, and their vectors) happens on
 a worker thread, in batches, whenever the recall tool or retrieval is on; the retrieval stage and
-the recall tool hold the foreground gate (``store/foreground.py``), so that work waits for them.
+the recall tool hold the foreground gate (``foreground.py``), so that work waits for them.
 """
 
 from __future__ import annotations
@@ -21,13 +21,13 @@ from monad_notebook.context.retrieval import Retrieval
 from monad_notebook.context.window import Window
 from monad_notebook.context.wordmatch import WordVectors, shared_word_vectors
 from monad_notebook.events import Emit, EventBus
+from monad_notebook.foreground import FOREGROUND
 from monad_notebook.memory import MemoryPromotion, MemoryService, resolve_scope, visible_scopes
 from monad_notebook.messages import Message
 from monad_notebook.provider import ChatModel
+from monad_notebook.provider.local_embedder import Embedder, make_embedder
 from monad_notebook.redaction.redactor import Redactor
 from monad_notebook.store.base import Store, Summary
-from monad_notebook.store.embeddings import Embedder, make_embedder
-from monad_notebook.store.foreground import FOREGROUND
 
 
 class TurnStages:

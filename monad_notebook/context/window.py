@@ -13,12 +13,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from monad_notebook.context.calibration import Calibration
-from monad_notebook.context.compaction import CompactionResult, answered_calls_only, apply_result
-from monad_notebook.context.cost import CostMeter
-from monad_notebook.context.eviction import EvictionPlan, apply_plan
+from monad_notebook.context.compaction.compactor import CompactionResult, answered_calls_only, apply_result
+from monad_notebook.context.lossless.eviction import EvictionPlan, apply_plan
+from monad_notebook.context.occupancy.calibration import Calibration
+from monad_notebook.context.occupancy.cost import CostMeter
+from monad_notebook.context.occupancy.tokens import TokenCounter, effective_input_tokens
 from monad_notebook.context.prompt import Prompt, assemble, count_parts
-from monad_notebook.context.tokens import TokenCounter, effective_input_tokens
 from monad_notebook.messages import Message, Role, ToolCall
 from monad_notebook.store.base import Store, Summary
 

@@ -20,8 +20,8 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from monad_notebook.errors import SessionBusyError, StoreError
+from monad_notebook.foreground import FOREGROUND
 from monad_notebook.store.base import Claim, Store
-from monad_notebook.store.foreground import FOREGROUND
 
 log = logging.getLogger(__name__)
 

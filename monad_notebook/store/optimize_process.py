@@ -15,7 +15,7 @@ from collections import OrderedDict
 from datetime import timedelta
 from typing import IO, Any
 
-from monad_notebook.store.foreground import lower_priority
+from monad_notebook.foreground import lower_priority
 
 HELPER_NICE = 19  # the lowest priority: the pass only tidies up
 _OPEN_DATABASES = 4  # connections the helper keeps, newest used first

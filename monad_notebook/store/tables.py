@@ -33,7 +33,7 @@ import pyarrow as pa
 
 from monad_notebook.config_schema import monad_home
 from monad_notebook.errors import StoreError
-from monad_notebook.store.foreground import FOREGROUND, Foreground
+from monad_notebook.foreground import FOREGROUND, Foreground
 from monad_notebook.store.optimizer import WORKER, OptimizeWorker, WorkerUnavailable
 from monad_notebook.store.rows import EMBEDDINGS_PREFIX, NULL_AS, SCHEMAS, arrow_table, embeddings_table, sql_in
 

@@ -10,7 +10,7 @@ import pytest
 from monad_notebook import Session
 from monad_notebook.agent.tools.base import tool
 from monad_notebook.config import Config
-from monad_notebook.context.tokens import TokenCounter
+from monad_notebook.context.occupancy.tokens import TokenCounter
 from monad_notebook.store.lance import LanceStore
 from monad_notebook.testing import ScriptedModel
 from monad_notebook.testing.scripted import tool_call

@@ -8,7 +8,7 @@ import pytest
 
 from monad_notebook.agent.tools.base import ToolContext
 from monad_notebook.agent.tools.recovery import TOOLS, read_tool_output
-from monad_notebook.context.truncation import truncate_tool_output
+from monad_notebook.context.lossless.truncation import truncate_tool_output
 from monad_notebook.errors import ToolError
 
 HEADER = re.compile(r"\A\[read_tool_output id=(\".*?\") chars (\d+)\.\.(\d+) of (\d+)\]\n")

@@ -8,7 +8,7 @@ import pytest
 
 from monad_notebook import Session
 from monad_notebook.config import Config
-from monad_notebook.context.calibration import KEPT, Calibration
+from monad_notebook.context.occupancy.calibration import KEPT, Calibration
 from monad_notebook.testing import FakeOpenAIServer, tool_call
 
 SENTENCES = [

@@ -10,10 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from monad_notebook import events as ev
-from monad_notebook.context.compaction import Compactor, apply_result, choose_span
-from monad_notebook.context.extractive import ExtractiveSummarizer
-from monad_notebook.context.ledger import parse_ledger
-from monad_notebook.context.summarize import SECTIONS, LLMSummarizer, parse_sections
+from monad_notebook.context.compaction.compactor import Compactor, apply_result, choose_span
+from monad_notebook.context.compaction.extractive import ExtractiveSummarizer
+from monad_notebook.context.compaction.ledger import parse_ledger
+from monad_notebook.context.compaction.summarize import SECTIONS, LLMSummarizer, parse_sections
 from monad_notebook.errors import EndpointError
 from monad_notebook.messages import Message, ToolCall
 from monad_notebook.store.base import Summary

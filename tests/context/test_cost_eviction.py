@@ -6,7 +6,7 @@ import pytest
 
 from monad_notebook import Session
 from monad_notebook.config import Config
-from monad_notebook.context.eviction import cheapest_batch, rounds
+from monad_notebook.context.lossless.eviction import cheapest_batch, rounds
 from monad_notebook.testing import FakeOpenAIServer, tool_call
 from tests.context.transcripts import Transcript, count_tokens, plan
 

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from monad_notebook.context.eviction import EvictionPlan, apply_plan, placeholder_for, rounds
-from monad_notebook.context.tokens import TokenCounter
+from monad_notebook.context.lossless.eviction import EvictionPlan, apply_plan, placeholder_for, rounds
+from monad_notebook.context.occupancy.tokens import TokenCounter
 from monad_notebook.messages import Message
 from tests.context.transcripts import RawOutputs, Transcript, count_tokens, plan
 

@@ -19,9 +19,9 @@ from monad_notebook import Session
 from monad_notebook.config import Config
 from monad_notebook.context import turn_stages
 from monad_notebook.context.indexing import RecallIndexer
+from monad_notebook.foreground import FOREGROUND, Foreground
 from monad_notebook.messages import Message
-from monad_notebook.store.embeddings import EmbeddingInterrupted, LocalEmbedder
-from monad_notebook.store.foreground import FOREGROUND, Foreground
+from monad_notebook.provider.local_embedder import EmbeddingInterrupted, LocalEmbedder
 from monad_notebook.store.lance import LanceStore
 from monad_notebook.testing import ScriptedModel, tool_call
 from tests.context.test_retrieval import KeywordEmbedder

@@ -6,9 +6,9 @@ import pytest
 
 from monad_notebook import Session
 from monad_notebook.config import Config
-from monad_notebook.context.calibration import KEPT
-from monad_notebook.context.eviction import EvictionPlan
-from monad_notebook.context.tokens import TokenCounter
+from monad_notebook.context.lossless.eviction import EvictionPlan
+from monad_notebook.context.occupancy.calibration import KEPT
+from monad_notebook.context.occupancy.tokens import TokenCounter
 from monad_notebook.context.window import Window
 from monad_notebook.errors import ContextLengthError
 from monad_notebook.messages import Message

@@ -6,7 +6,7 @@ import time
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from monad_notebook.context.ledger import (
+from monad_notebook.context.compaction.ledger import (
     LEDGER_HEADING,
     MAX_ITEMS_PER_OUTPUT,
     SCAN_CAP_CHARS,

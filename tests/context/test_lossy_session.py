@@ -180,7 +180,7 @@ def test_a_session_still_heavy_after_compaction_suggests_a_handoff(store):
 
 
 def test_the_estimate_calibrates_to_the_providers_counts(store):
-    from monad_notebook.context.tokens import TokenCounter
+    from monad_notebook.context.occupancy.tokens import TokenCounter
     from monad_notebook.testing import FakeOpenAIServer
 
     exact = TokenCounter("gpt-4o")

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from monad_notebook.context.compaction import CompactionResult
-from monad_notebook.context.cost import CachePricing, CostMeter
-from monad_notebook.context.eviction import EvictionPlan
+from monad_notebook.context.compaction.compactor import CompactionResult
+from monad_notebook.context.lossless.eviction import EvictionPlan
+from monad_notebook.context.occupancy.cost import CachePricing, CostMeter
+from monad_notebook.context.occupancy.tokens import TokenCounter
 from monad_notebook.context.prompt import PLAN_NOTE, assemble, count_parts
-from monad_notebook.context.tokens import TokenCounter
 from monad_notebook.context.window import Frame, Window
 from monad_notebook.messages import Message, ToolCall
 from monad_notebook.store.base import Summary

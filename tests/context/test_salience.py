@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 
-from monad_notebook.context.compaction import Compactor, apply_result
-from monad_notebook.context.extractive import ExtractiveSummarizer
-from monad_notebook.context.ledger import LEDGER_HEADING, ledger_line, parse_ledger, parse_notes
-from monad_notebook.context.salience import Ledger, note
-from monad_notebook.context.tokens import TokenCounter
+from monad_notebook.context.compaction.compactor import Compactor, apply_result
+from monad_notebook.context.compaction.extractive import ExtractiveSummarizer
+from monad_notebook.context.compaction.ledger import LEDGER_HEADING, ledger_line, parse_ledger, parse_notes
+from monad_notebook.context.compaction.salience import Ledger, note
+from monad_notebook.context.occupancy.tokens import TokenCounter
 from monad_notebook.messages import Message, ToolCall
 
 COUNTER = TokenCounter("gpt-4o")

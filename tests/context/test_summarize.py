@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from monad_notebook.context.extractive import ExtractiveSummarizer
-from monad_notebook.context.ledger import parse_ledger, render_ledger
-from monad_notebook.context.summarize import (
+from monad_notebook.context.compaction.extractive import ExtractiveSummarizer
+from monad_notebook.context.compaction.ledger import parse_ledger, render_ledger
+from monad_notebook.context.compaction.summarize import (
     SECTIONS,
     LLMSummarizer,
     attach_ledger,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from monad_notebook import Session
 from monad_notebook import events as ev
 from monad_notebook.config import Config
-from monad_notebook.context.extractive import ExtractiveSummarizer
-from monad_notebook.context.summarize import (
+from monad_notebook.context.compaction.extractive import ExtractiveSummarizer
+from monad_notebook.context.compaction.summarize import (
     SECTIONS,
     LLMSummarizer,
     parse_sections,

@@ -17,8 +17,8 @@ import pytest
 import tiktoken
 import tiktoken_ext.openai_public as openai_public
 
-from monad_notebook.context import tokens
-from monad_notebook.context.tokens import (
+from monad_notebook.context.occupancy import tokens
+from monad_notebook.context.occupancy.tokens import (
     CHARS_PER_TOKEN,
     EncodingLoader,
     TokenCounter,

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from monad_notebook.context.truncation import cap_raw, truncate_tool_output
+from monad_notebook.context.lossless.truncation import cap_raw, truncate_tool_output
 
 MARKER = re.compile(r"\[\.\.\. (\d+) characters omitted \(chars (\d+)\.\.(\d+) of (\d+)\)[^\n]*\]")
 CALL = re.compile(r"read_tool_output\((\{.*?\})\)")

@@ -50,7 +50,7 @@ def test_no_plan_without_a_summary_or_when_recitation_is_off(store):
 
 def test_retrieval_brings_back_an_old_fact_once_and_only_from_this_session(store):
     pytest.importorskip("onnxruntime")
-    from monad_notebook.store.embeddings import LocalEmbedder, local_model_files
+    from monad_notebook.provider.local_embedder import LocalEmbedder, local_model_files
 
     if local_model_files() is None:
         pytest.skip("the offline embedder of the local extra is not installed")
@@ -117,7 +117,7 @@ def carried(request: list[dict]) -> list[str]:
 @pytest.mark.parametrize("then", ["the cache goes cold", "retrieval is turned off"])
 def test_an_earlier_turns_related_context_stays_on_its_message_until(store, tmp_path, then):
     pytest.importorskip("onnxruntime")
-    from monad_notebook.store.embeddings import local_model_files
+    from monad_notebook.provider.local_embedder import local_model_files
 
     if local_model_files() is None:
         pytest.skip("the offline embedder of the local extra is not installed")

@@ -12,9 +12,9 @@ from monad_notebook.context.indexing import RecallIndexer
 from monad_notebook.context.recall import Recall
 from monad_notebook.context.wordmatch import WordVectors, rank_by_words
 from monad_notebook.messages import Message
+from monad_notebook.provider.local_embedder import LocalEmbedder, local_model_files
 from monad_notebook.session import Session
 from monad_notebook.store.base import Chunk, EmbeddingHit
-from monad_notebook.store.embeddings import LocalEmbedder, local_model_files
 from monad_notebook.testing import ScriptedModel
 from tests.context.test_recall import index
 from tests.context.test_retrieval import KeywordEmbedder

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 
-from monad_notebook.context.eviction import EvictionPlan, plan_eviction
+from monad_notebook.context.lossless.eviction import EvictionPlan, plan_eviction
 from monad_notebook.messages import Message, ToolCall
 
 

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from monad_notebook.store.embeddings import local_model_files
+from monad_notebook.provider.local_embedder import local_model_files
 from monad_notebook.store.lance import LanceStore
 from tests.e2e.jupyter import EXAMPLES, cell_text, execute
 

@@ -12,7 +12,7 @@ import pytest
 
 from monad_notebook import events as ev
 from monad_notebook.config import Config
-from monad_notebook.context.tokens import TokenCounter
+from monad_notebook.context.occupancy.tokens import TokenCounter
 from monad_notebook.context.window import Window
 from monad_notebook.errors import SessionBusyError
 from monad_notebook.messages import Message, ToolCall

@@ -8,8 +8,8 @@ import pytest
 
 from monad_notebook.config import EmbeddingConfig
 from monad_notebook.errors import ModelError
-from monad_notebook.store import embeddings
-from monad_notebook.store.embeddings import (
+from monad_notebook.provider import local_embedder as embeddings
+from monad_notebook.provider.local_embedder import (
     LOCAL_DIMS,
     LocalEmbedder,
     RemoteEmbedder,
@@ -97,7 +97,7 @@ def test_a_missing_local_extra_turns_retrieval_off_with_one_warning(monkeypatch,
     monkeypatch.setattr(embeddings, "local_model_files", lambda: None)
     monkeypatch.setattr(embeddings, "_warned_missing_local", False)
 
-    with caplog.at_level(logging.WARNING, logger="monad_notebook.store.embeddings"):
+    with caplog.at_level(logging.WARNING, logger="monad_notebook.provider.local_embedder"):
         first = make_embedder(EmbeddingConfig(provider="local"))
         second = make_embedder(EmbeddingConfig(provider="local"))
 

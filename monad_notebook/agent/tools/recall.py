@@ -16,8 +16,8 @@ import json
 from collections.abc import Callable
 
 from monad_notebook.agent.tools.base import Tool, ToolContext, tool
+from monad_notebook.context.lossless.truncation import read_call
 from monad_notebook.context.recall import Passage, focus, query_terms
-from monad_notebook.context.truncation import read_call
 from monad_notebook.errors import ToolError
 
 MAX_QUERY_CHARS = 1000

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 from monad_notebook.agent.tools.base import ToolContext, tool
-from monad_notebook.context.truncation import DEFAULT_MAX_CHARS, read_call, truncate_tool_output
+from monad_notebook.context.lossless.truncation import DEFAULT_MAX_CHARS, read_call, truncate_tool_output
 from monad_notebook.errors import ToolError
 
 MAX_ID_CHARS = 256

@@ -17,9 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from monad_notebook import events as ev
-from monad_notebook.context.ledger import parse_ledger
-from monad_notebook.context.salience import Ledger, seed
-from monad_notebook.context.summarize import (
+from monad_notebook.context.compaction.ledger import parse_ledger
+from monad_notebook.context.compaction.salience import Ledger, seed
+from monad_notebook.context.compaction.summarize import (
     Summarizer,
     attach_ledger,
     reflect_with_fallback,

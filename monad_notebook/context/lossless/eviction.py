@@ -35,7 +35,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from monad_notebook.context.truncation import read_call
+from monad_notebook.context.lossless.truncation import read_call
 from monad_notebook.messages import Message
 
 PLACEHOLDER_PREFIX = "[context-cleared]"

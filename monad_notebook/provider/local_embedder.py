@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from monad_notebook.errors import ModelError
-from monad_notebook.store.foreground import Foreground
+from monad_notebook.foreground import Foreground
 
 if TYPE_CHECKING:
     from monad_notebook.config import EmbeddingConfig

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
-from monad_notebook.context.ledger import parse_ledger, parse_notes, render_ledger, strip_ledger
-from monad_notebook.context.summarize import (
+from monad_notebook.context.compaction.ledger import parse_ledger, parse_notes, render_ledger, strip_ledger
+from monad_notebook.context.compaction.summarize import (
     SECTIONS,
     attach_ledger,
     clip,

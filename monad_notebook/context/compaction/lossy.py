@@ -14,9 +14,9 @@ from collections.abc import Callable
 
 from monad_notebook import events as ev
 from monad_notebook.config import SCRIPTED_DEMO_MODEL, Config
-from monad_notebook.context.compaction import CompactionResult, Compactor, OnSummarySaved
-from monad_notebook.context.extractive import ExtractiveSummarizer
-from monad_notebook.context.summarize import LLMSummarizer, Summarizer
+from monad_notebook.context.compaction.compactor import CompactionResult, Compactor, OnSummarySaved
+from monad_notebook.context.compaction.extractive import ExtractiveSummarizer
+from monad_notebook.context.compaction.summarize import LLMSummarizer, Summarizer
 from monad_notebook.context.window import Window
 from monad_notebook.errors import SessionBusyError
 from monad_notebook.events import Emit

@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable
 from dataclasses import replace
 
-from monad_notebook.context.ledger import extract_handles, ledger_line, message_items
+from monad_notebook.context.compaction.ledger import extract_handles, ledger_line, message_items
 from monad_notebook.messages import Message
 from monad_notebook.store.base import LedgerEntry
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from monad_notebook.context.eviction import EvictionPlan, plan_eviction
-from monad_notebook.context.tokens import TokenCounter
-from monad_notebook.context.truncation import cap_raw, truncate_tool_output
+from monad_notebook.context.lossless.eviction import EvictionPlan, plan_eviction
+from monad_notebook.context.lossless.truncation import cap_raw, truncate_tool_output
+from monad_notebook.context.occupancy.tokens import TokenCounter
 from monad_notebook.context.window import Window
 from monad_notebook.messages import Message
 from monad_notebook.redaction.redactor import Redactor

@@ -18,9 +18,9 @@ from monad_notebook.agent.tools.base import Tool
 from monad_notebook.agent.tools.registry import configured_tools
 from monad_notebook.config import Config
 from monad_notebook.config_errors import working_dir
-from monad_notebook.context.calibration import Calibration
-from monad_notebook.context.lossless import LosslessStage
-from monad_notebook.context.tokens import TokenCounter
+from monad_notebook.context.lossless.stage import LosslessStage
+from monad_notebook.context.occupancy.calibration import Calibration
+from monad_notebook.context.occupancy.tokens import TokenCounter
 from monad_notebook.context.window import Frame
 from monad_notebook.errors import ConfigError
 from monad_notebook.provider import ChatModel, context_window_for

@@ -1,0 +1,1 @@
+"""The lossless stages: truncation with the full text spilled, and eviction of old results behind a handle."""

@@ -1,0 +1,1 @@
+"""Occupancy: how many tokens a request will cost, calibrated to the provider's counts, and what it is billed."""
