@@ -230,13 +230,11 @@ class Session:
             python_timeout=self.config.tools.python.timeout_seconds,
             approve=self.approve,
             redactor=self.cascade.redactor,
-            extra={
-                "tool_output_max_chars": self.config.context.tool_output.max_chars,
-                "memory": self.memory,
-                "memory_scope": self.memory_scope,
-                "recall": self.cascade.recall,
-                "recall_snippet_chars": self.config.context.recall.snippet_chars,
-            },
+            output_max_chars=self.config.context.tool_output.max_chars,
+            memory=self.memory,
+            memory_scope=self.memory_scope,
+            recall=self.cascade.recall,
+            recall_snippet_chars=self.config.context.recall.snippet_chars,
         )
         text = run_tool(self.tools, ctx, call.name, call.arguments)
         return ToolOutput(text, redacted=ctx.redacted, outcome=ctx.outcome)

@@ -38,7 +38,7 @@ def store_events(store: LanceStore):
 
 def context(service: MemoryService | None, scope: str = "agent:analyst") -> ToolContext:
     extra = {} if service is None else {"memory": service, "memory_scope": scope}
-    return ToolContext("eda", {}, Path.cwd(), extra=extra)
+    return ToolContext("eda", {}, Path.cwd(), **extra)
 
 
 def call(ctx: ToolContext, name: str, **arguments: object) -> str:

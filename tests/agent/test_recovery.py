@@ -37,8 +37,8 @@ def store() -> RawOutputStore:
 
 
 def context(store: RawOutputStore, *, session: str = "analysis", cap: int | None = None) -> ToolContext:
-    extra = {} if cap is None else {"tool_output_max_chars": cap}
-    return ToolContext(session=session, namespace={}, root=Path.cwd(), store=store, extra=extra)
+    extra = {} if cap is None else {"output_max_chars": cap}
+    return ToolContext(session=session, namespace={}, root=Path.cwd(), store=store, **extra)
 
 
 def call(ctx: ToolContext, **arguments) -> str:

@@ -28,7 +28,7 @@ def stored_text(store: LanceStore) -> str:
 
 
 def remember(service: MemoryService, fact: str, scope: str) -> str:
-    ctx = ToolContext(SESSION, {}, Path.cwd(), extra={"memory": service, "memory_scope": "agent:analyst"})
+    ctx = ToolContext(SESSION, {}, Path.cwd(), memory=service, memory_scope="agent:analyst")
     return run_tool({t.name: t for t in TOOLS}, ctx, "remember", json.dumps({"fact": fact, "scope": scope}))
 
 

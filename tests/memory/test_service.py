@@ -77,7 +77,7 @@ def test_manual_tool_and_promotion_paths_give_the_same_verdict(index, case, path
     services = {path: MemoryService(s, Redactor(env={})) for path, s in path_stores.items()}
 
     verdict = services["manual"].add(text, scope=scope, source="manual")
-    ctx = ToolContext(session, {}, Path.cwd(), extra={"memory": services["tool"], "memory_scope": scope})
+    ctx = ToolContext(session, {}, Path.cwd(), memory=services["tool"], memory_scope=scope)
     tool_reply = run_tool({t.name: t for t in TOOLS}, ctx, "remember", json.dumps({"fact": text}))
     for mode in ("auto", "suggest"):
         MemoryPromotion(services[mode], lambda: ScriptedModel([text]), mode, 8).on_summary_saved(

@@ -12,11 +12,18 @@ import re
 import types
 import typing
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from monad_notebook.config_schema import RecallConfig, ToolOutputConfig
 from monad_notebook.errors import ToolError
+
+if TYPE_CHECKING:
+    from monad_notebook.context.recall import Passage
+    from monad_notebook.memory.service import MemoryService
+    from monad_notebook.redaction.redactor import Redactor
+    from monad_notebook.store.base import Store
 
 _JSON_TYPES: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
 
@@ -29,12 +36,16 @@ class ToolContext:
     namespace: dict[str, Any]
     root: Path
     shell: Any = None  # IPython InteractiveShell, when running inside one
-    store: Any = None  # monad_notebook.store.base.Store
+    store: Store | None = None
     python_approval: str = "ask"  # ask | auto | off
     python_timeout: float | None = None  # seconds before the python tool stops the code; None: no limit
     approve: Callable[[str], bool | None] | None = None  # None result: nobody can answer
-    redactor: Any = None  # monad_notebook.redaction.redactor.Redactor
-    extra: dict[str, Any] = field(default_factory=dict)
+    redactor: Redactor | None = None
+    output_max_chars: int = ToolOutputConfig().max_chars  # what a tool paging saved text shows at once
+    memory: MemoryService | None = None
+    memory_scope: str = ""  # where facts the agent saves go: its agent's scope, else global
+    recall: Callable[[str], list[Passage]] | None = None  # the session's recall search; None: recall is off
+    recall_snippet_chars: int = RecallConfig().snippet_chars
     redacted: bool = False  # set once a tool's own redaction took something out
     outcome: str = ""  # how the call went, when the tool says: "ok", "error" or "refused"
 

@@ -1,7 +1,7 @@
 """remember, forget, list_memory: the agent's door to durable memory.
 
-The tools reach the session's MemoryService through ``ctx.extra["memory"]`` and write to
-``ctx.extra["memory_scope"]`` (the session's agent scope). Saving goes through the same
+The tools reach the session's MemoryService through ``ctx.memory`` and write to
+``ctx.memory_scope`` (the session's agent scope). Saving goes through the same
 ``sanitize_fact`` chokepoint as ``%monad remember``, so the model gets no weaker check than the
 user, and a refusal is a one-line tool error that says why without repeating a secret.
 
@@ -21,14 +21,14 @@ MAX_LISTED = 200
 
 
 def _service(ctx: ToolContext, name: str) -> MemoryService:
-    service = ctx.extra.get("memory")
+    service = ctx.memory
     if service is None:
         raise ToolError(f"{name}: memory is not available in this session")
     return service
 
 
 def _own_scope(ctx: ToolContext) -> str:
-    return str(ctx.extra.get("memory_scope") or GLOBAL_SCOPE)
+    return ctx.memory_scope or GLOBAL_SCOPE
 
 
 def _visible(ctx: ToolContext, service: MemoryService) -> list[MemoryFact]:

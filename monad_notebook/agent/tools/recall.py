@@ -13,7 +13,6 @@ characters each plus one header line apiece (about 1,200 tokens at the defaults)
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 
 from monad_notebook.agent.tools.base import Tool, ToolContext, tool
 from monad_notebook.context.lossless.truncation import read_call
@@ -23,7 +22,6 @@ from monad_notebook.errors import ToolError
 MAX_QUERY_CHARS = 1000
 READ_BEFORE = 400
 READ_LIMIT = 1600
-DEFAULT_SNIPPET_CHARS = 320
 
 
 @tool
@@ -39,7 +37,7 @@ def recall(ctx: ToolContext, query: str) -> str:
     """
     if len(query.strip()) < 3:
         raise ToolError("recall: describe what you are looking for in a few words")
-    search: Callable[[str], list[Passage]] | None = ctx.extra.get("recall")
+    search = ctx.recall
     if search is None:
         return "Recall is off for this session."
     question = " ".join(query.split())[:MAX_QUERY_CHARS]
@@ -47,7 +45,7 @@ def recall(ctx: ToolContext, query: str) -> str:
     if not passages:
         return f"Nothing earlier in this session matches {json.dumps(question)}; try other words for it."
     saved = _saved(ctx, passages)
-    chars = int(ctx.extra.get("recall_snippet_chars", DEFAULT_SNIPPET_CHARS))
+    chars = ctx.recall_snippet_chars
     terms = query_terms(question)
     lines = [f"{len(passages)} earlier passage(s) for {json.dumps(question)}, best first (quoted text is verbatim):"]
     for number, passage in enumerate(passages, 1):

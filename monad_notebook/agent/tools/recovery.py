@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 from monad_notebook.agent.tools.base import ToolContext, tool
-from monad_notebook.context.lossless.truncation import DEFAULT_MAX_CHARS, read_call, truncate_tool_output
+from monad_notebook.context.lossless.truncation import read_call, truncate_tool_output
 from monad_notebook.errors import ToolError
 
 MAX_ID_CHARS = 256
@@ -40,7 +40,7 @@ def read_tool_output(ctx: ToolContext, id: str, offset: int = 0, limit: int = 20
     raw = _load(ctx, id)
     if raw is None:
         return _not_found(id)
-    cap = int(ctx.extra.get("tool_output_max_chars", DEFAULT_MAX_CHARS))
+    cap = ctx.output_max_chars
     text = _grep(id, raw, grep, cap) if grep else _page(id, raw, offset, limit, cap)
     return truncate_tool_output(text, tool_call_id=id, max_chars=cap, recoverable=False)
 
@@ -135,7 +135,7 @@ def search_tool_outputs(ctx: ToolContext, text: str) -> str:
         return f"No saved tool output of this session contains {json.dumps(text)}."
     lines = [f"{len(hits)} matching line(s); read more with read_tool_output(id, grep=...) :"]
     lines += [f"id={call_id} line {number}: {_clip(line, text)}" for call_id, number, line in hits]
-    cap = int(ctx.extra.get("tool_output_max_chars", DEFAULT_MAX_CHARS))
+    cap = ctx.output_max_chars
     return truncate_tool_output("\n".join(lines), tool_call_id="search", max_chars=cap, recoverable=False)
 
 
