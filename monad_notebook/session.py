@@ -67,8 +67,8 @@ class Session:
         self._fixed_model, self._fixed_fast = model, fast_model
         self._root = root
         self._extra_tools = list(extra_tools or [])
-        try:
-            setup = self._prepare(self.watcher.current(), None)  # before anything is stored: no half a config
+        try:  # before anything is stored: no half a config
+            setup = prepare_setup(self.watcher.current(), model=model, extra_tools=self._extra_tools, root=root)
         except ConfigError as error:
             raise ConfigError(self.watcher.blame(error)) from None
         self.config, self.model = setup.config, setup.model
@@ -112,16 +112,16 @@ class Session:
 
     # --- configuration -------------------------------------------------------------
 
-    def _prepare(self, cfg: Config, old: Config | None) -> Setup:
+    def _prepare(self, cfg: Config, old: Config) -> Setup:
         """Build all that derives from ``cfg``; nothing is in force yet, so a failure changes nothing."""
-        keep = old is not None and old.models.main == cfg.models.main
+        keep = old.models.main == cfg.models.main
         return prepare_setup(
             cfg,
             model=self._fixed_model or (self.model if keep else None),
-            counter=self.window.counter if hasattr(self, "window") else None,
+            counter=self.window.counter,
             extra_tools=self._extra_tools,
             root=self._root,
-            stored_calibration=self._stored_calibration if hasattr(self, "store") else None,
+            stored_calibration=self._stored_calibration,
         )
 
     def _apply(self, setup: Setup) -> None:
@@ -141,17 +141,17 @@ class Session:
         Switching databases under a running session would swap its history for another one, so
         ``store.uri`` and ``store.storageOptions`` are read when the store is opened, never mid-session.
         """
-        if hasattr(self.store, "optimize_every"):
-            self.store.optimize_every = self.config.store.optimize_every_writes
+        self.store.optimize_every = self.config.store.optimize_every_writes
         wanted = store_settings(self.config)
         if wanted == self._store_warned:
             return
         self._store_warned = wanted
         if wanted != self._store_settings:
             key = "store.uri" if wanted[0] != self._store_settings[0] else "store.storageOptions"
-            opened = getattr(self.store, "uri", None)
-            where = f"the database at {opened}" if opened else "the open database"
-            self.emit(ERROR, message=f"{key} changed: this kernel keeps {where}; restart it to switch")
+            self.emit(
+                ERROR,
+                message=f"{key} changed: this kernel keeps the database at {self.store.uri}; restart it to switch",
+            )
 
     def reload_config(self) -> None:
         """Pick up agents.json changes (hot reload): all of the new configuration, or none of it and one warning."""
@@ -182,7 +182,7 @@ class Session:
 
     @property
     def memory(self) -> MemoryService:
-        return self.cascade.turn_stages.memory
+        return self.cascade.memory
 
     @property
     def summary(self) -> Summary | None:
@@ -200,7 +200,7 @@ class Session:
     @property
     def memory_scope(self) -> str:
         """Where facts the user saves go: the agent's scope (``agent.name``), else global."""
-        return self.cascade.turn_stages.scope
+        return self.cascade.memory_scope
 
     @property
     def prompt_records(self) -> list[dict[str, Any]]:
@@ -211,12 +211,7 @@ class Session:
 
     def commit_step(self, messages: list[Message]) -> None:
         """Persist a step: one write per table (raw outputs, messages, events)."""
-        spilled = self.cascade.take_spill()
-        if spilled:
-            self.store.save_raw_outputs(self.name, spilled)
-        self.window.wrote(self.store.append_messages(messages))
-        self.window.extend(messages)
-        self.cascade.committed(messages)
+        self.cascade.commit(messages)
         self.flush_events()
 
     def execute_tool(self, call: ToolCall) -> ToolOutput:
@@ -244,10 +239,8 @@ class Session:
 
         Each event carries the turn and step it happened in, so a replay places it where it happened.
         """
-        window = getattr(self, "window", None)
-        if window is not None:
-            data.setdefault("turn", window.turn)
-            data.setdefault("step", window.step)
+        data.setdefault("turn", self.window.turn)
+        data.setdefault("step", self.window.step)
         self.event_log.emit(kind, **data)
 
     def flush_events(self) -> None:
@@ -266,7 +259,7 @@ class Session:
 
     def _catch_up(self) -> None:
         """Land a finished compaction, then take in what another kernel wrote to this session meanwhile."""
-        self.cascade.lossy.apply_pending()
+        self.cascade.land_pending()
         self.window.catch_up(self.store)
 
     def _turn(self, text: str, on_text: TextCallback | None) -> Reply:
@@ -309,8 +302,7 @@ class Session:
             "stored_messages": self.store.count_messages(self.name),
             "window_messages": len(self.window.messages),
             "summary": bool(self.window.summary and self.window.summary.text),
-            "unindexed": self.cascade.turn_stages.unindexed,
-            "recall_checking": self.cascade.turn_stages.checking_history,
+            **self.cascade.indexing(),
             **self.usage_snapshot(),
         }
 
@@ -325,7 +317,7 @@ class Session:
 
     def reset(self) -> None:
         """Forget this session's conversation (its record stays); listeners hear ``session.reset``."""
-        self.cascade.lossy.discard_pending()
+        self.cascade.discard_pending()
         self.event_log.discard()  # the forgotten conversation's events, not yet written
         with self.lease.hold():
             self.store.reset_session(self.name)

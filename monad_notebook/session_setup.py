@@ -58,7 +58,7 @@ def prepare_setup(
     cfg: Config,
     *,
     model: ChatModel | None,
-    counter: TokenCounter | None,
+    counter: TokenCounter | None = None,
     extra_tools: list[Tool],
     root: str | Path | None,
     stored_calibration: Callable[[str], Calibration] | None = None,

@@ -6,8 +6,11 @@ turn's blocks) and the cascade persists it and applies it to the window, cheapes
 
     per result   redaction -> truncation with spill         (LosslessStage.process_result)
     per step     eviction plan -> store -> window           (LosslessStage.plan_eviction)
-                 soft/hard thresholds -> compaction         (LossyStage.step)
+                 soft/hard thresholds -> compaction         (LossyStage.step; saved and landed here)
     per turn     memory, plan anchor, related context       (TurnStages.blocks)
+    per commit   spilled outputs, messages -> store -> window, then recall's index
+
+The session talks to the cascade only, never to its stages.
 """
 
 from __future__ import annotations
@@ -24,8 +27,9 @@ from monad_notebook.context.lossless.stage import LosslessStage
 from monad_notebook.context.recall import Passage
 from monad_notebook.context.turn_stages import TurnStages
 from monad_notebook.context.window import Window
-from monad_notebook.errors import ContextLengthError
+from monad_notebook.errors import ContextLengthError, SessionBusyError
 from monad_notebook.events import Emit, EventBus
+from monad_notebook.memory import MemoryService
 from monad_notebook.messages import Message, ToolCall
 from monad_notebook.store.base import Store, Summary
 from monad_notebook.store.lease import TurnLease
@@ -53,6 +57,8 @@ class Cascade:
         self.emit = emit
         self.context_window = context_window
         self.lossless = lossless
+        self.lease = lease
+        self.compactions = 0
         self.turn_stages = TurnStages(
             store=store,
             config=config,
@@ -68,8 +74,9 @@ class Cascade:
             emit=emit,
             models=models,
             on_summary_saved=self._on_summary_saved,
-            on_landed=self._on_landed,
-            lease=lease,
+            save=self._save_summary,
+            spill=self._spill_folded,
+            land=self._land,
         )
 
     def reconfigure(self, lossless: LosslessStage) -> None:
@@ -92,8 +99,16 @@ class Cascade:
         self.lossless.process_result(message, text, redacted=redacted)
         return message
 
-    def take_spill(self) -> dict[str, str]:
-        return self.lossless.take_spill()
+    def commit(self, messages: list[Message]) -> None:
+        """Persist a step (one write per table: spilled full texts, then messages), put it in the
+        window, and queue it for recall's index."""
+        session = self.window.session
+        spilled = self.lossless.take_spill()
+        if spilled:
+            self.store.save_raw_outputs(session, spilled)
+        self.window.wrote(self.store.append_messages(messages))
+        self.window.extend(messages)
+        self.turn_stages.index(session, messages)
 
     # --- per step -------------------------------------------------------------------
 
@@ -156,6 +171,69 @@ class Cascade:
     def compact(self) -> bool:
         return self.lossy.compact_now("requested")
 
+    def land_pending(self) -> bool:
+        """Land a finished background compaction (already durable) before the turn reads the window."""
+        return self.lossy.apply_pending()
+
+    def discard_pending(self) -> None:
+        """Let a compaction in flight finish and drop its result (the conversation was reset)."""
+        self.lossy.discard_pending()
+
+    # --- what compaction saves, and how its result lands ----------------------------
+
+    def _save_summary(self, summary: Summary, previous: Summary | None, span: list[Message]) -> bool:
+        """Save only a summary that still extends the stored one, holding the session's turn lease.
+
+        Another kernel may have compacted, or written messages behind the new boundary that
+        this kernel never saw, since the compaction began (it may run after this kernel's
+        turn ended): then nothing is saved, and the messages stay in the window verbatim.
+        """
+        session = self.window.session
+        try:
+            self.lease.acquire(wait=0)
+        except SessionBusyError:
+            return False
+        try:
+            if not same_summary(self.store.load_summary(session), previous):
+                return False
+            after = previous.boundary_seq if previous is not None else -1
+            folded = {m.id for m in span}
+            stored = self.store.load_messages(session, after_seq=after)
+            if any(m.seq <= summary.boundary_seq and m.id not in folded for m in stored):
+                return False
+            self.store.save_summary(summary)
+            return True
+        finally:
+            self.lease.release()
+
+    def _spill_folded(self, span: list[Message]) -> None:
+        """Save the full text of folded tool results not saved yet, so their handles keep resolving."""
+        if not self.config().context.tool_output.persist_raw:
+            return
+        session = self.window.session
+        results = {m.tool_call_id: m.content for m in span if m.role == "tool" and m.tool_call_id and not m.redacted}
+        if results:
+            saved = self.store.has_raw_outputs(session, list(results))
+            unsaved = {k: v for k, v in results.items() if k not in saved}
+            if unsaved:
+                self.store.save_raw_outputs(session, unsaved)
+
+    def _land(self, result: CompactionResult, background: bool) -> None:
+        """Put a durable compaction in the window and say so once, in the units of occupancy: the whole
+        prompt's estimate before and after; then suggest a handoff if the window is still heavy."""
+        before = self.window.estimate(self.window.prompt())
+        self.window.apply_compaction(result)
+        self.compactions += 1
+        self.emit(
+            ev.COMPACTION_APPLIED,
+            tokens_before=before,
+            tokens_after=self.window.estimate(self.window.prompt()),
+            exact=False,
+            messages=len(result.folded_ids),
+            background=background,
+        )
+        self._on_landed()
+
     # --- per turn -------------------------------------------------------------------
 
     def run_turn(self, user: Message) -> None:
@@ -163,9 +241,18 @@ class Cascade:
         blocks = self.turn_stages.blocks(self.window, user)
         self.window.set_blocks(blocks, user.id, retrieval=self.turn_stages.retrieval is not None)
 
-    def committed(self, messages: list[Message]) -> None:
-        """Messages just persisted: queue them for recall indexing."""
-        self.turn_stages.index(self.window.session, messages)
+    @property
+    def memory(self) -> MemoryService:
+        return self.turn_stages.memory
+
+    @property
+    def memory_scope(self) -> str:
+        """Where facts the user saves go: the agent's scope (``agent.name``), else global."""
+        return self.turn_stages.scope
+
+    def indexing(self) -> dict[str, Any]:
+        """How far recall's index is behind: messages not yet indexed, and whether earlier history is still checked."""
+        return {"unindexed": self.turn_stages.unindexed, "recall_checking": self.turn_stages.checking_history}
 
     def recall(self, query: str) -> list[Passage]:
         """The ``recall`` tool's search: the best passages the window does not show."""
@@ -177,12 +264,12 @@ class Cascade:
         """On the compacting thread, right after a summary is saved: the span's last chance."""
         self.turn_stages.on_summary_saved(self.window.session, span, summary)
 
-    def _on_landed(self, result: CompactionResult) -> None:
+    def _on_landed(self) -> None:
         """On the turn's thread, once a compaction is in the window: suggest a handoff if still heavy."""
         context_window = self.context_window()
         fraction = self.window.occupancy() / context_window if context_window else 0.0
         reflections = self.window.summary.reflections if self.window.summary else 0
-        nudge = handoff_nudge(self.config().context.handoff, fraction, reflections, self.lossy.compactions)
+        nudge = handoff_nudge(self.config().context.handoff, fraction, reflections, self.compactions)
         if nudge is not None:
             self.emit(ev.HANDOFF_SUGGESTED, **nudge)
 
@@ -196,3 +283,10 @@ class Cascade:
     def close(self) -> None:
         self.lossy.close()
         self.turn_stages.close(INDEX_STOP_SECONDS)
+
+
+def same_summary(a: Summary | None, b: Summary | None) -> bool:
+    """The same stored summary: None for none, else equal save time and boundary."""
+    if a is None or b is None:
+        return a is b
+    return (a.created_at, a.boundary_seq) == (b.created_at, b.boundary_seq)

@@ -291,6 +291,9 @@ class Events(Protocol):
 class Store(Sessions, Transcript, Claims, ToolOutputs, Summaries, Facts, SearchIndex, Events, Protocol):
     """Every role at once: what a Session is given. A part of the code that needs one role asks for that one."""
 
+    uri: str  # where the data lives, as a user would name it in an error message
+    optimize_every: int  # writes to a table between background optimizes (``store.optimizeEveryWrites``)
+
     def optimize(self) -> None:
         """Compact fragments and drop old versions; safe to call from a worker thread."""
 

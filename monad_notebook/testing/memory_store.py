@@ -52,6 +52,9 @@ def _stored(message: Message) -> Message:
 class MemoryStore:
     """Every role of the Store protocol, in memory; safe to share between threads."""
 
+    uri = "memory (monad_notebook.testing.MemoryStore)"
+    optimize_every = 0  # nothing to optimize
+
     def __init__(self) -> None:
         self._lock = threading.RLock()
         self._versions: Counter[str] = Counter()

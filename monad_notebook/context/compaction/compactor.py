@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 
 OnSummarySaved = Callable[[list[Message], Summary], None]
 SaveSummary = Callable[[Summary, Summary | None, list[Message]], bool]
+Spill = Callable[[list[Message]], None]  # saves the full text of folded results not saved yet
 
 
 class Superseded(MonadError):
@@ -112,7 +113,7 @@ class Compactor:
         ledger_max_items: int,
         ledger_max_tokens: int = 1500,
         on_summary_saved: OnSummarySaved | None = None,
-        spill: Callable[[list[Message]], None] | None = None,
+        spill: Spill | None = None,
         save: SaveSummary | None = None,
     ) -> None:
         self.store = store

@@ -4,8 +4,8 @@ Crossing ``softFraction`` starts a background compaction (deduplicated per sessi
 turn goes on at full width; at or over ``hardFraction`` the step waits for the compaction in
 flight, then compacts synchronously if still over. The hard figure is ``Window.guard_tokens``:
 never below the provider's last real count plus what was appended since, so an estimate that
-is off cannot let a request through. Results are
-already durable when they arrive; the window applies them.
+is off cannot let a request through. The stage decides when to compact; what a compaction
+saves (``save``, ``spill``) and how its result lands in the window (``land``) are the cascade's.
 """
 
 from __future__ import annotations
@@ -14,19 +14,16 @@ from collections.abc import Callable
 
 from monad_notebook import events as ev
 from monad_notebook.config import SCRIPTED_DEMO_MODEL, Config
-from monad_notebook.context.compaction.compactor import CompactionResult, Compactor, OnSummarySaved
+from monad_notebook.context.compaction.compactor import CompactionResult, Compactor, OnSummarySaved, SaveSummary, Spill
 from monad_notebook.context.compaction.extractive import ExtractiveSummarizer
 from monad_notebook.context.compaction.summarize import LLMSummarizer, Summarizer
 from monad_notebook.context.window import Window
-from monad_notebook.errors import SessionBusyError
 from monad_notebook.events import Emit
-from monad_notebook.messages import Message
 from monad_notebook.provider import ChatModel
-from monad_notebook.store.base import Store, Summary
-from monad_notebook.store.lease import TurnLease
+from monad_notebook.store.base import Store
 
 ModelFactory = Callable[[str], ChatModel]  # tier ("main" | "fast") -> model
-Landed = Callable[[CompactionResult], None]
+Land = Callable[[CompactionResult, bool], None]  # (result, landed from the background)
 
 
 class LossyStage:
@@ -39,18 +36,17 @@ class LossyStage:
         emit: Emit,
         models: ModelFactory,
         on_summary_saved: OnSummarySaved,
-        on_landed: Landed,
-        lease: TurnLease,
+        save: SaveSummary,
+        spill: Spill,
+        land: Land,
     ) -> None:
-        """``on_summary_saved`` runs on the compacting thread right after a summary is saved;
-        ``landed`` on the turn's thread once a result has been applied to the window."""
-        self.store = store
+        """``on_summary_saved`` runs on the compacting thread right after ``save`` made a summary
+        durable; ``land`` on the turn's thread puts a result in the window."""
         self.window = window
         self.config = config
         self.models = models
         self.emit = emit
-        self.on_landed = on_landed
-        self.lease = lease
+        self.land = land
         self.compactor = Compactor(
             store=store,
             session=window.session,
@@ -62,46 +58,9 @@ class LossyStage:
             ledger_max_items=config().context.summarize.ledger_max_items,
             ledger_max_tokens=config().context.summarize.ledger_max_tokens,
             on_summary_saved=on_summary_saved,
-            spill=self._spill_folded,
-            save=self._save_if_current,
+            spill=spill,
+            save=save,
         )
-        self.compactions = 0
-
-    def _save_if_current(self, summary: Summary, previous: Summary | None, span: list[Message]) -> bool:
-        """Save only a summary that still extends the stored one, holding the session's turn lease.
-
-        Another kernel may have compacted, or written messages behind the new boundary that
-        this kernel never saw, since the compaction began (it may run after this kernel's
-        turn ended): then nothing is saved, and the messages stay in the window verbatim.
-        """
-        session = self.window.session
-        try:
-            self.lease.acquire(wait=0)
-        except SessionBusyError:
-            return False
-        try:
-            if not same_summary(self.store.load_summary(session), previous):
-                return False
-            after = previous.boundary_seq if previous is not None else -1
-            folded = {m.id for m in span}
-            stored = self.store.load_messages(session, after_seq=after)
-            if any(m.seq <= summary.boundary_seq and m.id not in folded for m in stored):
-                return False
-            self.store.save_summary(summary)
-            return True
-        finally:
-            self.lease.release()
-
-    def _spill_folded(self, span: list[Message]) -> None:
-        """Save the full text of folded tool results not saved yet, so their handles keep resolving."""
-        if not self.config().context.tool_output.persist_raw:
-            return
-        results = {m.tool_call_id: m.content for m in span if m.role == "tool" and m.tool_call_id and not m.redacted}
-        if results:
-            saved = self.store.has_raw_outputs(self.window.session, list(results))
-            unsaved = {k: v for k, v in results.items() if k not in saved}
-            if unsaved:
-                self.store.save_raw_outputs(self.window.session, unsaved)
 
     def reconfigure(self) -> None:
         cfg = self.config().context.summarize
@@ -128,23 +87,8 @@ class LossyStage:
         result = self.compactor.take_result()
         if result is None:
             return False
-        self._apply(result, background=True)
+        self.land(result, True)
         return True
-
-    def _apply(self, result: CompactionResult, *, background: bool = False) -> None:
-        """Land ``result`` and say so once, in the units of occupancy: the whole prompt's estimate, before and after."""
-        before = self.window.estimate(self.window.prompt())
-        self.window.apply_compaction(result)
-        self.compactions += 1
-        self.emit(
-            ev.COMPACTION_APPLIED,
-            tokens_before=before,
-            tokens_after=self.window.estimate(self.window.prompt()),
-            exact=False,
-            messages=len(result.folded_ids),
-            background=background,
-        )
-        self.on_landed(result)
 
     # --- thresholds -----------------------------------------------------------------
 
@@ -175,7 +119,7 @@ class LossyStage:
         result = self.compactor.compact_now(self.window.messages, self.window.summary, keep, reason)
         if result is None:
             return False
-        self._apply(result)
+        self.land(result, False)
         return True
 
     def discard_pending(self) -> None:
@@ -185,10 +129,3 @@ class LossyStage:
 
     def close(self) -> None:
         self.compactor.close()
-
-
-def same_summary(a: Summary | None, b: Summary | None) -> bool:
-    """The same stored summary: None for none, else equal save time and boundary."""
-    if a is None or b is None:
-        return a is b
-    return (a.created_at, a.boundary_seq) == (b.created_at, b.boundary_seq)
