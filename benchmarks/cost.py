@@ -424,7 +424,7 @@ def run_monad(
         fast_model=DecliningModel(counter, result),  # type: ignore[arg-type]
         extra_tools=[paced_replay_tool(trace, log.clock, pauses)],
     )
-    session.window.cost.clock = log.clock
+    session.cascade.cost.clock = log.clock
     tools = [t.schema() for t in session.tools.values()]
     provider.tools_tokens = counter.count_messages([], tools) - counter.count_messages([])
     complete = provider.complete

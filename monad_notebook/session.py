@@ -22,6 +22,7 @@ from monad_notebook.context.cascade import Cascade
 from monad_notebook.context.compaction.handoff import seed_handoff
 from monad_notebook.context.occupancy.calibration import Calibration
 from monad_notebook.context.occupancy.cost import pricing_for
+from monad_notebook.context.occupancy.occupancy import Occupancy
 from monad_notebook.context.window import Window
 from monad_notebook.errors import ConfigError, StoreError, UsageError
 from monad_notebook.events import ERROR, RESET, EventBus, EventLog
@@ -81,10 +82,11 @@ class Session:
         self.lease = TurnLease(self.store, name)
         self._store_settings = self._store_warned = store_settings(self.config)
         self.record = self.store.get_session(name) or self._create_record()
-        self.window = Window(name, setup.counter, self._stored_calibration(self.model.name))
+        self.window = Window(name)
         self.window.load(self.store)
         self.cascade = Cascade(
             window=self.window,
+            occupancy=Occupancy(setup.counter, self._stored_calibration(self.model.name)),
             store=self.store,
             config=lambda: self.config,
             emit=self.emit,
@@ -118,7 +120,7 @@ class Session:
         return prepare_setup(
             cfg,
             model=self._fixed_model or (self.model if keep else None),
-            counter=self.window.counter,
+            counter=self.cascade.occupancy.counter,
             extra_tools=self._extra_tools,
             root=self._root,
             stored_calibration=self._stored_calibration,
@@ -128,10 +130,11 @@ class Session:
         """Put a prepared configuration in force, all at once."""
         self.config, self.model, self.tools = setup.config, setup.model, setup.tools
         self.context_window = setup.context_window
-        if setup.counter is not self.window.counter:
-            self.window.use_counter(setup.counter, setup.calibration)
+        if setup.counter is not self.cascade.occupancy.counter:
+            self.cascade.occupancy.use_counter(setup.counter, setup.calibration)
+            self.window.new_model()
         self.window.set_frame(setup.frame)
-        self.window.cost.pricing = pricing_for(setup.config.models.main)
+        self.cascade.cost.pricing = pricing_for(setup.config.models.main)
         self.cascade.reconfigure(setup.lossless)
         self._follow_store()
 
@@ -171,9 +174,9 @@ class Session:
 
     def save_calibration(self) -> None:
         """Keep what the provider's counts taught us: one small write per turn at most, none if nothing new."""
-        calibration = self.window.calibration
+        calibration = self.cascade.occupancy.calibration
         if calibration.dirty:
-            self.store.save_calibration(self.name, self.window.counter.model, calibration.to_dict())
+            self.store.save_calibration(self.name, self.cascade.occupancy.counter.model, calibration.to_dict())
             calibration.dirty = False
 
     @property
@@ -205,7 +208,7 @@ class Session:
     @property
     def prompt_records(self) -> list[dict[str, Any]]:
         """What the model received at recent steps, part by part (the inspector reads it)."""
-        return self.window.records
+        return self.cascade.records.items
 
     # --- what a turn needs ---------------------------------------------------------
 
@@ -254,13 +257,8 @@ class Session:
         if not text.strip():
             raise UsageError("the message is empty: write what you want the agent to do")
         with FOREGROUND.held(), self.lease.hold():  # set aside while the model answers, tools run or the lease waits
-            self._catch_up()
+            self.cascade.catch_up()
             return self._turn(text, on_text)
-
-    def _catch_up(self) -> None:
-        """Land a finished compaction, then take in what another kernel wrote to this session meanwhile."""
-        self.cascade.land_pending()
-        self.window.catch_up(self.store)
 
     def _turn(self, text: str, on_text: TextCallback | None) -> Reply:
         try:
@@ -289,10 +287,10 @@ class Session:
 
     def occupancy(self) -> int:
         """effectiveInputTokens: the provider's last real count, else the calibrated estimate."""
-        return self.window.occupancy()
+        return self.cascade.occupancy_now()
 
     def usage_snapshot(self) -> dict[str, Any]:
-        return self.window.usage(self.context_window)
+        return self.cascade.usage()
 
     def status(self) -> dict[str, Any]:
         return {
@@ -309,7 +307,7 @@ class Session:
     def compact(self) -> bool:
         """Fold the window into the rolling summary now, whatever the threshold (``%monad compact``)."""
         with self.lease.hold():
-            self._catch_up()
+            self.cascade.catch_up()
             try:
                 return self.cascade.compact()
             finally:
@@ -321,7 +319,7 @@ class Session:
         self.event_log.discard()  # the forgotten conversation's events, not yet written
         with self.lease.hold():
             self.store.reset_session(self.name)
-        self.window.reset(self.store)
+        self.cascade.forget()
         self.emit(RESET)
         self.flush_events()
 

@@ -98,7 +98,7 @@ class Turn:
         io, w = self.io, self.io.window
         w.begin_step()
         self.reply.steps += 1
-        before = w.projected()
+        before = io.cascade.projected()
         io.cascade.run_step()
         response, prompt_tokens = self._call_model()
         calls = unique_tool_calls(w, io.saved_outputs, response.tool_calls)
@@ -130,8 +130,7 @@ class Turn:
         for attempt in (1, 2):
             io.cascade.ensure_fits()
             prompt = w.prompt()
-            estimate = w.estimate(prompt)
-            w.record(prompt)
+            estimate = io.cascade.account(prompt)
             try:
                 with FOREGROUND.aside():  # the turn only waits: background work may have the cores
                     response = io.model.complete(prompt.messages, prompt.tools, on_text=on_text)
@@ -143,8 +142,7 @@ class Turn:
                     raise
                 continue
             real = response.usage.prompt_tokens if response.usage and response.usage.prompt_tokens else None
-            w.observe(real)
-            w.bill(real if real is not None else estimate, response.usage.cached_tokens if response.usage else 0)
+            io.cascade.answered(real, estimate, response.usage.cached_tokens if response.usage else 0)
             if real is None:
                 self.reply.estimated = True
             return response, real if real is not None else estimate

@@ -24,6 +24,10 @@ from monad_notebook.context.compaction.compactor import CompactionResult
 from monad_notebook.context.compaction.handoff import handoff_nudge
 from monad_notebook.context.compaction.lossy import LossyStage, ModelFactory
 from monad_notebook.context.lossless.stage import LosslessStage
+from monad_notebook.context.occupancy.cost import CostMeter
+from monad_notebook.context.occupancy.occupancy import Occupancy
+from monad_notebook.context.occupancy.records import PromptRecords
+from monad_notebook.context.prompt import Prompt
 from monad_notebook.context.recall import Passage
 from monad_notebook.context.turn_stages import TurnStages
 from monad_notebook.context.window import Window
@@ -42,6 +46,7 @@ class Cascade:
         self,
         *,
         window: Window,
+        occupancy: Occupancy,
         store: Store,
         config: Callable[[], Config],
         emit: Emit,
@@ -52,6 +57,9 @@ class Cascade:
         lease: TurnLease,
     ) -> None:
         self.window = window
+        self.occupancy = occupancy
+        self.cost = CostMeter()
+        self.records = PromptRecords()
         self.store = store
         self.config = config
         self.emit = emit
@@ -70,6 +78,7 @@ class Cascade:
         self.lossy = LossyStage(
             store=store,
             window=window,
+            occupancy=occupancy,
             config=config,
             emit=emit,
             models=models,
@@ -124,6 +133,8 @@ class Cascade:
             self.window,
             self.context_window(),
             lambda ids: self.store.has_raw_outputs(session, ids),
+            occupancy=self.occupancy_now(),
+            cache_discount=self.cost.pricing.discount if self.cost.cache_warm() else 1.0,
             force=force,
         )
         if plan is None:
@@ -132,6 +143,7 @@ class Cascade:
             self.store.save_raw_outputs(session, plan.spill)
         self.window.wrote(self.store.set_placeholders(session, plan.placeholders))
         self.window.apply_eviction(plan)
+        self.occupancy.reclaim(plan.reclaimed_tokens)
         self.emit(
             ev.EVICTED,
             reclaimed=plan.reclaimed_tokens,
@@ -154,13 +166,13 @@ class Cascade:
         a provider count to go on nor the model's own tokenizer, the provider judges: a server
         that leaves the tool schemas out would otherwise be refused its very first request.
         """
-        if not (self.window.calibration.observations or self.window.counter.exact):
+        if not (self.occupancy.calibration.observations or self.occupancy.counter.exact):
             return
         window = self.context_window()
-        if self.window.guard_tokens(self.window.prompt()) < window:
+        if self.occupancy.guard_tokens(self.window.prompt()) < window:
             return
         self.make_room()
-        tokens = self.window.guard_tokens(self.window.prompt())
+        tokens = self.occupancy.guard_tokens(self.window.prompt())
         if tokens >= window:
             raise ContextLengthError(
                 f"The prompt would be about {tokens:,} tokens, and the model's window holds {window:,} even after "
@@ -171,9 +183,53 @@ class Cascade:
     def compact(self) -> bool:
         return self.lossy.compact_now("requested")
 
-    def land_pending(self) -> bool:
-        """Land a finished background compaction (already durable) before the turn reads the window."""
-        return self.lossy.apply_pending()
+    def catch_up(self) -> None:
+        """Land a finished compaction, then take in what another kernel wrote to this session meanwhile."""
+        self.lossy.apply_pending()
+        if self.window.catch_up(self.store):
+            self.occupancy.forget_count()
+
+    def forget(self) -> None:
+        """After the stored conversation was forgotten: an empty window, and the counts start over."""
+        self.window.reset(self.store)
+        self.occupancy.reset()
+        self.records.clear()
+
+    # --- accounting -----------------------------------------------------------------
+
+    def account(self, prompt: Prompt) -> int:
+        """The request about to go out: its calibrated estimate, and a record of what it holds."""
+        estimate = self.occupancy.estimate(prompt)
+        self.records.add(prompt, self.occupancy, self.window.turn, self.window.step)
+        return estimate
+
+    def answered(self, real: int | None, estimate: int, cached_tokens: int) -> None:
+        """The provider's count of that request (None: it reported none), and the bill: the calibration
+        learns, and the cost and the record take the figures."""
+        self.occupancy.observe(real)
+        billed = real if real is not None else estimate
+        self.cost.add(billed, cached_tokens)
+        self.records.answered(real, billed, self.cost.last_cached_tokens)
+
+    def projected(self) -> int:
+        """What the next request would cost as the window stands now, before the cascade acts."""
+        return self.occupancy.predict(self.window.prompt())
+
+    def occupancy_now(self) -> int:
+        """effectiveInputTokens: the provider's last real count, else the calibrated estimate."""
+        return self.occupancy.current(self.window.prompt)
+
+    def usage(self) -> dict[str, Any]:
+        occupancy, context_window = self.occupancy_now(), self.context_window()
+        return {
+            "occupancy": occupancy,
+            "context_window": context_window,
+            "fraction": round(occupancy / context_window, 4) if context_window else 0.0,
+            "exact": self.occupancy.last_real is not None,
+            "reclaimed": self.occupancy.reclaimed,
+            "messages": len(self.window.messages),
+            **self.cost.snapshot(),
+        }
 
     def discard_pending(self) -> None:
         """Let a compaction in flight finish and drop its result (the conversation was reset)."""
@@ -221,13 +277,14 @@ class Cascade:
     def _land(self, result: CompactionResult, background: bool) -> None:
         """Put a durable compaction in the window and say so once, in the units of occupancy: the whole
         prompt's estimate before and after; then suggest a handoff if the window is still heavy."""
-        before = self.window.estimate(self.window.prompt())
+        before = self.occupancy.estimate(self.window.prompt())
         self.window.apply_compaction(result)
+        self.occupancy.folded()
         self.compactions += 1
         self.emit(
             ev.COMPACTION_APPLIED,
             tokens_before=before,
-            tokens_after=self.window.estimate(self.window.prompt()),
+            tokens_after=self.occupancy.estimate(self.window.prompt()),
             exact=False,
             messages=len(result.folded_ids),
             background=background,
@@ -238,8 +295,9 @@ class Cascade:
 
     def run_turn(self, user: Message) -> None:
         """Stages that append to the prompt: once per turn, never per step."""
-        blocks = self.turn_stages.blocks(self.window, user)
-        self.window.set_blocks(blocks, user.id, retrieval=self.turn_stages.retrieval is not None)
+        blocks = self.turn_stages.blocks(self.window, user, self.occupancy.counter.count_text)
+        retrieval = self.turn_stages.retrieval is not None
+        self.window.set_blocks(blocks, user.id, retrieval=retrieval, cache_warm=self.cost.cache_warm())
 
     @property
     def memory(self) -> MemoryService:
@@ -267,7 +325,7 @@ class Cascade:
     def _on_landed(self) -> None:
         """On the turn's thread, once a compaction is in the window: suggest a handoff if still heavy."""
         context_window = self.context_window()
-        fraction = self.window.occupancy() / context_window if context_window else 0.0
+        fraction = self.occupancy_now() / context_window if context_window else 0.0
         reflections = self.window.summary.reflections if self.window.summary else 0
         nudge = handoff_nudge(self.config().context.handoff, fraction, reflections, self.compactions)
         if nudge is not None:

@@ -85,13 +85,12 @@ class TurnStages:
     def scope(self) -> str:
         return resolve_scope(self.agent)
 
-    def blocks(self, window: Window, user: Message) -> dict[str, str]:
-        """This turn's injected blocks: memory facts, the plan anchor, related context."""
+    def blocks(self, window: Window, user: Message, count_text: Callable[[str], int]) -> dict[str, str]:
+        """This turn's injected blocks: memory facts (within their budget by ``count_text``), the plan anchor,
+        related context."""
         cfg = self.config().context
         blocks: dict[str, str] = {}
-        memory = self.memory.prompt_block(
-            visible_scopes(self.agent), cfg.memory.prompt_budget_tokens, window.counter.count_text
-        )
+        memory = self.memory.prompt_block(visible_scopes(self.agent), cfg.memory.prompt_budget_tokens, count_text)
         if memory:
             blocks["memory"] = memory
         if cfg.recitation.enabled and window.summary is not None:

@@ -98,7 +98,7 @@ def session_for(server, store, clock, *, discount: float = 0.1, clear_at_least: 
         }
     )
     session = Session("cost", config=config, store=store, namespace={})
-    session.window.cost.clock = lambda: clock[0]
+    session.cascade.cost.clock = lambda: clock[0]
     return session
 
 

@@ -8,6 +8,7 @@ from monad_notebook import Session
 from monad_notebook.config import Config
 from monad_notebook.context.lossless.eviction import EvictionPlan
 from monad_notebook.context.occupancy.calibration import KEPT
+from monad_notebook.context.occupancy.occupancy import Occupancy
 from monad_notebook.context.occupancy.tokens import TokenCounter
 from monad_notebook.context.window import Window
 from monad_notebook.errors import ContextLengthError
@@ -35,7 +36,7 @@ def test_the_hard_guard_compacts_from_the_last_real_count_when_the_estimate_is_f
     session.ask(f"two: {FILLER}")
     assert 1_700 < 0.9 * 2_048  # the last real count alone is under both thresholds
     session.window.extend([session.window.new_message("user", f"three: {FILLER * 3}")])
-    assert session.window.estimate(session.window.prompt()) < 0.9 * 2_048  # and so is the estimate
+    assert session.cascade.occupancy.estimate(session.window.prompt()) < 0.9 * 2_048  # and so is the estimate
     session.window.messages.pop()
     session.ask(f"three: {FILLER * 3}")
     sent = model.calls[-1].messages
@@ -59,13 +60,13 @@ def test_with_nothing_learnt_yet_the_first_request_goes_out_and_the_provider_jud
     """Over 1,000 tokens of tool schemas by our count, which a server that drops them never sees."""
     model = ScriptedModel(["hello"], context_window=1_000)
     session = make(store, model)
-    assert session.window.estimate(session.window.prompt()) > 1_000
+    assert session.cascade.occupancy.estimate(session.window.prompt()) > 1_000
     assert session.ask("hi").text == "hello"
 
 
-def window_after_a_real_count(real: int) -> Window:
+def window_after_a_real_count(real: int) -> tuple[Window, Occupancy]:
     """A window whose whole content the provider counted as ``real`` tokens: a question, a tool result, an answer."""
-    window = Window("w", TokenCounter("local-model"))
+    window, occupancy = Window("w"), Occupancy(TokenCounter("local-model"))
     window.extend(
         [
             Message(role="user", content=FILLER, session="w", seq=0),
@@ -73,24 +74,27 @@ def window_after_a_real_count(real: int) -> Window:
             Message(role="assistant", content=FILLER, session="w", seq=2),
         ]
     )
-    window.estimate(window.prompt())
-    window.observe(real)
-    return window
+    occupancy.estimate(window.prompt())
+    occupancy.observe(real)
+    return window, occupancy
 
 
 def test_the_guard_figure_grows_from_the_real_count_by_what_was_appended_since():
-    window = window_after_a_real_count(2_002)
-    assert window.guard_tokens(window.prompt()) >= 2_002
+    window, occupancy = window_after_a_real_count(2_002)
+    assert occupancy.guard_tokens(window.prompt()) >= 2_002
     appended = Message(role="user", content=FILLER * 4, session="w", seq=3)
     window.extend([appended])
-    assert window.guard_tokens(window.prompt()) >= 2_002 + window.message_tokens(appended)
+    assert occupancy.guard_tokens(window.prompt()) >= 2_002 + occupancy.message_tokens(appended)
 
 
 def test_tokens_cleared_by_eviction_come_off_the_guard_figure_once():
-    window = window_after_a_real_count(2_002)
+    window, occupancy = window_after_a_real_count(2_002)
     result = window.messages[1]
     placeholder = "[context-cleared] 300 tokens"
     plan = EvictionPlan(placeholders={result.id: placeholder})
-    plan.reclaimed_tokens = window.counter.count_text(result.content) - window.counter.count_text(placeholder)
+    count = occupancy.counter.count_text
+    plan.reclaimed_tokens = count(result.content) - count(placeholder)
     window.apply_eviction(plan)
-    assert window.guard_tokens(window.prompt()) == max(window.estimate(window.prompt()), 2_002 - plan.reclaimed_tokens)
+    occupancy.reclaim(plan.reclaimed_tokens)
+    estimate = occupancy.estimate(window.prompt())
+    assert occupancy.guard_tokens(window.prompt()) == max(estimate, 2_002 - plan.reclaimed_tokens)

@@ -77,7 +77,7 @@ def test_hard_threshold_waits_for_the_compaction_in_flight_then_compacts_if_stil
         session.ask(f"question {i}: {FILLER * 3}")
     assert finished, "crossing the hard threshold must land a compaction before the model is called"
     hard = 0.5 * 6000
-    sent = [session.window.counter.count_messages(call.messages, call.tools) for call in model.calls]
+    sent = [session.cascade.occupancy.counter.count_messages(call.messages, call.tools) for call in model.calls]
     assert max(sent) < hard  # no request ever went out over the hard threshold
     assert sum(sent[3:]) < sum(sent[:3]) * 3  # and the window did not keep growing
 
@@ -197,7 +197,7 @@ def test_the_estimate_calibrates_to_the_providers_counts(store):
         errors = []
         for i in range(4):
             prompt = session.window.prompt()
-            before = session.window.estimate(prompt)
+            before = session.cascade.occupancy.estimate(prompt)
             server.queue(f"answer {i}: {FILLER}")
             session.ask(f"question {i}: {FILLER}")
             errors.append(abs(before - provider_count(prompt.messages)) / provider_count(prompt.messages))

@@ -7,7 +7,6 @@ import pytest
 from monad_notebook.context.compaction.compactor import CompactionResult
 from monad_notebook.context.lossless.eviction import EvictionPlan
 from monad_notebook.context.occupancy.cost import CachePricing, CostMeter
-from monad_notebook.context.occupancy.tokens import TokenCounter
 from monad_notebook.context.prompt import PLAN_NOTE, assemble, count_parts
 from monad_notebook.context.window import Frame, Window
 from monad_notebook.messages import Message, ToolCall
@@ -85,8 +84,7 @@ def test_a_window_that_starts_mid_exchange_gets_the_summary_as_its_own_first_use
 
 def warm_window_with_three_blocks() -> tuple[Window, Message]:
     """Three turns, each with its related block, the provider's cache warm; and turn 1's tool result."""
-    w = Window("s", TokenCounter("gpt-4o"))
-    w.cost = CostMeter(CachePricing(0.1))
+    w, cost = Window("s"), CostMeter(CachePricing(0.1))
     call = ToolCall("c1", "python", "{}")
     result = Message(role="tool", content="out " * 200, tool_call_id="c1", name="python")
     turns = [
@@ -97,8 +95,8 @@ def warm_window_with_three_blocks() -> tuple[Window, Message]:
     for number, messages in enumerate(turns, 1):
         w.extend(messages)
         block = {"related_context": f"<related_context>{number}</related_context>"}
-        w.set_blocks(block, messages[-1 if number > 1 else 0].id)
-        w.cost.add(1_000, 0)  # a request went out: the cache is warm for the next turn
+        w.set_blocks(block, messages[-1 if number > 1 else 0].id, cache_warm=cost.cache_warm())
+        cost.add(1_000, 0)  # a request went out: the cache is warm for the next turn
     return w, result
 
 

@@ -12,7 +12,6 @@ import pytest
 
 from monad_notebook import events as ev
 from monad_notebook.config import Config
-from monad_notebook.context.occupancy.tokens import TokenCounter
 from monad_notebook.context.window import Window
 from monad_notebook.errors import SessionBusyError
 from monad_notebook.messages import Message, ToolCall
@@ -220,7 +219,7 @@ def test_a_write_another_store_committed_between_the_windows_look_and_its_own_wr
         m.session, m.seq, m.turn, m.step = "shared", seq, seq + 1, 1
         return m
 
-    window = Window("shared", TokenCounter("local-model"))
+    window = Window("shared")
     mine.append_messages([message(0, "mine 0")])
     window.load(mine)
     window.catch_up(mine)  # looked: marked current

@@ -2,7 +2,7 @@
 
 Crossing ``softFraction`` starts a background compaction (deduplicated per session) and the
 turn goes on at full width; at or over ``hardFraction`` the step waits for the compaction in
-flight, then compacts synchronously if still over. The hard figure is ``Window.guard_tokens``:
+flight, then compacts synchronously if still over. The hard figure is ``Occupancy.guard_tokens``:
 never below the provider's last real count plus what was appended since, so an estimate that
 is off cannot let a request through. The stage decides when to compact; what a compaction
 saves (``save``, ``spill``) and how its result lands in the window (``land``) are the cascade's.
@@ -17,6 +17,7 @@ from monad_notebook.config import SCRIPTED_DEMO_MODEL, Config
 from monad_notebook.context.compaction.compactor import CompactionResult, Compactor, OnSummarySaved, SaveSummary, Spill
 from monad_notebook.context.compaction.extractive import ExtractiveSummarizer
 from monad_notebook.context.compaction.summarize import LLMSummarizer, Summarizer
+from monad_notebook.context.occupancy.occupancy import Occupancy
 from monad_notebook.context.window import Window
 from monad_notebook.events import Emit
 from monad_notebook.provider import ChatModel
@@ -32,6 +33,7 @@ class LossyStage:
         *,
         store: Store,
         window: Window,
+        occupancy: Occupancy,
         config: Callable[[], Config],
         emit: Emit,
         models: ModelFactory,
@@ -43,6 +45,7 @@ class LossyStage:
         """``on_summary_saved`` runs on the compacting thread right after ``save`` made a summary
         durable; ``land`` on the turn's thread puts a result in the window."""
         self.window = window
+        self.occupancy = occupancy
         self.config = config
         self.models = models
         self.emit = emit
@@ -52,7 +55,7 @@ class LossyStage:
             session=window.session,
             summarizer_factory=self._summarizer,
             fallback=ExtractiveSummarizer(),
-            count_tokens=lambda text: self.window.counter.count_text(text),
+            count_tokens=lambda text: self.occupancy.counter.count_text(text),
             emit=emit,
             reflect_at_tokens=config().context.summarize.reflect_at_tokens,
             ledger_max_items=config().context.summarize.ledger_max_items,
@@ -94,18 +97,18 @@ class LossyStage:
 
     def step(self, context_window: int) -> None:
         """Per-step: land results, start background work at soft, guard hard on the bound that cannot lag."""
-        w = self.window
+        w, occupancy = self.window, self.occupancy
         cfg = self.config().context.summarize
         self.apply_pending()
         if not cfg.enabled:
             return
         soft, hard = cfg.soft_fraction * context_window, cfg.hard_fraction * context_window
-        if w.guard_tokens(w.prompt()) >= hard:
+        if occupancy.guard_tokens(w.prompt()) >= hard:
             self.compactor.wait()
             self.apply_pending()
-            if w.guard_tokens(w.prompt()) >= hard:
+            if occupancy.guard_tokens(w.prompt()) >= hard:
                 self.compact_now("hard threshold")
-        elif w.occupancy() >= soft:
+        elif occupancy.current(w.prompt) >= soft:
             if cfg.background:
                 self.compactor.start_background(w.messages, w.summary, cfg.keep_recent, "soft threshold")
             else:

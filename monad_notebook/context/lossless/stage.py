@@ -50,7 +50,14 @@ class LosslessStage:
         return spill
 
     def plan_eviction(
-        self, window: Window, context_window: int, has_raw: HasRaw, *, force: bool = False
+        self,
+        window: Window,
+        context_window: int,
+        has_raw: HasRaw,
+        *,
+        occupancy: int,
+        cache_discount: float,
+        force: bool = False,
     ) -> EvictionPlan | None:
         """What one eviction pass would clear now (None: nothing); the caller persists and applies it.
 
@@ -63,7 +70,7 @@ class LosslessStage:
             return None
         plan = plan_eviction(
             window.messages,
-            occupancy=context_window if force else window.occupancy(),
+            occupancy=context_window if force else occupancy,
             context_window=context_window,
             at_fraction=0.0 if force else cfg.at_fraction,
             keep_recent_rounds=0 if force else cfg.keep_recent_rounds,
@@ -72,6 +79,6 @@ class LosslessStage:
             count_tokens=self.counter.count_text,
             has_raw=has_raw,
             persist_raw=self.cfg.tool_output.persist_raw,
-            cache_discount=window.cost.pricing.discount if window.cost.cache_warm() else 1.0,
+            cache_discount=cache_discount,
         )
         return plan if plan.placeholders else None
