@@ -46,7 +46,7 @@ from monad_notebook.config import Config
 from monad_notebook.context.compaction.ledger import parse_ledger
 from monad_notebook.context.compaction.summarize import SECTIONS, parse_sections, render_sections
 from monad_notebook.context.occupancy.tokens import TokenCounter
-from monad_notebook.context.recall import query_terms
+from monad_notebook.context.recall.search import query_terms
 from monad_notebook.errors import ModelError
 from monad_notebook.messages import ToolCall
 from monad_notebook.provider import ChatResponse, Usage

@@ -33,10 +33,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from monad_notebook.config import RetrievalConfig
-from monad_notebook.context.indexing import RecallIndexer
-from monad_notebook.context.recall import Recall
-from monad_notebook.context.retrieval import Retrieval
-from monad_notebook.context.wordmatch import WordVectors, words_of
+from monad_notebook.context.recall.indexing import RecallIndexer
+from monad_notebook.context.recall.retrieval import Retrieval
+from monad_notebook.context.recall.search import Recall
+from monad_notebook.context.recall.wordmatch import WordVectors, words_of
 from monad_notebook.messages import Message
 from monad_notebook.provider.local_embedder import LocalEmbedder
 from monad_notebook.store.base import Chunk

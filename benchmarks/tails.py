@@ -64,8 +64,8 @@ from benchmarks.reference_trace import SUMMARY_TEXT, _Timed, _timed
 from benchmarks.retrieval import FACTS, TEMPLATES, TOPICS
 from monad_notebook.cell.heap import settle_heap
 from monad_notebook.config import Config
-from monad_notebook.context.chunks import message_chunks
-from monad_notebook.context.recall import Passage, Recall
+from monad_notebook.context.recall.chunks import message_chunks
+from monad_notebook.context.recall.search import Passage, Recall
 from monad_notebook.messages import Message, ToolCall
 from monad_notebook.provider.local_embedder import LocalEmbedder
 from monad_notebook.session import Session

@@ -7,8 +7,8 @@ import gc
 import pytest
 
 from benchmarks.tails import FullCollections, _time_parts, goals
-from monad_notebook.context.chunks import message_chunks
-from monad_notebook.context.recall import Recall
+from monad_notebook.context.recall.chunks import message_chunks
+from monad_notebook.context.recall.search import Recall
 from monad_notebook.messages import Message
 from tests.context.test_retrieval import KeywordEmbedder
 

@@ -28,7 +28,7 @@ from monad_notebook.context.occupancy.cost import CostMeter
 from monad_notebook.context.occupancy.occupancy import Occupancy
 from monad_notebook.context.occupancy.records import PromptRecords
 from monad_notebook.context.prompt import Prompt
-from monad_notebook.context.recall import Passage
+from monad_notebook.context.recall.search import Passage
 from monad_notebook.context.turn_stages import TurnStages
 from monad_notebook.context.window import Window
 from monad_notebook.errors import ContextLengthError, SessionBusyError

@@ -14,12 +14,12 @@ from collections.abc import Callable
 
 from monad_notebook import events as ev
 from monad_notebook.config import Config
-from monad_notebook.context.indexing import RecallIndexer
-from monad_notebook.context.recall import Passage, Recall
+from monad_notebook.context.recall.indexing import RecallIndexer
+from monad_notebook.context.recall.retrieval import Retrieval
+from monad_notebook.context.recall.search import Passage, Recall
+from monad_notebook.context.recall.wordmatch import WordVectors, shared_word_vectors
 from monad_notebook.context.recitation import plan_body
-from monad_notebook.context.retrieval import Retrieval
 from monad_notebook.context.window import Window
-from monad_notebook.context.wordmatch import WordVectors, shared_word_vectors
 from monad_notebook.events import Emit, EventBus
 from monad_notebook.foreground import FOREGROUND
 from monad_notebook.memory import MemoryPromotion, MemoryService, resolve_scope, visible_scopes

@@ -18,7 +18,7 @@ import pytest
 from monad_notebook import Session
 from monad_notebook.config import Config
 from monad_notebook.context import turn_stages
-from monad_notebook.context.indexing import RecallIndexer
+from monad_notebook.context.recall.indexing import RecallIndexer
 from monad_notebook.foreground import FOREGROUND, Foreground
 from monad_notebook.messages import Message
 from monad_notebook.provider.local_embedder import EmbeddingInterrupted, LocalEmbedder

@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from monad_notebook.context.chunks import OVERLAP_CHARS, chunk_spans, embedding_inputs, message_chunks
-from monad_notebook.context.indexing import RecallIndexer
 from monad_notebook.context.lossless.truncation import truncate_tool_output
-from monad_notebook.context.recall import Recall, asked_kind, focus, fuse
-from monad_notebook.context.wordmatch import WordVectors
+from monad_notebook.context.recall.chunks import OVERLAP_CHARS, chunk_spans, embedding_inputs, message_chunks
+from monad_notebook.context.recall.indexing import RecallIndexer
+from monad_notebook.context.recall.search import Recall, asked_kind, focus, fuse
+from monad_notebook.context.recall.wordmatch import WordVectors
 from monad_notebook.errors import ModelError
 from monad_notebook.messages import Message
 from monad_notebook.provider.local_embedder import LocalEmbedder, local_model_files

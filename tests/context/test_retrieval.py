@@ -7,11 +7,11 @@ import threading
 import pytest
 
 from monad_notebook.config import RetrievalConfig
-from monad_notebook.context.chunks import indexed_text
-from monad_notebook.context.indexing import RecallIndexer
 from monad_notebook.context.lossless.eviction import PLACEHOLDER_PREFIX
-from monad_notebook.context.recall import CANDIDATES, Recall
-from monad_notebook.context.retrieval import Retrieval, identifier_terms
+from monad_notebook.context.recall.chunks import indexed_text
+from monad_notebook.context.recall.indexing import RecallIndexer
+from monad_notebook.context.recall.retrieval import Retrieval, identifier_terms
+from monad_notebook.context.recall.search import CANDIDATES, Recall
 from monad_notebook.errors import ModelError, StoreError
 from monad_notebook.messages import Message, ToolCall
 from monad_notebook.provider.local_embedder import LocalEmbedder, local_model_files

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from monad_notebook.config import Config
-from monad_notebook.context.indexing import RecallIndexer
-from monad_notebook.context.recall import Recall
-from monad_notebook.context.wordmatch import WordVectors, rank_by_words
+from monad_notebook.context.recall.indexing import RecallIndexer
+from monad_notebook.context.recall.search import Recall
+from monad_notebook.context.recall.wordmatch import WordVectors, rank_by_words
 from monad_notebook.messages import Message
 from monad_notebook.provider.local_embedder import LocalEmbedder, local_model_files
 from monad_notebook.session import Session

@@ -20,7 +20,7 @@ from monad_notebook.config_schema import RecallConfig, ToolOutputConfig
 from monad_notebook.errors import ToolError
 
 if TYPE_CHECKING:
-    from monad_notebook.context.recall import Passage
+    from monad_notebook.context.recall.search import Passage
     from monad_notebook.memory.service import MemoryService
     from monad_notebook.redaction.redactor import Redactor
     from monad_notebook.store.base import Store

@@ -16,7 +16,7 @@ import json
 
 from monad_notebook.agent.tools.base import Tool, ToolContext, tool
 from monad_notebook.context.lossless.truncation import read_call
-from monad_notebook.context.recall import Passage, focus, query_terms
+from monad_notebook.context.recall.search import Passage, focus, query_terms
 from monad_notebook.errors import ToolError
 
 MAX_QUERY_CHARS = 1000

@@ -33,8 +33,8 @@ import time
 import weakref
 from collections.abc import Iterable
 
-from monad_notebook.context.chunks import embedding_inputs, indexed_text, message_chunks
-from monad_notebook.context.wordmatch import WordVectors, words_of
+from monad_notebook.context.recall.chunks import embedding_inputs, indexed_text, message_chunks
+from monad_notebook.context.recall.wordmatch import WordVectors, words_of
 from monad_notebook.foreground import FOREGROUND, Foreground, lower_priority
 from monad_notebook.messages import Message
 from monad_notebook.provider.local_embedder import Embedder, EmbeddingInterrupted

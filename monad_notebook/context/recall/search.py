@@ -2,7 +2,7 @@
 
 A forgotten identifier cannot be searched for by its exact text, only by what surrounded it
 ("which file was the churn raw extract?"). So a question goes to two searches over the
-session's chunks (``context/chunks.py``): BM25 full-text, which finds the context's words
+session's chunks (``context/recall/chunks.py``): BM25 full-text, which finds the context's words
 (snake_case and dotted names are split into words by the index), and the embedder's vectors,
 which find paraphrases. Each brings four times the passages the caller shows (``shown``, by
 default all it asks for); repeats of one text are kept once; the rankings are fused by
@@ -32,7 +32,7 @@ from typing import TypeVar
 import numpy as np
 
 from monad_notebook.context.compaction.ledger import holds_kind
-from monad_notebook.context.wordmatch import MAX_TERMS, STOP_WORDS, WordVectors, rank_by_words, stem
+from monad_notebook.context.recall.wordmatch import MAX_TERMS, STOP_WORDS, WordVectors, rank_by_words, stem
 from monad_notebook.messages import Message
 from monad_notebook.provider.local_embedder import Embedder
 from monad_notebook.store.base import EmbeddingHit, Store

@@ -16,7 +16,7 @@ import logging
 from collections.abc import Iterable
 
 from monad_notebook.config import RetrievalConfig
-from monad_notebook.context.recall import Passage, Recall, identifier_terms
+from monad_notebook.context.recall.search import Passage, Recall, identifier_terms
 from monad_notebook.messages import Message
 from monad_notebook.provider.local_embedder import Embedder
 from monad_notebook.store.base import Store
