@@ -161,7 +161,7 @@ class Cascade:
     def ensure_fits(self) -> None:
         """Before a request goes out: make room if it would not fit the window, and refuse it if it still would not.
 
-        Judged on ``Window.guard_tokens`` (never below the provider's last count plus what was
+        Judged on ``Occupancy.guard_tokens`` (never below the provider's last count plus what was
         appended since), so a request the estimate underrates is not sent to fail. With neither
         a provider count to go on nor the model's own tokenizer, the provider judges: a server
         that leaves the tool schemas out would otherwise be refused its very first request.

@@ -364,8 +364,8 @@ def effective_input_tokens(last_real: int | None, estimate: int) -> int:
     results, the assistant's message). That lag is accepted for the soft and eviction
     triggers, which only need to fire roughly on time, in exchange for true occupancy
     (system prompt, tool schemas and chat template included). The hard overflow guard
-    must not lag: it uses ``Window.guard_tokens``, the real count plus the growth since. A count of 0 means a provider
-    that reports nothing useful and is treated as unknown.
+    must not lag: it uses ``Occupancy.guard_tokens``, the real count plus the growth since.
+    A count of 0 means a provider that reports nothing useful and is treated as unknown.
     """
     if last_real is not None and last_real > 0:
         return last_real
