@@ -20,9 +20,7 @@ from monad_notebook.branching import branch_session, check_session_name
 from monad_notebook.config import Config, ConfigWatcher, watch_config
 from monad_notebook.context.cascade import Cascade
 from monad_notebook.context.compaction.handoff import seed_handoff
-from monad_notebook.context.occupancy.calibration import Calibration
 from monad_notebook.context.occupancy.cost import pricing_for
-from monad_notebook.context.occupancy.occupancy import Occupancy
 from monad_notebook.context.window import Window
 from monad_notebook.errors import ConfigError, StoreError, UsageError
 from monad_notebook.events import ERROR, RESET, EventBus, EventLog
@@ -86,7 +84,7 @@ class Session:
         self.window.load(self.store)
         self.cascade = Cascade(
             window=self.window,
-            occupancy=Occupancy(setup.counter, self._stored_calibration(self.model.name)),
+            counter=setup.counter,
             store=self.store,
             config=lambda: self.config,
             emit=self.emit,
@@ -123,19 +121,13 @@ class Session:
             counter=self.cascade.occupancy.counter,
             extra_tools=self._extra_tools,
             root=self._root,
-            stored_calibration=self._stored_calibration,
         )
 
     def _apply(self, setup: Setup) -> None:
         """Put a prepared configuration in force, all at once."""
         self.config, self.model, self.tools = setup.config, setup.model, setup.tools
         self.context_window = setup.context_window
-        if setup.counter is not self.cascade.occupancy.counter:
-            self.cascade.occupancy.use_counter(setup.counter, setup.calibration)
-            self.window.new_model()
-        self.window.set_frame(setup.frame)
-        self.cascade.cost.pricing = pricing_for(setup.config.models.main)
-        self.cascade.reconfigure(setup.lossless)
+        self.cascade.reconfigure(setup.lossless, setup.counter, setup.frame, pricing_for(setup.config.models.main))
         self._follow_store()
 
     def _follow_store(self) -> None:
@@ -167,17 +159,6 @@ class Session:
                 warning = self.watcher.reject(config, error)
         if warning:
             self.emit(ERROR, message=warning)
-
-    def _stored_calibration(self, model: str) -> Calibration:
-        """What earlier kernels learnt of this model's provider counts, so a restart does not start over."""
-        return Calibration.from_dict(self.store.load_calibration(self.name, model))
-
-    def save_calibration(self) -> None:
-        """Keep what the provider's counts taught us: one small write per turn at most, none if nothing new."""
-        calibration = self.cascade.occupancy.calibration
-        if calibration.dirty:
-            self.store.save_calibration(self.name, self.cascade.occupancy.counter.model, calibration.to_dict())
-            calibration.dirty = False
 
     @property
     def root(self) -> Path:
@@ -277,11 +258,11 @@ class Session:
             reply = Turn(inputs, text, on_text).run()
         except BaseException:
             with contextlib.suppress(Exception):  # the turn's own error is the one to report
-                self.save_calibration()
+                self.cascade.save_calibration()
             with contextlib.suppress(Exception):
                 self.flush_events()
             raise
-        self.save_calibration()
+        self.cascade.save_calibration()
         self.flush_events()
         return reply
 

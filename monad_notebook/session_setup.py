@@ -8,7 +8,6 @@ frame) does it swap them in, so a bad edit to agents.json changes nothing.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,7 +18,6 @@ from monad_notebook.agent.tools.registry import configured_tools
 from monad_notebook.config import Config
 from monad_notebook.config_errors import working_dir
 from monad_notebook.context.lossless.stage import LosslessStage
-from monad_notebook.context.occupancy.calibration import Calibration
 from monad_notebook.context.occupancy.tokens import TokenCounter
 from monad_notebook.context.window import Frame
 from monad_notebook.errors import ConfigError
@@ -37,7 +35,6 @@ class Setup:
     tools: dict[str, Tool]
     frame: Frame
     context_window: int
-    calibration: Calibration | None = None  # what the store knows of a new model's provider counts
 
 
 def check_root(cfg: Config, explicit: str | Path | None) -> None:
@@ -61,7 +58,6 @@ def prepare_setup(
     counter: TokenCounter | None = None,
     extra_tools: list[Tool],
     root: str | Path | None,
-    stored_calibration: Callable[[str], Calibration] | None = None,
 ) -> Setup:
     """Everything ``cfg`` asks for; ``model`` and ``counter`` are kept when given (and still right).
 
@@ -69,10 +65,8 @@ def prepare_setup(
     """
     model = model or build_model(cfg)
     check_root(cfg, root)
-    calibration = None
     if counter is None or counter.model != model.name:
         counter = TokenCounter(model.name)
-        calibration = stored_calibration(model.name) if stored_calibration is not None else None
     tools = configured_tools(
         python_approval=cfg.tools.python.approval,
         persist_raw=cfg.context.tool_output.persist_raw,
@@ -88,5 +82,4 @@ def prepare_setup(
         tools=tools,
         frame=Frame(cfg.agent.system_prompt or SYSTEM_PROMPT, [t.schema() for t in tools.values()]),
         context_window=window or context_window_for(model.name, None),
-        calibration=calibration,
     )

@@ -24,13 +24,15 @@ from monad_notebook.context.compaction.compactor import CompactionResult
 from monad_notebook.context.compaction.handoff import handoff_nudge
 from monad_notebook.context.compaction.lossy import LossyStage, ModelFactory
 from monad_notebook.context.lossless.stage import LosslessStage
-from monad_notebook.context.occupancy.cost import CostMeter
+from monad_notebook.context.occupancy.calibration import Calibration
+from monad_notebook.context.occupancy.cost import CachePricing, CostMeter
 from monad_notebook.context.occupancy.occupancy import Occupancy
 from monad_notebook.context.occupancy.records import PromptRecords
+from monad_notebook.context.occupancy.tokens import TokenCounter
 from monad_notebook.context.prompt import Prompt
 from monad_notebook.context.recall.search import Passage
 from monad_notebook.context.turn_stages import TurnStages
-from monad_notebook.context.window import Window
+from monad_notebook.context.window import Frame, Window
 from monad_notebook.errors import ContextLengthError, SessionBusyError
 from monad_notebook.events import Emit, EventBus
 from monad_notebook.memory import MemoryService
@@ -46,7 +48,7 @@ class Cascade:
         self,
         *,
         window: Window,
-        occupancy: Occupancy,
+        counter: TokenCounter,
         store: Store,
         config: Callable[[], Config],
         emit: Emit,
@@ -57,10 +59,10 @@ class Cascade:
         lease: TurnLease,
     ) -> None:
         self.window = window
-        self.occupancy = occupancy
+        self.store = store
+        self.occupancy = Occupancy(counter, self.stored_calibration(counter.model))
         self.cost = CostMeter()
         self.records = PromptRecords()
-        self.store = store
         self.config = config
         self.emit = emit
         self.context_window = context_window
@@ -78,7 +80,7 @@ class Cascade:
         self.lossy = LossyStage(
             store=store,
             window=window,
-            occupancy=occupancy,
+            occupancy=self.occupancy,
             config=config,
             emit=emit,
             models=models,
@@ -88,8 +90,16 @@ class Cascade:
             land=self._land,
         )
 
-    def reconfigure(self, lossless: LosslessStage) -> None:
-        """A new config snapshot is in force (``lossless`` was built from it): follow it."""
+    def reconfigure(self, lossless: LosslessStage, counter: TokenCounter, frame: Frame, pricing: CachePricing) -> None:
+        """A new config snapshot is in force (these were built from it): follow it.
+
+        Another model's counter starts from what earlier kernels learnt of its provider's counts.
+        """
+        if counter is not self.occupancy.counter:
+            self.occupancy.use_counter(counter, self.stored_calibration(counter.model))
+            self.window.new_model()
+        self.window.set_frame(frame)
+        self.cost.pricing = pricing
         self.lossless = lossless
         self.turn_stages.reconfigure(self.lossless.redactor)
         self.lossy.reconfigure()
@@ -196,6 +206,17 @@ class Cascade:
         self.records.clear()
 
     # --- accounting -----------------------------------------------------------------
+
+    def stored_calibration(self, model: str) -> Calibration:
+        """What earlier kernels learnt of this model's provider counts, so a restart does not start over."""
+        return Calibration.from_dict(self.store.load_calibration(self.window.session, model))
+
+    def save_calibration(self) -> None:
+        """Keep what the provider's counts taught us: one small write per turn at most, none if nothing new."""
+        calibration = self.occupancy.calibration
+        if calibration.dirty:
+            self.store.save_calibration(self.window.session, self.occupancy.counter.model, calibration.to_dict())
+            calibration.dirty = False
 
     def account(self, prompt: Prompt) -> int:
         """The request about to go out: its calibrated estimate, and a record of what it holds."""
