@@ -5,7 +5,13 @@ evenly over four placements: the user's message, the agent's answer, a small too
 the middle of a long output that truncation hides. Each identifier sits next to a phrase
 saying what it is ("the churn raw extract is at ..."), and has a probe question naming that
 context but never the identifier ("which file was the churn raw extract?"). One probe in
-three is asked in other words (synonyms for both halves of the phrase).
+three is asked in other words (synonyms for both halves of the phrase). These probes are the
+tuning set: recall's constants and steps are chosen on them.
+
+Each identifier also has a held-out probe, written apart from the tuning templates and from
+recall's code: a third vocabulary for the subject, other verbs and nouns for the kinds, a third
+of them naming no kind at all, commands asked by what they did, and identifiers the assistant
+gave asked about as what it said. They are for judging, never for choosing.
 
 Around them, the noise a real session makes: every step reads a new file into a new variable
 and prints a frame, every tenth step prints a long log or data dictionary. Deterministic for
@@ -131,6 +137,7 @@ class Plant:
     probe: str
     paraphrased: bool
     call_id: str = ""  # the step whose output holds it (output placements)
+    held_out: str = ""  # the held-out probe
 
 
 @dataclass
@@ -186,6 +193,81 @@ def _value(kind: str, index: int, entity: str, aspect: str, rng: random.Random) 
     return f"{rng.uniform(10, 99):.3f}%"
 
 
+# The held-out vocabulary: a third name for each entity and aspect, other nouns and verbs for the kinds.
+HELD_ENTITIES = {
+    "churn": "customers who left",
+    "revenue": "turnover",
+    "returns": "returned items",
+    "signup": "new accounts",
+    "inventory": "goods on hand",
+    "shipping": "freight",
+    "refund": "money given back",
+    "loyalty": "member points",
+    "fraud": "chargeback risk",
+    "pricing": "tariff",
+    "marketing spend": "campaign costs",
+    "support ticket": "customer complaint",
+    "web session": "website visit",
+    "supplier": "manufacturer",
+    "warehouse": "storage site",
+    "subscription": "membership",
+    "discount": "markdown",
+    "payment": "checkout",
+    "review": "feedback score",
+    "forecast": "outlook",
+}
+HELD_ASPECTS = {
+    "raw extract": "original export",
+    "cleaned table": "clean copy",
+    "daily snapshot": "day-by-day copy",
+    "holdout sample": "test split",
+    "lookup table": "reference mapping",
+    "model frame": "modelling dataframe",
+    "joined frame": "combined dataset",
+    "feature matrix": "inputs array",
+    "pivot": "summary grid",
+    "sample": "small extract",
+    "flag": "marker",
+    "amount in euros": "euro value",
+    "date": "timestamp",
+    "score": "points",
+    "segment": "cohort",
+    "export": "write out",
+    "backfill": "populate the past of",
+    "retrain": "train again",
+    "refresh": "update",
+    "validate": "verify",
+    "rate": "percentage",
+    "total": "grand total",
+    "median": "typical value",
+    "count": "number of rows",
+    "growth": "rise",
+}
+HELD_KIND_NAMED = {
+    "path": ["where on disk did the {} end up?", "what's the location of the {} dataset?"],
+    "variable": ["what name did the {} get in the notebook?", "under which Python name is the {} kept?"],
+    "column": ["which field stores the {}?", "what is the field called that carries the {}?"],
+    "command": ["how did we {}?", "what did I use to {}?"],
+    "number": ["what figure did the {} come to?", "how large was the {}?"],
+}
+HELD_NO_KIND = ["remind me about the {}", "anything on the {}?"]
+HELD_ASSISTANT = ["what did you tell me about the {}?", "you mentioned the {} earlier: what was it?"]
+
+
+def held_out_probe(kind: str, placement: str, index: int, entity: str, aspect: str) -> str:
+    """The held-out question for a plant: commands by what they did; of the rest one in three names no
+    kind, and what the assistant said is asked as such."""
+    other_entity, other_aspect = HELD_ENTITIES[entity], HELD_ASPECTS[aspect]
+    subject = f"{other_aspect} the {other_entity} data" if kind == "command" else f"{other_entity} {other_aspect}"
+    if kind == "command":  # asked by what it did
+        return HELD_KIND_NAMED["command"][index % 2].format(subject)
+    if index % 3 == 1:
+        return HELD_NO_KIND[index % 2].format(subject)
+    if placement == "answer":
+        return HELD_ASSISTANT[index % 2].format(subject)
+    return HELD_KIND_NAMED[kind][index % 2].format(subject)
+
+
 def make_plants(turns: int, seed: int) -> list[Plant]:
     rng = random.Random(seed)
     plants = []
@@ -200,7 +282,8 @@ def make_plants(turns: int, seed: int) -> list[Plant]:
             probe = PROBES[kind].format(asked if paraphrased else subject)
             value = _value(kind, index, entity, aspect, rng)
             placement = PLACEMENTS[(index + KINDS.index(kind)) % 4]
-            plants.append(Plant(value, kind, placement, 0, subject, probe, paraphrased))
+            held_out = held_out_probe(kind, placement, index, entity, aspect)
+            plants.append(Plant(value, kind, placement, 0, subject, probe, paraphrased, held_out=held_out))
     rng.shuffle(plants)
     last = max(1, turns - 8)
     for position, plant in enumerate(plants):

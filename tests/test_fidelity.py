@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 
 from benchmarks.fidelity import MAX_CHARS, FastModel, prompt_text, report, run
-from benchmarks.fidelity_session import KINDS, PLACEMENTS, make_script
+from benchmarks.fidelity_session import KINDS, PLACEMENTS, PROBES, make_script
 from monad_notebook.context.compaction.summarize import parse_sections
 from monad_notebook.context.lossless.truncation import truncate_tool_output
 
@@ -26,6 +26,21 @@ def test_every_identifier_is_planted_once_with_a_probe_that_does_not_name_it():
     assert Counter(p.placement for p in script.plants) == dict.fromkeys(PLACEMENTS, 25)
     assert 30 <= sum(p.paraphrased for p in script.plants) <= 40
     assert make_script(60).text() == text
+
+
+def test_each_identifier_has_a_held_out_probe_in_other_words_and_forms():
+    script = make_script(60)
+    tuning_openings = {t.split("{}")[0] for t in PROBES.values()}
+    held = [p.held_out for p in script.plants]
+
+    assert all(h and p.value.lower() not in h.lower() for h, p in zip(held, script.plants, strict=True))
+    assert not any(h.startswith(opening) for h in held for opening in tuning_openings)
+    kind_words = ("file", "variable", "column", "command")
+    unnamed = [p for p in script.plants if p.kind != "command" and not any(w in p.held_out for w in kind_words)]
+    assert len(unnamed) >= 25  # many name no kind, or another word for it
+    assert all(p.held_out.startswith(("how did we", "what did I use")) for p in script.plants if p.kind == "command")
+    assert any(p.held_out.startswith(("what did you tell me", "you mentioned")) for p in script.plants)
+    assert not any(p.subject in p.held_out for p in script.plants)  # the thing itself is named otherwise too
 
 
 def test_planted_output_middles_are_hidden_by_truncation_and_small_outputs_are_not():
@@ -65,11 +80,12 @@ def test_a_short_run_counts_each_identifier_only_where_it_really_is(tmp_path):
     assert result.compactions >= 1 and result.fallbacks == result.compactions
     assert set(result.found) == {p.value for p in script.plants}
     assert all(where <= {"prompt", "handle", "recall"} for where in result.found.values())
+    assert set(result.held) == set(result.found) and len(result.recall_ms) == 200  # both probes asked
     assert 0 < sum("recall" in w for w in result.found.values()) < 100
     assert sum("prompt" in w for w in result.found.values()) < 100
     assert max(result.recall_tokens) <= 1200
     table = report(script, [result])
-    assert "| all |" in table and "| placed in: output-middle |" in table
+    assert "| all |" in table and "| placed in: output-middle |" in table and "Held-out probes" in table
 
 
 def test_prompt_text_reads_contents_and_tool_call_arguments():
