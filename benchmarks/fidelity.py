@@ -1,6 +1,6 @@
 """Fidelity: of 100 identifiers seen once in a long session, how many can the agent still reach?
 
-    python benchmarks/fidelity.py [--turns 60] [--window 16000] [--summarizers good weak failing] [--misses]
+    python benchmarks/fidelity.py [--turns 60] [--window 16000] [--summarizers good weak failing] [--misses] [--ablate]
 
 A real ``Session`` (LanceDB in a temp dir, the offline embedder, default context settings
 but for the window and a ``toolOutput.maxChars`` of 8,000 that suits it) is driven by a
@@ -50,7 +50,7 @@ from monad_notebook.config import Config
 from monad_notebook.context.compaction.ledger import parse_ledger
 from monad_notebook.context.compaction.summarize import SECTIONS, parse_sections, render_sections
 from monad_notebook.context.occupancy.tokens import TokenCounter
-from monad_notebook.context.recall.search import query_terms
+from monad_notebook.context.recall.search import STEPS, Recall, query_terms
 from monad_notebook.errors import ModelError
 from monad_notebook.messages import ToolCall
 from monad_notebook.provider import ChatResponse, Usage
@@ -170,6 +170,7 @@ class Run:
     seconds: float = 0.0
     index_wait: float = 0.0
     misses: list[str] = field(default_factory=list)
+    ablation: dict[str, tuple[int, int]] = field(default_factory=dict)  # steps left out -> reachable (tuning, held-out)
 
 
 def config(window: int, embedding: str = "local") -> Config:
@@ -182,7 +183,16 @@ def config(window: int, embedding: str = "local") -> Config:
     )
 
 
-def run(script: Script, quality: str, window: int, tmp: Path, embedding: str = "local", *, misses: bool = False) -> Run:
+def run(
+    script: Script,
+    quality: str,
+    window: int,
+    tmp: Path,
+    embedding: str = "local",
+    *,
+    misses: bool = False,
+    ablate: bool = False,
+) -> Run:
     counter = TokenCounter("gpt-4o")
     result = Run(quality)
     store = LanceStore(tmp / quality)
@@ -211,6 +221,8 @@ def run(script: Script, quality: str, window: int, tmp: Path, embedding: str = "
     measure(result, script, session, store, final, counter)
     if misses:
         result.misses = explain_misses(result, script, session, store)
+    if ablate:
+        result.ablation = ablation(result, script, session, counter)
     result.seconds = time.perf_counter() - started
     session.close()
     store.close()
@@ -261,6 +273,31 @@ def _recalled(result: Run, session: Session, counter: TokenCounter, call_id: str
     result.recall_ms.append((time.perf_counter() - started) * 1000)
     result.recall_tokens.append(counter.count_text(answer))
     return {"recall"} if plant.value in answer else set()
+
+
+def ablation(result: Run, script: Script, session: Session, counter: TokenCounter) -> dict[str, tuple[int, int]]:
+    """Each rerank step switched off in turn, over the same final session: reachable by tuning and held-out probes.
+
+    What the final prompt and the saved outputs reach is the same in every row; only the
+    ``recall`` tool's answers are asked again, through the tool, with one step left out.
+    """
+    stages = session.cascade.turn_stages
+    full = stages.recall
+    rows: dict[str, tuple[int, int]] = {}
+    for left_out in ("", *STEPS):
+        stages.recall = Recall(
+            full.store, full.embedder, full.words or stages._words, [s for s in STEPS if s != left_out]
+        )
+        reach = [0, 0]
+        probe = Run(result.quality)
+        for number, plant in enumerate(script.plants):
+            base = result.found[plant.value] - {"recall"}
+            for which, question in enumerate((plant.probe, plant.held_out)):
+                recalled = _recalled(probe, session, counter, f"ablate_{number}_{which}", question, plant)
+                reach[which] += bool(base | recalled)
+        rows[left_out or "none"] = (reach[0], reach[1])
+    stages.recall = full
+    return rows
 
 
 def explain_misses(result: Run, script: Script, session: Session, store: LanceStore) -> list[str]:
@@ -388,6 +425,15 @@ def report(script: Script, runs: list[Run]) -> str:
             _row(f"placed in: {p}", [x for x in script.plants if x.placement == p], r, r.held) for p in PLACEMENTS
         ]
         lines += [""]
+        if r.ablation:
+            lines += [
+                "Each rerank step switched off in turn (the same final session; reachable of 100):",
+                "",
+                "| step left out | tuning probes | held-out probes |",
+                "|---|---:|---:|",
+                *(f"| {step} | {tuning} | {held} |" for step, (tuning, held) in r.ablation.items()),
+                "",
+            ]
         if r.misses:
             lines += [f"Recall missed {len(r.misses)} (rank in each search alone; * its best chunk lacks it):"]
             lines += [*r.misses, ""]
@@ -437,6 +483,7 @@ def main() -> None:
         "--summarizers", nargs="+", default=["good", "weak", "failing"], choices=["good", "weak", "failing"]
     )
     parser.add_argument("--misses", action="store_true", help="list what recall missed, and why")
+    parser.add_argument("--ablate", action="store_true", help="ask again with each rerank step switched off in turn")
     args = parser.parse_args()
     logging.getLogger("monad_notebook").setLevel(logging.ERROR)
     embeddings._shared_local = ReusedEmbedder()
@@ -450,7 +497,7 @@ def main() -> None:
     runs = []
     with tempfile.TemporaryDirectory() as tmp:
         for quality in args.summarizers:
-            runs.append(run(script, quality, args.window, Path(tmp), misses=args.misses))
+            runs.append(run(script, quality, args.window, Path(tmp), misses=args.misses, ablate=args.ablate))
             print(report(script, runs[-1:]), flush=True)
     print(goals(script, runs))
 

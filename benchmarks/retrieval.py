@@ -256,7 +256,7 @@ def identifier_recall(embedder: LocalEmbedder, distractors: int) -> list[str]:
         indexer = RecallIndexer(store, embedder)
         indexer.index_pending("orders", messages)
         indexer.flush()
-        finder = Retrieval(store, embedder, RetrievalConfig(enabled=True))
+        finder = Retrieval(Recall(store, embedder), RetrievalConfig(enabled=True))
         at1 = at5 = in_block = 0
         latencies = []
         for order_id, note in notes.items():
@@ -454,7 +454,7 @@ def needle_recall(embedder: LocalEmbedder, distractors: int) -> list[str]:
 
 def block_recall(store: LanceStore, embedder: LocalEmbedder, min_score: float) -> tuple[float, float, float, float]:
     """Share of facts that reach the block (maxResults 5), other hits per block, latency percentiles."""
-    finder = Retrieval(store, embedder, RetrievalConfig(enabled=True, min_score=min_score))
+    finder = Retrieval(Recall(store, embedder), RetrievalConfig(enabled=True, min_score=min_score))
     found, others, latencies = 0, 0, []
     for fact, question in FACTS:
         start = time.perf_counter()

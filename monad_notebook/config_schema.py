@@ -229,11 +229,17 @@ class RetrievalConfig(_Section):
     snippet_chars: PositiveInt = 600
 
 
+RecallStep = Literal["word_meaning", "kind_asked", "names_first", "no_repeats", "one_of_each"]
+
+
 class RecallConfig(_Section):
     enabled: bool = True
     max_results: Annotated[int, Field(gt=0, le=20)] = 6
     snippet_chars: Annotated[int, Field(ge=80, le=2000)] = 320
     embed_max_chars: NonNegativeInt = 200_000
+    steps: list[RecallStep] = Field(
+        default_factory=lambda: ["word_meaning", "kind_asked", "names_first", "no_repeats", "one_of_each"]
+    )
 
 
 class MemoryPromotionConfig(_Section):

@@ -11,6 +11,7 @@ from benchmarks.fidelity import MAX_CHARS, FastModel, prompt_text, report, run
 from benchmarks.fidelity_session import KINDS, PLACEMENTS, PROBES, make_script
 from monad_notebook.context.compaction.summarize import parse_sections
 from monad_notebook.context.lossless.truncation import truncate_tool_output
+from monad_notebook.context.recall.search import STEPS
 
 pytestmark = pytest.mark.filterwarnings(r"ignore:optimize\(cleanup_older_than=0\):UserWarning")
 
@@ -75,7 +76,7 @@ def test_the_scripted_summarizers_write_the_briefing_their_quality_says():
 def test_a_short_run_counts_each_identifier_only_where_it_really_is(tmp_path):
     script = make_script(10)
 
-    result = run(script, "failing", 16_000, tmp_path, embedding="none")
+    result = run(script, "failing", 16_000, tmp_path, embedding="none", ablate=True)
 
     assert result.compactions >= 1 and result.fallbacks == result.compactions
     assert set(result.found) == {p.value for p in script.plants}
@@ -86,6 +87,9 @@ def test_a_short_run_counts_each_identifier_only_where_it_really_is(tmp_path):
     assert max(result.recall_tokens) <= 1200
     table = report(script, [result])
     assert "| all |" in table and "| placed in: output-middle |" in table and "Held-out probes" in table
+    assert list(result.ablation) == ["none", *STEPS]  # every step switched off in turn, on both probe sets
+    assert result.ablation["none"] == (sum(map(bool, result.found.values())), sum(map(bool, result.held.values())))
+    assert "| kind_asked |" in table
 
 
 def test_prompt_text_reads_contents_and_tool_call_arguments():

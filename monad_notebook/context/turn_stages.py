@@ -73,8 +73,9 @@ class TurnStages:
             self.indexer = RecallIndexer(self.store, self._embedder, words=self._words)
         self.indexer.embed_max_chars = cfg.recall.embed_max_chars
         words = self._words if cfg.recall.embed_max_chars > 0 else None
-        self.recall = Recall(self.store, self._embedder, words) if cfg.recall.enabled else None
-        self.retrieval = Retrieval(self.store, self._embedder, cfg.retrieval) if cfg.retrieval.enabled else None
+        pipeline = Recall(self.store, self._embedder, words, cfg.recall.steps)
+        self.recall = pipeline if cfg.recall.enabled else None
+        self.retrieval = Retrieval(pipeline, cfg.retrieval) if cfg.retrieval.enabled else None
 
     @property
     def agent(self) -> str | None:

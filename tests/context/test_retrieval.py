@@ -69,7 +69,7 @@ def indexed(store: LanceStore, embedder: KeywordEmbedder, messages: list[Message
 
 
 def retrieval(store: LanceStore, embedder: object, **cfg: object) -> Retrieval:
-    return Retrieval(store, embedder, RetrievalConfig(enabled=True, **cfg))  # type: ignore[arg-type]
+    return Retrieval(Recall(store, embedder), RetrievalConfig(enabled=True, **cfg))  # type: ignore[arg-type]
 
 
 def test_related_context_brings_back_a_matching_earlier_message(store, embedder) -> None:
@@ -178,7 +178,7 @@ def test_without_an_embedder_or_when_disabled_retrieval_does_nothing(store, embe
     indexed(store, embedder, history("s", "my cat is called Miso"))
 
     assert retrieval(store, None).related_context("s", "cat", set()) is None
-    off = Retrieval(store, embedder, RetrievalConfig(enabled=False))
+    off = Retrieval(Recall(store, embedder), RetrievalConfig(enabled=False))
     assert off.related_context("s", "cat", set()) is None
     assert retrieval(store, embedder).related_context("s", "   ", set()) is None
 
@@ -356,7 +356,7 @@ def test_paraphrased_questions_bring_back_most_buried_facts(store) -> None:
     indexer = RecallIndexer(store, embedder)
     indexer.index_pending("needles", messages)
     assert indexer.flush(timeout=120) and indexer.last_error is None
-    finder = Retrieval(store, embedder, RetrievalConfig(enabled=True))
+    finder = Retrieval(Recall(store, embedder), RetrievalConfig(enabled=True))
 
     found = 0
     for (fact, question), fact_id in zip(FACTS, fact_ids, strict=True):
@@ -423,7 +423,7 @@ def test_with_the_local_model_every_order_asked_by_id_comes_back(store) -> None:
     indexer = RecallIndexer(store, embedder)
     indexer.index_pending("orders", [m for _, m in notes])
     assert indexer.flush(timeout=120) and indexer.last_error is None
-    finder = Retrieval(store, embedder, RetrievalConfig(enabled=True, max_results=1))
+    finder = Retrieval(Recall(store, embedder), RetrievalConfig(enabled=True, max_results=1))
 
     found = [
         note.content in (finder.related_context("orders", f"Where did {i} ship to?", set()) or "") for i, note in notes

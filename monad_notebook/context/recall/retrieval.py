@@ -18,8 +18,6 @@ from collections.abc import Iterable
 from monad_notebook.config import RetrievalConfig
 from monad_notebook.context.recall.search import Passage, Recall, identifier_terms
 from monad_notebook.messages import Message
-from monad_notebook.provider.local_embedder import Embedder
-from monad_notebook.store.base import Store
 
 log = logging.getLogger(__name__)
 
@@ -33,11 +31,11 @@ INTRO = (
 class Retrieval:
     """Finds earlier messages of one session that relate to a new user message."""
 
-    def __init__(self, store: Store, embedder: Embedder | None, cfg: RetrievalConfig) -> None:
-        self.store = store
-        self.embedder = embedder
+    def __init__(self, recall: Recall, cfg: RetrievalConfig) -> None:
+        """``recall``: the session's one recall pipeline, the ``recall`` tool's too."""
+        self.recall = recall
+        self.embedder = recall.embedder
         self.cfg = cfg
-        self.recall = Recall(store, embedder)
 
     def related_context(
         self, session: str, query: str, window: Iterable[Message] = (), *, query_id: str | None = None

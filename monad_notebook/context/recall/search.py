@@ -1,18 +1,21 @@
-"""Recall by meaning and by words over a session's whole history: one search, two uses.
+"""Recall by meaning and by words over a session's whole history: one pipeline, two uses.
 
 A forgotten identifier cannot be searched for by its exact text, only by what surrounded it
-("which file was the churn raw extract?"). So a question goes to two searches over the
-session's chunks (``context/recall/chunks.py``): BM25 full-text, which finds the context's words
-(snake_case and dotted names are split into words by the index), and the embedder's vectors,
-which find paraphrases. Each brings four times the passages the caller shows (``shown``, by
-default all it asks for); repeats of one text are kept once; the rankings are fused by
-reciprocal rank: a chunk both find comes first, then the best of each; passages of a kind
-already shown (rows of tables with the same columns) give way to passages of other kinds; a
-question asking for a kind of identifier ("which file ...") puts passages naming none behind
-(``prefer_kind``). The ``recall`` tool
-answers with these passages, and ranks them a third way too: word by word, by meaning
-(``wordmatch.py``), over a wider pool of what both searches bring. The per-turn
-``<related_context>`` block (``retrieval.py``) keeps the ones it trusts.
+("which file was the churn raw extract?"). So a question goes through one visible pipeline:
+
+    gather    BM25 full-text over the session's chunks (``context/recall/chunks.py``; snake_case
+              and dotted names are split into words by the index), and the embedder's vectors,
+              which find paraphrases; each brings four times the passages the caller shows
+    fuse      reciprocal-rank fusion, each hit weighted by how well it matches
+    steps     named rerank steps, in order, each switchable (``context.recall.steps``):
+              ``word_meaning``, ``kind_asked``, ``names_first``, ``no_repeats``, ``one_of_each``
+
+Each step is a small function whose docstring says what question it answers. LanceDB's own
+hybrid query and reranker interface are not used: its rerankers see one ranked list of rows,
+while these steps need the question's parsed parts (its words, the identifiers it names, the
+kind it asks for) and the session's word vectors, and the fusion must skip what the window
+shows inside both searches. The ``recall`` tool answers with the passages; the per-turn
+``<related_context>`` block (``retrieval.py``) runs the same object and keeps the ones it trusts.
 
 What the window already shows is skipped inside both searches: a user or assistant message
 in the window whole, a tool result's chunk only when its text is visible, so the hidden middle
@@ -56,6 +59,17 @@ _ASKED = re.compile(
 )
 KIND_MISSING = 0.5  # a passage naming nothing of the kind the question asks for counts this share
 T = TypeVar("T")
+STEPS = ("word_meaning", "kind_asked", "names_first", "no_repeats", "one_of_each")  # in the order they run
+
+
+@dataclass(frozen=True)
+class Question:
+    """What the rerank steps read of a question: its content words, the identifiers it names, the kind it asks for."""
+
+    text: str
+    terms: list[str]
+    names: list[str]
+    kind: str | None
 
 
 @dataclass
@@ -97,17 +111,27 @@ def query_terms(query: str) -> list[str]:
 
 
 class Recall:
-    """Searches one session's indexed chunks by words and by meaning, and fuses the rankings.
+    """Searches one session's indexed chunks by words and by meaning, fuses the rankings, then runs the steps.
 
-    With ``words`` (vectors of the session's words, ``wordmatch.py``), a third ranking matches
-    the question's words to each passage's by meaning, over a wider pool of what the vector
-    search brings (``WORD_POOL``) and what the full-text search brings.
+    With ``words`` (vectors of the session's words, ``wordmatch.py``) and the ``word_meaning``
+    step on, a third ranking matches the question's words to each passage's by meaning, over a
+    wider pool of what the vector search brings (``WORD_POOL``) and what the full-text search brings.
     """
 
-    def __init__(self, store: Store, embedder: Embedder | None, words: WordVectors | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        embedder: Embedder | None,
+        words: WordVectors | None = None,
+        steps: Sequence[str] = STEPS,
+    ) -> None:
+        unknown = sorted(set(steps) - set(STEPS))
+        if unknown:
+            raise ValueError(f"unknown recall steps {unknown}; the steps are {', '.join(STEPS)}")
         self.store = store
         self.embedder = embedder
-        self.words = words
+        self.steps = tuple(s for s in STEPS if s in steps)
+        self.words = words if "word_meaning" in self.steps else None
 
     def search(
         self, session: str, query: str, k: int, *, window: Iterable[Message] = (), shown: int | None = None
@@ -146,12 +170,12 @@ class Recall:
         matched: list[EmbeddingHit] = []
         if term_vectors is not None and self.words is not None:
             matched = _first_of_each(rank_by_words(matching, term_vectors, [*pool, *word_hits], self.words))
-        names = identifier_terms(query)
-        fused = fuse(by_words, by_meaning, terms, names, matched[:wanted])
-        asked = asked_kind(query)
-        if asked is not None:
-            fused = prefer_kind(fused, asked, names)
-        return varied(distinct(fused, _passage_text), names)[:k]
+        question = Question(query, terms, identifier_terms(query), asked_kind(query))
+        passages = fuse(by_words, by_meaning, terms, matched[:wanted])
+        for step in self.steps:
+            if step in RERANK:
+                passages = RERANK[step](passages, question)
+        return passages[:k]
 
     def _nearest(
         self, session: str, query: str, terms: list[str], k: int, hidden: set[str], partial: dict[str, str]
@@ -209,7 +233,6 @@ def fuse(
     by_words: list[EmbeddingHit],
     by_meaning: list[EmbeddingHit],
     terms: Sequence[str] = (),
-    names: Sequence[str] = (),
     by_word_meaning: Sequence[EmbeddingHit] = (),
 ) -> list[Passage]:
     """Reciprocal-rank fusion, each hit weighted by how well it matches; one passage per message, best first.
@@ -217,12 +240,9 @@ def fuse(
     A full-text hit counts by the share of the question's words it holds (when ``terms`` are
     given), a vector hit by how far its similarity stands above noise (``VECTOR_FLOOR`` to
     ``VECTOR_FULL``): plain rank fusion puts a passage that shares one common word with a
-    question asked in other words level with the vectors' best. Measured on the fidelity
-    benchmark's 100 probes (top 6): 75 found with plain fusion, 80 with these weights. A
-    message several rankings found keeps the chunk of the one that ranked it highest. Passages
-    holding verbatim one of ``names`` (identifiers the question gives) come first: two weak
-    matches summed must not bury the one message that names the order asked about. Hits
-    ranked by ``by_word_meaning`` (``wordmatch.rank_by_words``) count by their rank alone.
+    question asked in other words level with the vectors' best. A message several rankings found
+    keeps the chunk of the one that ranked it highest. Hits ranked by ``by_word_meaning``
+    (``wordmatch.rank_by_words``) count by their rank alone.
     """
     by_words, by_meaning = distinct(by_words, _hit_text), distinct(by_meaning, _hit_text)
     passages: dict[str, Passage] = {}
@@ -235,26 +255,58 @@ def fuse(
         _count(passages, best_rank, hit, rank, weight).cosine = hit.score
     for rank, hit in enumerate(by_word_meaning):
         _count(passages, best_rank, hit, rank, 1.0)
-    return ranked(passages.values(), names)
+    return ranked(passages.values())
 
 
-def ranked(passages: Iterable[Passage], names: Sequence[str] = ()) -> list[Passage]:
-    """Best first: those holding one of ``names`` verbatim, then by score, then the newest."""
-    return sorted(passages, key=lambda p: (not names_in(p.hit.snippet, names), -p.score, -p.hit.seq))
+def ranked(passages: Iterable[Passage]) -> list[Passage]:
+    """Best score first, then the newest."""
+    return sorted(passages, key=lambda p: (-p.score, -p.hit.seq))
 
 
-def prefer_kind(passages: list[Passage], kind: str, names: Sequence[str] = ()) -> list[Passage]:
-    """``passages`` reranked, those naming no identifier of ``kind`` at ``KIND_MISSING`` of their score.
+# --- the rerank steps (``word_meaning`` is a ranking of its own, gathered above) ---------------
+
+
+def kind_asked(passages: list[Passage], question: Question) -> list[Passage]:
+    """Does the passage name an identifier of the kind the question asks for?
 
     "Which file was the recurring plan unprocessed dump?" asks for a path: a passage that
-    matches its words but names no file (a log line about a dump) cannot answer it, one
-    that matches them less well but names a file may. Measured on the fidelity benchmark
-    (good summarizer, one run each): found by recall 89 of 100 without this, 92 with it.
+    matches its words but names no file (a log line about a dump) cannot answer it, one that
+    matches them less well but names a file may. Those naming none count ``KIND_MISSING`` of
+    their score; a question naming no kind changes nothing.
     """
+    if question.kind is None:
+        return passages
     for passage in passages:
-        if not holds_kind(passage.hit.snippet, kind):
+        if not holds_kind(passage.hit.snippet, question.kind):
             passage.score *= KIND_MISSING
-    return ranked(passages, names)
+    return ranked(passages)
+
+
+def names_first(passages: list[Passage], question: Question) -> list[Passage]:
+    """Does the passage hold verbatim an identifier the question gives (an order id, a file name)?
+
+    Those come first: two weak matches summed must not bury the one message that names the
+    order asked about.
+    """
+    return sorted(passages, key=lambda p: not names_in(p.hit.snippet, question.names))
+
+
+def no_repeats(passages: list[Passage], question: Question) -> list[Passage]:
+    """Was this text shown already? A request asked again or an output printed twice says nothing new."""
+    return distinct(passages, _passage_text)
+
+
+def one_of_each(passages: list[Passage], question: Question) -> list[Passage]:
+    """Is this passage another row of something already shown? Then it gives way to one that differs."""
+    return varied(passages, question.names)
+
+
+RERANK: dict[str, Callable[[list[Passage], Question], list[Passage]]] = {
+    "kind_asked": kind_asked,
+    "names_first": names_first,
+    "no_repeats": no_repeats,
+    "one_of_each": one_of_each,
+}
 
 
 def _count(
@@ -327,9 +379,7 @@ def varied(passages: list[Passage], names: Sequence[str] = ()) -> list[Passage]:
 
     Rows of tables that share their columns, or lines of one listing, sit near many questions
     and would fill the answer with one thing said several times, pushing out the passage that
-    differs. Measured on the fidelity benchmark (good summarizer, one run each): found by recall
-    80 of 100 without this, 81 at a share of 0.6, 82 at 0.4, with answers at most 854, 823 and
-    809 tokens. A passage holding an identifier the question names keeps its place.
+    differs. A passage holding an identifier the question names keeps its place.
     """
     first: list[Passage] = []
     later: list[Passage] = []
