@@ -214,6 +214,7 @@ class Session:
             memory_scope=self.memory_scope,
             recall=self.cascade.recall,
             recall_snippet_chars=self.config.context.recall.snippet_chars,
+            recall_unindexed=lambda: self.cascade.indexing()["unindexed"],
         )
         text = run_tool(self.tools, ctx, call.name, call.arguments)
         return ToolOutput(text, redacted=ctx.redacted, outcome=ctx.outcome)

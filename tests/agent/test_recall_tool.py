@@ -118,7 +118,7 @@ def test_nothing_found_and_a_blank_question_get_one_clear_line(store):
     session.ask("hello")
 
     results = [m["content"] for m in model.calls[-1].messages if m["role"] == "tool"]
-    assert results[0] == 'Nothing earlier in this session matches "zebra migration patterns"; try other words for it.'
+    assert results[0].startswith('Nothing earlier in this session matches "zebra migration patterns"; try other words')
     assert results[1] == "error: recall: describe what you are looking for in a few words"
 
 
@@ -161,3 +161,18 @@ def test_closing_a_session_right_after_a_turn_still_indexes_that_turn(store):
 
     hits = store.search_chunks("recall", "churn raw extract", 5)
     assert [h.snippet for h in hits] == ["the churn raw extract is data/raw/churn_q3.parquet"]
+
+
+def test_an_answer_says_how_many_stored_messages_it_could_not_search_yet():
+    from pathlib import Path
+
+    from monad_notebook.agent.tools.base import ToolContext
+    from monad_notebook.agent.tools.recall import TOOLS
+
+    recall_tool = next(t for t in TOOLS if t.name == "recall")
+    waiting = [3]
+    ctx = ToolContext("s", {}, Path.cwd(), recall=lambda question: [], recall_unindexed=lambda: waiting[0])
+    answer = recall_tool.run(ctx, {"query": "the churn extract"})
+    assert "Not searched yet: 3 stored message(s) are still being indexed" in answer
+    waiting[0] = 0
+    assert "Not searched yet" not in recall_tool.run(ctx, {"query": "the churn extract"})

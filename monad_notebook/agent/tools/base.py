@@ -46,6 +46,7 @@ class ToolContext:
     memory_scope: str = ""  # where facts the agent saves go: its agent's scope, else global
     recall: Callable[[str], list[Passage]] | None = None  # the session's recall search; None: recall is off
     recall_snippet_chars: int = RecallConfig().snippet_chars
+    recall_unindexed: Callable[[], int] = lambda: 0  # stored messages recall cannot find yet
     redacted: bool = False  # set once a tool's own redaction took something out
     outcome: str = ""  # how the call went, when the tool says: "ok", "error" or "refused"
 

@@ -42,8 +42,9 @@ def recall(ctx: ToolContext, query: str) -> str:
         return "Recall is off for this session."
     question = " ".join(query.split())[:MAX_QUERY_CHARS]
     passages = search(question)
+    lag = _not_indexed_note(ctx.recall_unindexed())
     if not passages:
-        return f"Nothing earlier in this session matches {json.dumps(question)}; try other words for it."
+        return f"Nothing earlier in this session matches {json.dumps(question)}; try other words for it.{lag}"
     saved = _saved(ctx, passages)
     chars = ctx.recall_snippet_chars
     terms = query_terms(question)
@@ -51,7 +52,17 @@ def recall(ctx: ToolContext, query: str) -> str:
     for number, passage in enumerate(passages, 1):
         header, snippet = _entry(passage, terms, chars, saved)
         lines += [f"{number}. {header}", f"   {snippet}"]
-    return "\n".join(lines)
+    return "\n".join(lines) + lag
+
+
+def _not_indexed_note(waiting: int) -> str:
+    """What the search could not see yet: messages stored but not indexed (indexing runs in the background)."""
+    if waiting <= 0:
+        return ""
+    return (
+        f"\nNot searched yet: {waiting} stored message(s) are still being indexed; "
+        "search_tool_outputs finds exact text in saved outputs now, or ask again shortly."
+    )
 
 
 def _saved(ctx: ToolContext, passages: list[Passage]) -> set[str]:
