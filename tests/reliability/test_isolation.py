@@ -65,10 +65,11 @@ def test_secrets_planted_in_every_input_channel_reach_neither_store_nor_model(st
             "all read",
             "second turn",
         )
-        session = Session("leaky", config=config_for(server), store=store, namespace=namespace)
+        config = config_for(server, summarize={"keepRecent": 1})
+        session = Session("leaky", config=config, store=store, namespace=namespace)
         session.ask(f"my token is {SECRETS['user']}, look at everything")
         session.ask("what did you find?")
-        session.cascade.lossy.compact_now("requested", keep_recent=1)
+        session.compact()
         session.close()
         sent = json.dumps(server.requests)
     stored = every_row(store.uri)
@@ -82,9 +83,9 @@ def test_secrets_planted_in_every_input_channel_reach_neither_store_nor_model(st
 
 def run_session(server: FakeOpenAIServer, store: LanceStore, name: str) -> Session:
     server.queue(tool_call("python", {"code": f"print('{name} private output ' * 3000)"}, id=f"{name}-call"), "ok")
-    session = Session(name, config=config_for(server), store=store, namespace={})
+    session = Session(name, config=config_for(server, summarize={"keepRecent": 1}), store=store, namespace={})
     session.ask(f"{name} private question")
-    session.cascade.lossy.compact_now("requested", keep_recent=1)
+    session.compact()
     session.emit("compaction_finished", note=f"{name} private event")
     session.flush_events()
     session.close()

@@ -54,12 +54,14 @@ def compact_turns(db: str, session: str, seed: int, limit: int) -> None:
     from monad_notebook.testing import ScriptedModel
 
     rng = random.Random(seed)
-    config = Config.model_validate({"models": {"main": {"model": "scripted-demo"}}})
+    config = Config.model_validate(
+        {"models": {"main": {"model": "scripted-demo"}}, "context": {"summarize": {"keepRecent": 1}}}
+    )
     store = LanceStore(db, optimize_every=5)
     chat = Session(session, config=config, store=store, model=ScriptedModel([f"noted {i}" for i in range(limit)]))
     for number in range(limit):
         chat.ask(f"fact {number}: the value is {rng.randrange(10**6)}")
-        if not chat.cascade.lossy.compact_now("requested", keep_recent=1):
+        if not chat.compact():
             continue
         summary = store.load_summary(session)
         print(json.dumps({"summary": summary.boundary_seq, "chars": len(summary.text)}), flush=True)
