@@ -10,6 +10,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from monad_notebook.errors import StoreError
 from monad_notebook.events import Event
 from monad_notebook.messages import Message
 
@@ -49,6 +50,16 @@ class Claim:
     holder: str
     claimed_at: float
     expires_at: float
+
+
+def clone_origin(sessions: Sessions, source: str, target: str) -> SessionRecord:
+    """The record a branch copies from; a missing source or an existing target is refused in one line."""
+    origin = sessions.get_session(source)
+    if origin is None:
+        raise StoreError(f"there is no session named {source!r} to branch from; check the name")
+    if sessions.get_session(target) is not None:
+        raise StoreError(f"a session named {target!r} already exists; pick another name or delete it first")
+    return origin
 
 
 FORGET_AFTER_SECONDS = 3600.0  # claims expired this long ago are dropped when their session's claims are released

@@ -18,7 +18,7 @@ from monad_notebook.config import Config
 from monad_notebook.errors import StoreError
 from monad_notebook.events import Event
 from monad_notebook.messages import Message, new_id
-from monad_notebook.store.base import LedgerEntry, MemoryFact, SessionRecord, Summary
+from monad_notebook.store.base import LedgerEntry, MemoryFact, SessionRecord, Summary, clone_origin
 from monad_notebook.store.claims import ClaimTables
 from monad_notebook.store.rows import (
     SCHEMAS,
@@ -91,11 +91,7 @@ class LanceStore(ClaimTables, SearchTables):
 
     def clone_session(self, source: str, target: str) -> SessionRecord:
         with self._lock:
-            origin = self.get_session(source)
-            if origin is None:
-                raise StoreError(f"there is no session named {source!r} to branch from; check the name")
-            if self.get_session(target) is not None:
-                raise StoreError(f"a session named {target!r} already exists; pick another name or delete it first")
+            origin = clone_origin(self, source, target)
             self._drop_history(target)
             originals = self.load_messages(source)
             copies = [replace(m, id=new_id(), session=target) for m in originals]

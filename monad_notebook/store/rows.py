@@ -6,8 +6,9 @@ Filters are raw SQL: every value a user may influence goes through ``sql_str``.
 from __future__ import annotations
 
 import json
+import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -126,6 +127,23 @@ def as_chunk(item: Message | Chunk) -> Chunk:
     if isinstance(item, Chunk):
         return item
     return Chunk(item.id, 0, item.content, item.seq, item.turn, item.role, item.name, item.tool_call_id)
+
+
+def check_vectors(vectors: Iterable[Sequence[float]]) -> int:
+    """The width every vector of one write shares; a mixed width or a NaN or infinite value refuses the write."""
+    dims = -1
+    for vector in vectors:
+        dims = len(vector) if dims < 0 else dims
+        if len(vector) != dims or dims == 0:
+            raise StoreError(f"embeddings for one write must share one non-zero width (got {len(vector)}, {dims})")
+        if not all(math.isfinite(v) for v in vector):
+            raise StoreError("an embedding has NaN or infinite values and was not stored; check the embedding model")
+    return dims
+
+
+def check_query_vector(vector: Sequence[float]) -> None:
+    if not all(math.isfinite(v) for v in vector):
+        raise StoreError("the query embedding has NaN or infinite values; check the embedding model")
 
 
 def query_words(text: str) -> str:

@@ -10,12 +10,10 @@ through ``sql_str``; the words of a full-text query are reduced to plain word to
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from monad_notebook.errors import StoreError
 from monad_notebook.messages import Message
 from monad_notebook.store.base import Chunk, EmbeddingHit
 from monad_notebook.store.indexes import IndexedTables
@@ -24,6 +22,8 @@ from monad_notebook.store.rows import (
     TEXT_TABLE,
     as_chunk,
     best_hits,
+    check_query_vector,
+    check_vectors,
     embeddings_table,
     query_words,
     search_table,
@@ -163,14 +163,7 @@ class SearchTables(IndexedTables):
         if not rows:
             return
         sql_str(session)
-        dims = len(rows[0][1])
-        for _, vector in rows:
-            if len(vector) != dims or dims == 0:
-                raise StoreError(f"embeddings for one write must share one non-zero width (got {len(vector)}, {dims})")
-            if not all(math.isfinite(v) for v in vector):
-                raise StoreError(
-                    "an embedding has NaN or infinite values and was not stored; check the embedding model"
-                )
+        dims = check_vectors(vector for _, vector in rows)
         now = time.time()
         data = [_vector_row(session, as_chunk(item), vector, model, now) for item, vector in rows]
         table = embeddings_table(dims)
@@ -206,8 +199,7 @@ class SearchTables(IndexedTables):
         """
         if k <= 0 or not vector:
             return []
-        if not all(math.isfinite(v) for v in vector):
-            raise StoreError("the query embedding has NaN or infinite values; check the embedding model")
+        check_query_vector(vector)
         where = f"session = {sql_str(session)}" + ("" if model is None else f" AND model = {sql_str(model)}")
         excluded = set(exclude_ids)
         table = embeddings_table(len(vector))

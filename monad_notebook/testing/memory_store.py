@@ -32,9 +32,19 @@ from monad_notebook.store.base import (
     MemoryFact,
     SessionRecord,
     Summary,
+    clone_origin,
     live_claims,
 )
-from monad_notebook.store.rows import EMBEDDED_TEXT_MAX_CHARS, as_chunk, as_text, best_hits, query_words, sql_str
+from monad_notebook.store.rows import (
+    EMBEDDED_TEXT_MAX_CHARS,
+    as_chunk,
+    as_text,
+    best_hits,
+    check_query_vector,
+    check_vectors,
+    query_words,
+    sql_str,
+)
 
 _BM25_K1, _BM25_B = 1.2, 0.75
 
@@ -124,11 +134,7 @@ class MemoryStore:
 
     def clone_session(self, source: str, target: str) -> SessionRecord:
         with self._lock:
-            origin = self.get_session(source)
-            if origin is None:
-                raise StoreError(f"there is no session named {source!r} to branch from; check the name")
-            if self.get_session(target) is not None:
-                raise StoreError(f"a session named {target!r} already exists; pick another name or delete it first")
+            origin = clone_origin(self, source, target)
             self._drop_history(target)
             originals = self.load_messages(source)
             copies = [replace(m, id=new_id(), session=target) for m in originals]
@@ -359,14 +365,7 @@ class MemoryStore:
     def save_embeddings(self, session: str, rows: list[tuple[Message | Chunk, list[float]]], model: str) -> None:
         if not rows:
             return
-        dims = len(rows[0][1])
-        for _, vector in rows:
-            if len(vector) != dims or dims == 0:
-                raise StoreError(f"embeddings for one write must share one non-zero width (got {len(vector)}, {dims})")
-            if not all(math.isfinite(v) for v in vector):
-                raise StoreError(
-                    "an embedding has NaN or infinite values and was not stored; check the embedding model"
-                )
+        check_vectors(vector for _, vector in rows)
         with self._lock:
             self._vectors[_name(session)].extend(
                 (_embedded(item), model, [float(v) for v in vector]) for item, vector in rows
@@ -391,8 +390,7 @@ class MemoryStore:
     ) -> list[EmbeddingHit]:
         if k <= 0 or not vector:
             return []
-        if not all(math.isfinite(v) for v in vector):
-            raise StoreError("the query embedding has NaN or infinite values; check the embedding model")
+        check_query_vector(vector)
         with self._lock:
             stored = [
                 (c, v)
