@@ -229,7 +229,7 @@ class RetrievalConfig(_Section):
     snippet_chars: PositiveInt = 600
 
 
-RecallStep = Literal["word_meaning", "kind_asked", "names_first", "no_repeats", "one_of_each"]
+RecallStep = Literal["word_meaning", "names_first", "one_of_each"]
 
 
 class RecallConfig(_Section):
@@ -237,9 +237,7 @@ class RecallConfig(_Section):
     max_results: Annotated[int, Field(gt=0, le=20)] = 6
     snippet_chars: Annotated[int, Field(ge=80, le=2000)] = 320
     embed_max_chars: NonNegativeInt = 200_000
-    steps: list[RecallStep] = Field(
-        default_factory=lambda: ["word_meaning", "kind_asked", "names_first", "no_repeats", "one_of_each"]
-    )
+    steps: list[RecallStep] = Field(default_factory=lambda: ["word_meaning", "names_first", "one_of_each"])
 
 
 class MemoryPromotionConfig(_Section):

@@ -12,7 +12,6 @@ from monad_notebook.context.compaction.ledger import (
     SCAN_CAP_CHARS,
     extract_handles,
     extract_identifiers,
-    holds_kind,
     message_items,
     parse_ledger,
     parse_notes,
@@ -232,18 +231,3 @@ def test_a_command_echoed_in_a_tool_output_is_a_command():
     kinds = dict(message_items(output)[0])
 
     assert (kinds["make job-42 TARGET=w1"], kinds["df.shape"]) == ("command", "command")
-
-
-def test_a_passage_holds_a_kind_of_identifier_only_when_the_scan_would_find_one_there():
-    passages = {
-        "file": ("saved churn raw extract -> data/churn/raw.parquet", "the nightly dump ran clean"),
-        "column": ("  order_id  region  unit_price", "0   12.5   3.1   7.7"),
-        "variable": ("churn_model_v2: DataFrame  1204 rows", "the model ran again"),
-        "command": ("I ran make job-42 TARGET=w1 to refresh it.", "we refreshed it last week"),
-        "package": ("Successfully installed lightgbm-4.3.0", "the install went fine"),
-        "error": ("KeyError: 'revenue'", "no trouble at all"),
-        "url": ("see https://example.com/report for it", "see the report for it"),
-    }
-    for kind, (holding, not_holding) in passages.items():
-        assert holds_kind(holding, kind), kind
-        assert not holds_kind(not_holding, kind), kind

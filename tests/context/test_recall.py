@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from monad_notebook.context.lossless.truncation import truncate_tool_output
 from monad_notebook.context.recall.chunks import OVERLAP_CHARS, chunk_spans, embedding_inputs, message_chunks
 from monad_notebook.context.recall.indexing import RecallIndexer
-from monad_notebook.context.recall.search import Recall, asked_kind, focus, fuse
+from monad_notebook.context.recall.search import Recall, focus, fuse
 from monad_notebook.context.recall.wordmatch import WordVectors
 from monad_notebook.errors import ModelError
 from monad_notebook.messages import Message
@@ -160,36 +160,6 @@ def test_rows_of_one_kind_of_table_give_way_to_a_passage_of_another_kind_and_non
 
     assert three[1] == note and three[0] in tables and three[2] in tables  # the note ranks last by its words
     assert sorted(four) == sorted([*tables, note])
-
-
-@pytest.mark.parametrize(
-    ("question", "kind"),
-    [
-        ("which file was the churn raw extract?", "file"),
-        ("Where is the path of the cleaned table", "file"),
-        ("which column has the price list group label?", "column"),
-        ("what command did we run to refresh the signup data?", "command"),
-        ("which variable holds the training data", "variable"),
-        ("what version of the lightgbm package did we install?", "package"),
-        ("which file raised the KeyError?", "file"),
-        ("what was the churn rate?", None),
-        ("profile the filed reports", None),
-    ],
-)
-def test_the_kind_a_question_asks_for_is_named_by_its_first_word_for_one(question, kind):
-    assert asked_kind(question) == kind
-
-
-def test_a_question_asking_for_a_file_prefers_the_passage_naming_one_over_a_closer_match_naming_none(store):
-    said = ["the raw churn dump job ran overnight without trouble", "saved churn raw extract -> data/churn/raw.parquet"]
-    index(store, None, "s", [Message("assistant", text, session="s", seq=n, turn=n) for n, text in enumerate(said)])
-    recall = Recall(store, None)
-
-    asked_for_a_file = [p.hit.snippet for p in recall.search("s", "which file held the raw churn dump?", 2)]
-    asked_for_nothing = [p.hit.snippet for p in recall.search("s", "what became of the raw churn dump?", 2)]
-
-    assert asked_for_a_file == [said[1], said[0]]
-    assert asked_for_nothing == said
 
 
 def test_a_failed_embedding_leaves_the_words_search_and_a_failed_store_raises(store):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from monad_notebook.messages import Message
@@ -187,26 +187,6 @@ def _scan_output(text: str) -> Iterator[Found]:
         yield from ((installed.start(1), token, "package") for token in installed.group(1).split()[:40])
     yield from ((m.start(), m.group(), "id") for m in _ID.finditer(text))
     yield from ((m.start(), m.group(), "name") for m in _NAME.finditer(text))
-
-
-_HOLDS: dict[str, Callable[[str], bool]] = {
-    "file": lambda text: next(_paths(text), None) is not None,
-    "column": lambda text: any(p.search(text) for p in (_NAME, _SUBSCRIPT, _INDEX_LIST, _COLUMN_LINE)),
-    "variable": lambda text: any(p.search(text) for p in (_NAME, _VARIABLE_LINE, _ASSIGNED)),
-    "command": lambda text: any(p.search(text) for p in (_PROSE_COMMAND, _SHELL_ECHO)),
-    "package": lambda text: any(p.search(text) for p in (_PIN, _INSTALLED)),
-    "error": lambda text: _ERROR.search(text) is not None,
-    "url": lambda text: _URL.search(text) is not None,
-}
-
-
-def holds_kind(text: str, kind: str) -> bool:
-    """Whether ``text`` names an identifier of ``kind`` (file, column, variable, command, package, error, url).
-
-    A snake_case name counts as a column or a variable: a table header or a listing names
-    them without saying which.
-    """
-    return _HOLDS[kind](text[:SCAN_CAP_CHARS])
 
 
 def _strings(value: Any, key: str = "", depth: int = 0) -> Iterator[tuple[str, str]]:

@@ -8,7 +8,7 @@ A forgotten identifier cannot be searched for by its exact text, only by what su
               which find paraphrases; each brings four times the passages the caller shows
     fuse      reciprocal-rank fusion, each hit weighted by how well it matches
     steps     named rerank steps, in order, each switchable (``context.recall.steps``):
-              ``word_meaning``, ``kind_asked``, ``names_first``, ``no_repeats``, ``one_of_each``
+              ``word_meaning``, ``names_first``, ``one_of_each``
 
 Each step is a small function whose docstring says what question it answers. LanceDB's own
 hybrid query and reranker interface are not used: its rerankers see one ranked list of rows,
@@ -34,7 +34,6 @@ from typing import TypeVar
 
 import numpy as np
 
-from monad_notebook.context.compaction.ledger import holds_kind
 from monad_notebook.context.recall.wordmatch import MAX_TERMS, STOP_WORDS, WordVectors, rank_by_words, stem
 from monad_notebook.messages import Message
 from monad_notebook.provider.local_embedder import Embedder
@@ -51,25 +50,17 @@ VECTOR_FULL = 0.6  # at or above this cosine a vector hit counts in full
 _WORD = re.compile(r"[^\W_]{3,}")
 _TOKEN = re.compile(r"[\w][\w.:/-]*[\w]")
 MAX_NAMES = 6
-_ASKED = re.compile(
-    r"\b(?:(?P<file>files?|paths?|folders?|director(?:y|ies))|(?P<column>columns?)|(?P<variable>variables?)"
-    r"|(?P<command>commands?)|(?P<package>packages?|librar(?:y|ies))|(?P<error>errors?|exceptions?)"
-    r"|(?P<url>urls?|links?))\b",
-    re.I,
-)
-KIND_MISSING = 0.5  # a passage naming nothing of the kind the question asks for counts this share
 T = TypeVar("T")
-STEPS = ("word_meaning", "kind_asked", "names_first", "no_repeats", "one_of_each")  # in the order they run
+STEPS = ("word_meaning", "names_first", "one_of_each")  # in the order they run
 
 
 @dataclass(frozen=True)
 class Question:
-    """What the rerank steps read of a question: its content words, the identifiers it names, the kind it asks for."""
+    """What the rerank steps read of a question: its content words and the identifiers it names."""
 
     text: str
     terms: list[str]
     names: list[str]
-    kind: str | None
 
 
 @dataclass
@@ -96,12 +87,6 @@ def identifier_terms(query: str) -> list[str]:
         if len(token) >= 4 and named and not (token.isdigit() and len(token) < 5) and token not in terms:
             terms.append(token)
     return terms[:MAX_NAMES]
-
-
-def asked_kind(query: str) -> str | None:
-    """The kind of identifier ``query`` asks for, by the first word naming one ("which file ..." -> "file")."""
-    match = _ASKED.search(query)
-    return match.lastgroup if match else None
 
 
 def query_terms(query: str) -> list[str]:
@@ -170,7 +155,7 @@ class Recall:
         matched: list[EmbeddingHit] = []
         if term_vectors is not None and self.words is not None:
             matched = _first_of_each(rank_by_words(matching, term_vectors, [*pool, *word_hits], self.words))
-        question = Question(query, terms, identifier_terms(query), asked_kind(query))
+        question = Question(query, terms, identifier_terms(query))
         passages = fuse(by_words, by_meaning, terms, matched[:wanted])
         for step in self.steps:
             if step in RERANK:
@@ -266,22 +251,6 @@ def ranked(passages: Iterable[Passage]) -> list[Passage]:
 # --- the rerank steps (``word_meaning`` is a ranking of its own, gathered above) ---------------
 
 
-def kind_asked(passages: list[Passage], question: Question) -> list[Passage]:
-    """Does the passage name an identifier of the kind the question asks for?
-
-    "Which file was the recurring plan unprocessed dump?" asks for a path: a passage that
-    matches its words but names no file (a log line about a dump) cannot answer it, one that
-    matches them less well but names a file may. Those naming none count ``KIND_MISSING`` of
-    their score; a question naming no kind changes nothing.
-    """
-    if question.kind is None:
-        return passages
-    for passage in passages:
-        if not holds_kind(passage.hit.snippet, question.kind):
-            passage.score *= KIND_MISSING
-    return ranked(passages)
-
-
 def names_first(passages: list[Passage], question: Question) -> list[Passage]:
     """Does the passage hold verbatim an identifier the question gives (an order id, a file name)?
 
@@ -291,20 +260,13 @@ def names_first(passages: list[Passage], question: Question) -> list[Passage]:
     return sorted(passages, key=lambda p: not names_in(p.hit.snippet, question.names))
 
 
-def no_repeats(passages: list[Passage], question: Question) -> list[Passage]:
-    """Was this text shown already? A request asked again or an output printed twice says nothing new."""
-    return distinct(passages, _passage_text)
-
-
 def one_of_each(passages: list[Passage], question: Question) -> list[Passage]:
     """Is this passage another row of something already shown? Then it gives way to one that differs."""
     return varied(passages, question.names)
 
 
 RERANK: dict[str, Callable[[list[Passage], Question], list[Passage]]] = {
-    "kind_asked": kind_asked,
     "names_first": names_first,
-    "no_repeats": no_repeats,
     "one_of_each": one_of_each,
 }
 
@@ -396,10 +358,6 @@ def varied(passages: list[Passage], names: Sequence[str] = ()) -> list[Passage]:
 
 def _hit_text(hit: EmbeddingHit) -> str:
     return hit.snippet
-
-
-def _passage_text(passage: Passage) -> str:
-    return passage.hit.snippet
 
 
 def _visibility(window: Iterable[Message]) -> tuple[set[str], dict[str, str]]:
