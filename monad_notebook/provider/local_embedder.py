@@ -111,8 +111,7 @@ class LocalEmbedder:
     dims = LOCAL_DIMS
     batch_size = 32
     # The indexer's calls run on the cores a search needs, and a search waits for the one in flight:
-    # one ~300-character chunk is about 19 ms, eight 150 to 190 ms; throughput is the same or better
-    # (53 chunks/s one at a time against 43 in eights on mixed lengths, which pad to the longest).
+    # one chunk per call keeps that wait short, at no cost in throughput (a batch pads to its longest).
     chunks_per_call = 1
 
     def __init__(self, files: tuple[Path, Path] | None = None) -> None:
@@ -167,8 +166,8 @@ class LocalEmbedder:
     def embed_in_background(self, texts: list[str], foreground: Foreground) -> list[list[float]]:
         """``embed``, stopped at once when a search takes the foreground gate: ``EmbeddingInterrupted``.
 
-        An inference in flight holds a core until it ends (about 19 ms per chunk, more for a long
-        one) while the search needs both, for its own question and its reads; the caller runs
+        An inference in flight holds a core until it ends (one chunk's worth) while the search
+        needs both, for its own question and its reads; the caller runs
         it again once the search is done.
         """
         self._load()  # the model's own clear error first, if it cannot load

@@ -130,12 +130,11 @@ class SearchTables(IndexedTables):
         """The best chunk of up to ``k`` messages, best first: two rows per message asked for, then more.
 
         Rows beyond ``k`` leave room for a message's other chunks and for what the window shows
-        (``excluded`` messages, ``shown`` chunks). Inside turns at 100k stored messages (``k`` 24
-        to 44, with 139 to 226 messages and 46 to 62 tool results of the window skipped), no
-        search of 120 needed more (one-off), while reading four rows per message plus one per
-        excluded id took hundreds of rows, and a vector search reorders twice that many by their
-        full vectors. Only when the narrow read falls short while more rows exist is it read again
-        that wide, so the answer is then the wide one. ``each_chunk``: the chunks among the ``k``
+        (``excluded`` messages, ``shown`` chunks). Reading four rows per message plus one per
+        excluded id at once would read hundreds of rows, and a vector search reorders twice that
+        many by their full vectors, while the narrow read nearly always suffices. Only when it
+        falls short while more rows exist is it read again that wide, so the answer is then the
+        wide one. ``each_chunk``: the chunks among the ``k``
         best rows, in one read.
         """
         limits = (k,) if each_chunk else (2 * k, 4 * k + len(excluded) + len(shown or ()))
@@ -214,11 +213,10 @@ class SearchTables(IndexedTables):
         """Whether both the table and the session's rows number ``ann_min_rows`` or more.
 
         Once true, it is remembered until this store deletes from the table: a session's vectors
-        only grow otherwise, and the two counts cost about 2 ms each per search at 100k rows (one-off).
+        only grow otherwise, and counting on every search would cost each search two reads.
         While false, it is remembered until this store has added to the table as many rows as the
         session lacked, or for ``small_recount_seconds``: a session grows through the kernel that
-        holds it (``lease.py``), and the count cost 1.4 ms p50 and 4.6 p95 per search inside turns
-        at 1k stored messages (one-off). A stale answer either way (another process deleting the
+        holds it (``lease.py``). A stale answer either way (another process deleting the
         session, or writing to it) costs speed only: the index path probes every partition and
         finds what a scan finds.
         """

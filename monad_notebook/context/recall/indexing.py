@@ -15,9 +15,9 @@ as its index: a message that is in the store but not in the index cannot be foun
 or by words.
 
 A tool result whose full text was saved (truncated when it arrived) is indexed from that
-text, read back in one query per batch. Vectors cost CPU (about 2,000 tokens a second on one
-core for the offline model), so at most ``embed_max_chars`` of one message are embedded;
-full-text search always covers all of it.
+text, read back in one query per batch. Vectors cost CPU (the offline model embeds on the
+kernel's own cores), so at most ``embed_max_chars`` of one message are embedded; full-text
+search always covers all of it.
 
 With vectors, the indexer also learns each new word's vector (``wordmatch.WordVectors``),
 so recall can match a question's words to a passage's by meaning; the first time it meets a

@@ -28,7 +28,7 @@ import numpy as np
 from monad_notebook.store.base import EmbeddingHit
 
 _LETTERS = re.compile(r"[^\W\d_]{3,30}")
-MAX_WORDS = 50_000  # words kept per embedding model: about 50 MB at 384 dimensions (measured)
+MAX_WORDS = 50_000  # words kept per embedding model (float16 vectors), bounding the kernel's memory
 MAX_TERMS = 12  # question words matched; a long message's first ones
 _STOP_TEXT = (
     "the and for are was were what which who whom whose where when why how did does doing done has have had"
