@@ -343,7 +343,7 @@ def _carrier_ids(store: LanceStore, script: Script) -> dict[str, str]:
 
 def _boundaries(store: LanceStore) -> list[int]:
     """Each compaction's boundary, oldest first (the summaries table keeps them all)."""
-    rows = store._read("summaries", "session = 'fidelity'", ["boundary_seq", "created_at"])
+    rows = store.tables.read("summaries", "session = 'fidelity'", ["boundary_seq", "created_at"])
     return [r["boundary_seq"] for r in sorted(rows, key=lambda r: r["created_at"])]
 
 

@@ -42,7 +42,7 @@ def searches(store: LanceStore, embedder: LocalEmbedder, vectors: dict[str, list
             started = time.perf_counter()
             store.search_chunks(SESSION, question, 6)
             words.append(1000 * (time.perf_counter() - started))
-    stats = store.table_stats()
+    stats = store.tables.table_stats()
     fragments = f"{stats[embeddings_table(embedder.dims)]['fragments']}, {stats[TEXT_TABLE]['fragments']}"
     return f"{fragments} | {_p50_p95(vector)} | {_p50_p95(words)} |"
 
@@ -62,7 +62,7 @@ def write_singly(store: LanceStore, embedder: LocalEmbedder, count: int, start: 
 
 def one_pass(store: LanceStore, table: str) -> str:
     cpu, wall = time.process_time(), time.perf_counter()
-    store.optimize_alone(table, timedelta(0))
+    store.tables.optimize_alone(table, timedelta(0))
     return f"{table}: {time.perf_counter() - wall:.2f} s wall, {time.process_time() - cpu:.2f} s CPU"
 
 

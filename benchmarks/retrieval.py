@@ -185,7 +185,7 @@ def search_latency(sizes: list[int], queries: int) -> list[str]:
                 seconds = fill(store, rng, centres, size, sessions)
                 probes = synthetic_vectors(rng, centres, queries)
                 samples, found = timed_searches(store, "s0", probes, 6)
-                threshold, store.ann_min_rows = store.ann_min_rows, sys.maxsize
+                threshold, store.tables.ann_min_rows = store.tables.ann_min_rows, sys.maxsize
                 exact_samples, truth = timed_searches(store, "s0", probes, 6)
                 store.close()
             p50, p95 = percentiles(samples)
@@ -218,8 +218,8 @@ def needles_at_scale(embedder: LocalEmbedder, total: int) -> list[str]:
             store.save_embeddings("needles", list(zip(noise, points.tolist(), strict=True)), MODEL)
         store.optimize()
         results = []
-        for threshold in (store.ann_min_rows, sys.maxsize):
-            store.ann_min_rows = threshold
+        for threshold in (store.tables.ann_min_rows, sys.maxsize):
+            store.tables.ann_min_rows = threshold
             ids = [[h.message_id for h in store.search_embeddings("needles", q, 5)] for q in questions]
             results.append((sum(i[:1] == [f] for i, f in zip(ids, fact_ids, strict=True)), ids))
         lookup = timed_ms(lambda: store.search_chunks("needles", "ORD-48213", 5), 21)

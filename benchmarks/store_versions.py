@@ -75,7 +75,7 @@ def simulate(root: Path, steps: int, optimize_every: int) -> dict[str, object]:
         "window_ms": window,
         "disk_mb": disk / 1e6,
         "messages": seq,
-        "tables": store.table_stats(),
+        "tables": store.tables.table_stats(),
     }
 
 

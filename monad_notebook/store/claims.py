@@ -9,46 +9,52 @@ kernel, because concurrent appends never conflict while upserts of one key can d
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from monad_notebook.errors import StoreError
 from monad_notebook.store.base import FORGET_AFTER_SECONDS, Claim, live_claims
+from monad_notebook.store.failures import reason
 from monad_notebook.store.rows import SCHEMAS, arrow_table, as_row, sql_str
-from monad_notebook.store.tables import LanceTables, _reason
+
+if TYPE_CHECKING:
+    from monad_notebook.store.tables import LanceTables
 
 
 def live(rows: list[dict[str, Any]], now: float) -> list[Claim]:
     return live_claims([Claim(**row) for row in rows], now)
 
 
-class ClaimTables(LanceTables):
+class LanceClaims:
     """The claim methods of the Store protocol."""
+
+    def __init__(self, tables: LanceTables) -> None:
+        self.tables = tables
 
     def claim_session(self, claim: Claim) -> list[Claim]:
         where = f"session = {sql_str(claim.session)}"
         row = arrow_table([as_row(claim, "claims")], SCHEMAS["claims"])
-        with self._lock:
-            handle = self._table("claims", create=True)
-            version = self._retrying("write", "claims", lambda: handle.add(row)).version
-            self._dirty["claims"] = self._dirty.get("claims", 0) + 1
+        tables = self.tables
+        with tables.lock:  # the claims table is optimized under it: the version before ours stays
+            version = tables.write("claims", lambda h: h.add(row))
             try:  # on a handle of its own: reads of the shared one run outside the lock
-                before = self._db.open_table("claims")
+                if version is None:
+                    raise StoreError("the write reported no version")
+                before = tables.db.open_table("claims")
                 before.checkout(version - 1)
                 rows = before.search().where(where).select(SCHEMAS["claims"].names).to_arrow().to_pylist()
             except Exception as exc:
-                raise StoreError(f"cannot read the claims table at {self.uri} ({_reason(exc)})") from None
-            self._maybe_optimize_in_background()
+                raise StoreError(f"cannot read the claims table at {tables.uri} ({reason(exc)})") from None
         return live(rows, time.time())
 
     def live_claims(self, session: str) -> list[Claim]:
-        return live(self._read("claims", f"session = {sql_str(session)}"), time.time())
+        return live(self.tables.read("claims", f"session = {sql_str(session)}"), time.time())
 
     def renew_claim(self, claim: Claim) -> None:
-        self._add("claims", [as_row(claim, "claims")])
+        self.tables.add("claims", [as_row(claim, "claims")])
 
     def release_claim(self, claim: Claim) -> None:
         forgotten = time.time() - FORGET_AFTER_SECONDS
-        self._delete(
+        self.tables.delete(
             "claims",
             f"session = {sql_str(claim.session)} AND (id = {sql_str(claim.id)} OR expires_at < {forgotten!r})",
         )

@@ -7,12 +7,12 @@ which folds new rows into every index; rows not yet folded are scanned, which st
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Protocol
 
 from lancedb.index import FTS, Bitmap, BTree, IvfSq
 
+from monad_notebook.store.failures import reason
 from monad_notebook.store.rows import EMBEDDINGS_PREFIX, search_table
-from monad_notebook.store.tables import LanceTables, _reason
 
 log = logging.getLogger(__name__)
 _PARTITIONS = 8
@@ -21,6 +21,17 @@ _VECTOR_INDEX = "IvfSq"  # the index_type LanceDB lists for it
 _MESSAGE_LOOKUPS: dict[str, Any] = {"session": Bitmap, "seq": BTree}
 # The recall indexer asks recall's tables which of a few messages they already hold ("message_id IN (...)").
 _SEARCH_LOOKUPS: dict[str, Any] = {"message_id": BTree}
+# What recall's searches filter and match on (``search.py`` builds them on a table's first write).
+FILTER_INDEXES: dict[str, Any] = {"session": Bitmap, "model": Bitmap}
+TEXT_INDEXES: dict[str, Any] = {"session": Bitmap, "text": FTS}
+
+
+def build_missing(handle: Any, columns: dict[str, Any]) -> None:
+    """One index per column, of the kind given, for the columns that have none yet."""
+    indexed = {tuple(index.columns) for index in handle.list_indices()}
+    for column, kind in columns.items():
+        if (column,) not in indexed:
+            handle.create_index(column, config=kind())
 
 
 def _lookups(table: str) -> dict[str, Any]:
@@ -29,15 +40,29 @@ def _lookups(table: str) -> dict[str, Any]:
     return _SEARCH_LOOKUPS if search_table(table) else {}
 
 
-class IndexedTables(LanceTables):
-    """Index building on top of the table plumbing; the searches that use them live in ``search.py``."""
+class _Database(Protocol):
+    """What building indexes needs of the tables (``tables.py``): the connection and the size for a vector index."""
 
-    def _index_before_optimize(self, name: str) -> None:
+    db: Any
+    ann_min_rows: int
+
+
+class Indexes:
+    """What a table's optimize pass builds around it: lookups before, a vector index after.
+
+    The full-text index and the search filters are built by the searches that need them
+    (``search.py``), on their first write.
+    """
+
+    def __init__(self, tables: _Database) -> None:
+        self.tables = tables
+
+    def before_optimize(self, name: str) -> None:
         """Lookups first, so the pass that follows drops the versions their builds made."""
         if _lookups(name):
             self._index_lookups(name)
 
-    def _index_after_optimize(self, name: str) -> None:
+    def after_optimize(self, name: str) -> None:
         if name.startswith(EMBEDDINGS_PREFIX):
             self._index_vectors(name)
 
@@ -49,59 +74,9 @@ class IndexedTables(LanceTables):
         them reads stay correct, only slower, so a failure is only logged.
         """
         try:
-            handle = self._db.open_table(table)
-            indexed = {tuple(index.columns) for index in handle.list_indices()}
-            for column, kind in _lookups(table).items():
-                if (column,) not in indexed:
-                    handle.create_index(column, config=kind())
+            build_missing(self.tables.db.open_table(table), _lookups(table))
         except Exception as exc:
-            log.debug("cannot index the %s table for lookups (%s)", table, _reason(exc))
-
-    def _index_filters(self, table: str) -> None:
-        """Bitmap indexes on ``session`` and ``model``, so the search prefilter reads one session's rows.
-
-        Without them every search scans every session's rows. The background optimize folds new
-        rows into them; rows not yet folded are scanned, which stays correct.
-        """
-        if table in self._filter_indexed:
-            return
-        with self._lock:
-            handle = self._table(table, create=False)
-            if handle is None:
-                return
-            try:
-                indexed = {tuple(index.columns) for index in handle.list_indices()}
-                for column in ("session", "model"):
-                    if (column,) not in indexed:
-                        handle.create_index(column, config=Bitmap())
-            except Exception as exc:
-                log.warning("cannot index the %s table (%s); search works, only slower", table, _reason(exc))
-                return
-            self._filter_indexed.add(table)
-
-    def _index_text(self, table: str) -> bool:
-        """A session bitmap and LanceDB's native full-text index on ``text``, created once; False if none.
-
-        Rows appended after the index was built are found at once (LanceDB scans just those rows
-        flat), and the background optimize folds them into the index.
-        """
-        if table in self._filter_indexed:
-            return True
-        with self._lock:
-            handle = self._table(table, create=False)
-            if handle is None:
-                return False
-            try:
-                indexed = {tuple(index.columns) for index in handle.list_indices()}
-                if ("session",) not in indexed:
-                    handle.create_index("session", config=Bitmap())
-                if ("text",) not in indexed:
-                    handle.create_index("text", config=FTS())
-            except Exception as exc:
-                log.warning("cannot index the %s table (%s); recall by words is off", table, _reason(exc))
-                return False
-            self._filter_indexed.add(table)
-            return True
+            log.debug("cannot index the %s table for lookups (%s)", table, reason(exc))
 
     def _index_vectors(self, table: str) -> None:
         """An IVF_SQ index on ``vector`` once the table holds ``ann_min_rows`` rows, built outside the lock.
@@ -115,11 +90,11 @@ class IndexedTables(LanceTables):
         replaced once. A failed build is logged; search stays exact.
         """
         try:
-            handle = self._db.open_table(table)
+            handle = self.tables.db.open_table(table)
             kinds = [index.index_type for index in handle.list_indices() if index.columns == ["vector"]]
-            if _VECTOR_INDEX in kinds or handle.count_rows() < self.ann_min_rows:
+            if _VECTOR_INDEX in kinds or handle.count_rows() < self.tables.ann_min_rows:
                 return
             config = IvfSq(distance_type="cosine", num_partitions=_PARTITIONS)
             handle.create_index("vector", config=config, replace=True)
         except Exception as exc:
-            log.warning("cannot build the vector index of the %s table (%s); search stays exact", table, _reason(exc))
+            log.warning("cannot build the vector index of the %s table (%s); search stays exact", table, reason(exc))

@@ -10,6 +10,7 @@ import json
 import time
 from collections.abc import Iterable
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -19,7 +20,7 @@ from monad_notebook.errors import StoreError
 from monad_notebook.events import Event
 from monad_notebook.messages import Message, new_id
 from monad_notebook.store.base import LedgerEntry, MemoryFact, SessionRecord, Summary, clone_origin
-from monad_notebook.store.claims import ClaimTables
+from monad_notebook.store.claims import LanceClaims
 from monad_notebook.store.rows import (
     SCHEMAS,
     TEXT_TABLE,
@@ -33,19 +34,61 @@ from monad_notebook.store.rows import (
     sql_in,
     sql_str,
 )
-from monad_notebook.store.search import SearchTables
-from monad_notebook.store.tables import IDS_PER_READ, default_db_uri
+from monad_notebook.store.search import LanceSearch
+from monad_notebook.store.tables import IDS_PER_READ, LanceTables, default_db_uri
 
 __all__ = ["LanceStore", "default_db_uri"]
 
 
-class LanceStore(ClaimTables, SearchTables):
-    """The Store protocol on one LanceDB database; safe to share between threads and kernels."""
+class LanceStore:
+    """The Store protocol on one LanceDB database; safe to share between threads and kernels.
+
+    Composed of parts over one ``LanceTables`` (connection, handles, retries, optimize): the turn
+    claims (``claims.py``) and recall's chunk and vector tables (``search.py``); the rest of the
+    roles are the short methods below.
+    """
+
+    def __init__(self, uri: str | Path, **options: Any) -> None:
+        """``options``: those of ``LanceTables`` (storage options, optimize cadence, vector index size...)."""
+        self.tables = LanceTables(uri, **options)
+        self._claims = LanceClaims(self.tables)
+        self._search = LanceSearch(self.tables)
+        self.claim_session = self._claims.claim_session
+        self.live_claims = self._claims.live_claims
+        self.renew_claim = self._claims.renew_claim
+        self.release_claim = self._claims.release_claim
+        self.save_chunks = self._search.save_chunks
+        self.chunked_ids = self._search.chunked_ids
+        self.chunk_texts = self._search.chunk_texts
+        self.search_chunks = self._search.search_chunks
+        self.save_embeddings = self._search.save_embeddings
+        self.embedded_ids = self._search.embedded_ids
+        self.search_embeddings = self._search.search_embeddings
+
+    @property
+    def uri(self) -> str:
+        return self.tables.uri
+
+    @property
+    def optimize_every(self) -> int:
+        return self.tables.optimize_every
+
+    @optimize_every.setter
+    def optimize_every(self, writes: int) -> None:
+        self.tables.optimize_every = writes
+
+    def optimize(self) -> None:
+        """Compact every table and drop every old version now."""
+        self.tables.optimize()
+
+    def close(self) -> None:
+        """Waits for an in-flight optimize, so the process never exits mid-compaction."""
+        self.tables.close()
 
     # sessions
 
     def get_session(self, name: str) -> SessionRecord | None:
-        rows = self._read("sessions", f"name = {sql_str(name)}")
+        rows = self.tables.read("sessions", f"name = {sql_str(name)}")
         return session_from_row(min(rows, key=lambda r: r["created_at"])) if rows else None
 
     def create_session(
@@ -53,75 +96,76 @@ class LanceStore(ClaimTables, SearchTables):
     ) -> SessionRecord:
         if not name:
             raise StoreError("a session needs a name; pass a non-empty one")
-        with self._lock:
+        with self.tables.lock:
             if self.get_session(name) is not None:
                 raise StoreError(f"a session named {name!r} already exists; pick another name or delete it first")
             now = time.time()
             record = SessionRecord(name, now, now, model=model, parent=parent, meta=dict(meta or {}))
             meta_json = json.dumps(record.meta, default=str)
             row = arrow_table([as_row(record, "sessions", meta=meta_json)], SCHEMAS["sessions"])
-            self._write("sessions", lambda h: h.merge_insert("name").when_not_matched_insert_all().execute(row))
+            self.tables.write("sessions", lambda h: h.merge_insert("name").when_not_matched_insert_all().execute(row))
             return self.get_session(name) or record
 
     def list_sessions(self) -> list[SessionRecord]:
         """Oldest first; if two kernels raced to create one name, the first record wins, as in get_session."""
         first: dict[str, dict[str, Any]] = {}
-        for row in sorted(self._read("sessions", None), key=lambda r: r["created_at"], reverse=True):
+        for row in sorted(self.tables.read("sessions", None), key=lambda r: r["created_at"], reverse=True):
             first[row["name"]] = row
         return sorted((session_from_row(r) for r in first.values()), key=lambda s: (s.created_at, s.name))
 
     def delete_session(self, name: str) -> None:
-        with self._lock:
+        with self.tables.lock:
             self._drop_history(name)
-            self._delete("calibrations", f"session = {sql_str(name)}")
-            self._delete("sessions", f"name = {sql_str(name)}")
+            self.tables.delete("calibrations", f"session = {sql_str(name)}")
+            self.tables.delete("sessions", f"name = {sql_str(name)}")
 
     def _drop_history(self, name: str) -> None:
         """Skips tables with no rows for the name, so a no-op leaves no empty version."""
         tables = ("messages", "tool_raw_outputs", "summaries", "events", TEXT_TABLE, "ledger")
-        for table in (*tables, *self._embedding_tables()):
-            self._delete(table, f"session = {sql_str(name)}")
+        for table in (*tables, *self.tables.embedding_tables()):
+            self.tables.delete(table, f"session = {sql_str(name)}")
 
     def reset_session(self, name: str) -> None:
-        with self._lock:
+        with self.tables.lock:
             self._drop_history(name)
             if self.get_session(name) is not None:
                 where = f"name = {sql_str(name)}"
-                self._write("sessions", lambda h: h.update(where=where, values={"updated_at": time.time()}))
+                self.tables.write("sessions", lambda h: h.update(where=where, values={"updated_at": time.time()}))
 
     def clone_session(self, source: str, target: str) -> SessionRecord:
-        with self._lock:
+        with self.tables.lock:
             origin = clone_origin(self, source, target)
             self._drop_history(target)
             originals = self.load_messages(source)
             copies = [replace(m, id=new_id(), session=target) for m in originals]
             self.append_messages(copies)
             ids = {o.id: c.id for o, c in zip(originals, copies, strict=True)}
-            self._copy_embeddings(source, target, ids)
-            self._copy_chunks(source, target, ids)
+            self._search.copy(source, target, ids)
             self.save_ledger(target, self.load_ledger(source))
             summary = self.load_summary(source)
             if summary is not None:
                 self.save_summary(replace(summary, session=target))
-            raws = self._read("tool_raw_outputs", f"session = {sql_str(source)}")
-            self._add("tool_raw_outputs", [{**r, "session": target} for r in newest_by(raws, "tool_call_id")])
+            raws = self.tables.read("tool_raw_outputs", f"session = {sql_str(source)}")
+            self.tables.add("tool_raw_outputs", [{**r, "session": target} for r in newest_by(raws, "tool_call_id")])
             return self.create_session(target, model=origin.model, parent=source, meta=origin.meta)
 
     # messages
 
     def append_messages(self, messages: list[Message]) -> int | None:
-        return self._add("messages", [message_row(m) for m in messages])
+        return self.tables.add("messages", [message_row(m) for m in messages])
 
     def load_messages(self, session: str, *, after_seq: int = -1, ids: Iterable[str] | None = None) -> list[Message]:
         where = f"session = {sql_str(session)} AND seq > {int(after_seq)}"
         if ids is None:
-            rows = self._read("messages", where)
+            rows = self.tables.read("messages", where)
         else:
             wanted = sorted(set(ids))
             rows = [
                 row
                 for start in range(0, len(wanted), IDS_PER_READ)
-                for row in self._read("messages", f"{where} AND id IN {sql_in(wanted[start : start + IDS_PER_READ])}")
+                for row in self.tables.read(
+                    "messages", f"{where} AND id IN {sql_in(wanted[start : start + IDS_PER_READ])}"
+                )
             ]
         unique: dict[str, dict[str, Any]] = {}
         for row in rows:
@@ -131,11 +175,11 @@ class LanceStore(ClaimTables, SearchTables):
         return sorted((message_from_row(r) for r in unique.values()), key=lambda m: (m.seq, m.created_at))
 
     def message_ids(self, session: str) -> set[str]:
-        return self._distinct("messages", f"session = {sql_str(session)}", "id")
+        return self.tables.distinct("messages", f"session = {sql_str(session)}", "id")
 
     def count_messages(self, session: str) -> int:
         """Stored rows, without reading them; a rare duplicate from a retried write counts twice."""
-        return self._count("messages", f"session = {sql_str(session)}")
+        return self.tables.count("messages", f"session = {sql_str(session)}")
 
     def set_placeholders(self, session: str, placeholders: dict[str, str]) -> int | None:
         if not placeholders:
@@ -143,12 +187,12 @@ class LanceStore(ClaimTables, SearchTables):
         sql_str(session)
         rows = [{"session": session, "id": i, "placeholder": t} for i, t in placeholders.items()]
         updates = arrow_table(rows, pa.schema([(name, pa.string()) for name in ("session", "id", "placeholder")]))
-        return self._write(
+        return self.tables.write(
             "messages", lambda h: h.merge_insert(["session", "id"]).when_matched_update_all().execute(updates)
         )
 
     def history_mark(self) -> tuple[int, int] | None:
-        messages, summaries = self._version("messages"), self._version("summaries")
+        messages, summaries = self.tables.version("messages"), self.tables.version("summaries")
         return None if messages is None or summaries is None else (messages, summaries)
 
     # tool raw outputs
@@ -161,15 +205,15 @@ class LanceStore(ClaimTables, SearchTables):
         rows = [{"session": session, "tool_call_id": k, "text": v, "created_at": now} for k, v in outputs.items()]
         data = arrow_table(rows, SCHEMAS["tool_raw_outputs"])
         key = ["session", "tool_call_id"]
-        self._write(
+        self.tables.write(
             "tool_raw_outputs",
             lambda h: h.merge_insert(key).when_matched_update_all().when_not_matched_insert_all().execute(data),
         )
 
     def get_raw_output(self, session: str, tool_call_id: str) -> str | None:
         where = f"session = {sql_str(session)} AND tool_call_id = {sql_str(tool_call_id)}"
-        rows = self._read("tool_raw_outputs", where, ["tool_call_id", "text", "created_at"])
-        return newest_by(rows, "tool_call_id")[0]["text"] if rows else None
+        rows = self._outputs(where)
+        return rows[0]["text"] if rows else None
 
     def search_raw_outputs(self, session: str, needle: str, limit: int) -> list[tuple[str, int, str]]:
         """(tool_call_id, line number, line) of saved outputs containing ``needle``, newest outputs first.
@@ -177,7 +221,7 @@ class LanceStore(ClaimTables, SearchTables):
         Reads this session's saved outputs in full: an explicit, rare request, not the per-step path.
         """
         where = f"session = {sql_str(session)}"
-        rows = newest_by(self._read("tool_raw_outputs", where, ["tool_call_id", "text", "created_at"]), "tool_call_id")
+        rows = self._outputs(where)
         hits: list[tuple[str, int, str]] = []
         for row in sorted(rows, key=lambda r: r["created_at"], reverse=True):
             if needle not in row["text"]:
@@ -193,24 +237,30 @@ class LanceStore(ClaimTables, SearchTables):
         if not tool_call_ids:
             return {}
         where = f"session = {sql_str(session)} AND tool_call_id IN {sql_in(tool_call_ids)}"
-        rows = newest_by(self._read("tool_raw_outputs", where, ["tool_call_id", "text", "created_at"]), "tool_call_id")
+        rows = self._outputs(where)
         return {r["tool_call_id"]: r["text"] for r in rows}
+
+    def _outputs(self, where: str) -> list[dict[str, Any]]:
+        """The newest saved text of each tool call matching ``where``."""
+        return newest_by(
+            self.tables.read("tool_raw_outputs", where, ["tool_call_id", "text", "created_at"]), "tool_call_id"
+        )
 
     def has_raw_outputs(self, session: str, tool_call_ids: list[str]) -> set[str]:
         if not tool_call_ids:
             return set()
         where = f"session = {sql_str(session)} AND tool_call_id IN {sql_in(tool_call_ids)}"
-        return {r["tool_call_id"] for r in self._read("tool_raw_outputs", where, ["tool_call_id"])}
+        return {r["tool_call_id"] for r in self.tables.read("tool_raw_outputs", where, ["tool_call_id"])}
 
     # summaries
 
     def save_summary(self, summary: Summary) -> None:
         sql_str(summary.session)
-        self._add("summaries", [as_row(summary, "summaries")])
+        self.tables.add("summaries", [as_row(summary, "summaries")])
 
     def summary_head(self, session: str) -> tuple[float, int] | None:
         where = f"session = {sql_str(session)}"
-        heads = self._read("summaries", where, ["boundary_seq", "created_at"])
+        heads = self.tables.read("summaries", where, ["boundary_seq", "created_at"])
         if not heads:
             return None
         newest = max(heads, key=lambda r: (r["created_at"], r["boundary_seq"]))
@@ -222,7 +272,7 @@ class LanceStore(ClaimTables, SearchTables):
         if head is None:
             return None
         where = f"session = {sql_str(session)}"
-        rows = self._read("summaries", f"{where} AND boundary_seq = {int(head[1])}")
+        rows = self.tables.read("summaries", f"{where} AND boundary_seq = {int(head[1])}")
         return Summary(**max(rows, key=lambda r: r["created_at"]))
 
     # calibration
@@ -233,7 +283,7 @@ class LanceStore(ClaimTables, SearchTables):
         sql_str(model)
         row = {"session": session, "model": model, "data": json.dumps(data), "updated_at": time.time()}
         table = arrow_table([row], SCHEMAS["calibrations"])
-        self._write(
+        self.tables.write(
             "calibrations",
             lambda h: (
                 h.merge_insert(["session", "model"])
@@ -244,7 +294,7 @@ class LanceStore(ClaimTables, SearchTables):
         )
 
     def load_calibration(self, session: str, model: str) -> dict[str, Any] | None:
-        rows = self._read("calibrations", f"model = {sql_str(model)}")
+        rows = self.tables.read("calibrations", f"model = {sql_str(model)}")
         own = [r for r in rows if r["session"] == session]
         chosen = max(own or rows, key=lambda r: r["updated_at"], default=None)
         if chosen is None:
@@ -264,11 +314,11 @@ class LanceStore(ClaimTables, SearchTables):
             for e in events
             if e.persisted
         ]
-        self._add("events", rows)
+        self.tables.add("events", rows)
 
     def list_events(self, session: str, *, kind: str | None = None) -> list[Event]:
         where = f"session = {sql_str(session)}" + ("" if kind is None else f" AND kind = {sql_str(kind)}")
-        rows = sorted(newest_by(self._read("events", where), "id", "ts"), key=lambda r: r["ts"])
+        rows = sorted(newest_by(self.tables.read("events", where), "id", "ts"), key=lambda r: r["ts"])
         return [
             Event(kind=r["kind"], session=r["session"], data=json.loads(r["data"] or "{}"), ts=r["ts"]) for r in rows
         ]
@@ -284,34 +334,34 @@ class LanceStore(ClaimTables, SearchTables):
         rows = [as_row(e, "ledger", session=session, updated_at=now) for e in entries]
         data = arrow_table(rows, SCHEMAS["ledger"])
         key = ["session", "item"]
-        self._write(
+        self.tables.write(
             "ledger",
             lambda h: h.merge_insert(key).when_matched_update_all().when_not_matched_insert_all().execute(data),
         )
 
     def load_ledger(self, session: str) -> list[LedgerEntry]:
-        rows = newest_by(self._read("ledger", f"session = {sql_str(session)}"), "item", "updated_at")
+        rows = newest_by(self.tables.read("ledger", f"session = {sql_str(session)}"), "item", "updated_at")
         fields = [f for f in SCHEMAS["ledger"].names if f not in ("session", "updated_at")]
         return [LedgerEntry(**{f: r[f] for f in fields}) for r in rows]
 
     # memory
 
     def add_facts(self, facts: list[MemoryFact]) -> None:
-        self._add("memory_facts", [as_row(f, "memory_facts") for f in facts])
+        self.tables.add("memory_facts", [as_row(f, "memory_facts") for f in facts])
 
     def list_facts(self, scopes: list[str] | None = None) -> list[MemoryFact]:
         if scopes is not None and not scopes:
             return []
-        rows = self._read("memory_facts", None if scopes is None else f"scope IN {sql_in(scopes)}")
+        rows = self.tables.read("memory_facts", None if scopes is None else f"scope IN {sql_in(scopes)}")
         facts = [fact_from_row(r) for r in newest_by(rows, "id")]
         return sorted(facts, key=lambda f: (f.created_at, f.id))
 
     def remove_fact(self, fact_id: str) -> bool:
         where = f"id = {sql_str(fact_id)}"
-        with self._lock:
-            if not self._count("memory_facts", where):
+        with self.tables.lock:
+            if not self.tables.count("memory_facts", where):
                 return False
-            self._write("memory_facts", lambda h: h.delete(where))
+            self.tables.write("memory_facts", lambda h: h.delete(where))
             return True
 
 

@@ -53,14 +53,14 @@ def serve(requests: IO[str], replies: IO[str]) -> None:
 def _pass(line: str, databases: OrderedDict[str, Any]) -> str | None:
     """One request: optimize the table on the database it names (opened once, kept among the last few)."""
     # LanceDB loads only once ``main`` lowered the priority.
-    from monad_notebook.store.indexes import IndexedTables
-    from monad_notebook.store.tables import _reason
+    from monad_notebook.store.failures import reason
+    from monad_notebook.store.tables import LanceTables
 
     try:
         request: dict[str, Any] = json.loads(line)
         options, min_rows = request["storage_options"], request["ann_min_rows"]
         key = json.dumps([request["uri"], options, min_rows], sort_keys=True)
-        store = databases.pop(key, None) or IndexedTables(
+        store = databases.pop(key, None) or LanceTables(
             request["uri"], storage_options=options or None, optimize_every=0, ann_min_rows=min_rows
         )
         databases[key] = store
@@ -70,7 +70,7 @@ def _pass(line: str, databases: OrderedDict[str, Any]) -> str | None:
         store.optimize_alone(request["table"], timedelta(seconds=float(request["grace"])))
         return store.last_optimize_error
     except Exception as exc:
-        return f"cannot optimize in the background ({type(exc).__name__}: {_reason(exc)})"
+        return f"cannot optimize in the background ({type(exc).__name__}: {reason(exc)})"
 
 
 def main() -> None:

@@ -10,13 +10,15 @@ through ``sql_str``; the words of a full-text query are reduced to plain word to
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from monad_notebook.messages import Message
 from monad_notebook.store.base import Chunk, EmbeddingHit
-from monad_notebook.store.indexes import IndexedTables
+from monad_notebook.store.failures import reason
+from monad_notebook.store.indexes import FILTER_INDEXES, TEXT_INDEXES, build_missing
 from monad_notebook.store.rows import (
     EMBEDDED_TEXT_MAX_CHARS,
     TEXT_TABLE,
@@ -26,30 +28,32 @@ from monad_notebook.store.rows import (
     check_vectors,
     embeddings_table,
     query_words,
-    search_table,
     sql_str,
 )
 
+if TYPE_CHECKING:
+    from monad_notebook.store.tables import LanceTables
+
+log = logging.getLogger(__name__)
+
 _EVERY_PARTITION = 1_000_000
 _REFINE = 2
+_WITHOUT_TEXT = "recall by words is off"
 _HIT_COLUMNS = ["message_id", "offset", "seq", "turn", "role", "name", "tool_call_id", "text"]
 
 
-class SearchTables(IndexedTables):
+class LanceSearch:
     """Chunk and vector tables, and the two searches over them; one session at a time, never another's."""
 
     small_recount_seconds = 60.0  # a session below ann_min_rows is counted again at least this often
 
-    def _writes_per_pass(self, table: str) -> int:
-        """The search tables are merged five times as often: a search opens every fragment a write left.
-
-        Measured at 100k stored messages (``benchmarks/fragments.py``): 40 unmerged writes add
-        about 13 ms to a vector search and 6 ms to a full-text one, while a pass over one of these
-        tables costs 1.1 to 1.4 s of CPU in the helper process, at the lowest priority.
-        """
-        if search_table(table):
-            return max(1, self.optimize_every // 5)
-        return super()._writes_per_pass(table)
+    def __init__(self, tables: LanceTables) -> None:
+        self.tables = tables
+        self._filter_indexed: set[str] = set()
+        # (table, filter) known to hold ann_min_rows rows, as of the table's deletions then
+        self._indexed_scopes: dict[tuple[str, str], int] = {}
+        # (table, filter) known to hold fewer: until tables.added reaches the mark, and until the monotonic deadline
+        self._small_scopes: dict[tuple[str, str], tuple[int, float]] = {}
 
     # full-text
 
@@ -74,18 +78,18 @@ class SearchTables(IndexedTables):
             }
             for c in chunks
         ]
-        self._add(TEXT_TABLE, rows)
-        self._index_text(TEXT_TABLE)
+        self.tables.add(TEXT_TABLE, rows)
+        self._indexed(TEXT_TABLE, TEXT_INDEXES, _WITHOUT_TEXT)
 
     def chunked_ids(self, session: str, among: Iterable[str] | None = None) -> set[str]:
-        return self._distinct(TEXT_TABLE, f"session = {sql_str(session)}", "message_id", among)
+        return self.tables.distinct(TEXT_TABLE, f"session = {sql_str(session)}", "message_id", among)
 
     def chunk_texts(self, session: str, batch: int = 2000) -> Iterator[list[str]]:
-        handle = self._handle(TEXT_TABLE)
+        handle = self.tables.handle(TEXT_TABLE)
         if handle is None:
             return
         query = handle.search().where(f"session = {sql_str(session)}").select(["text"])
-        reader = self._retrying("read", TEXT_TABLE, lambda: query.to_batches(batch))
+        reader = self.tables.retrying("read", TEXT_TABLE, lambda: query.to_batches(batch))
         for rows in reader:
             yield rows.column("text").to_pylist()
 
@@ -107,8 +111,8 @@ class SearchTables(IndexedTables):
             return []
         excluded = set(exclude_ids)
         where = f"session = {sql_str(session)}"
-        handle = self._handle(TEXT_TABLE)
-        if handle is None or not self._index_text(TEXT_TABLE):
+        handle = self.tables.handle(TEXT_TABLE)
+        if handle is None or not self._indexed(TEXT_TABLE, TEXT_INDEXES, _WITHOUT_TEXT):
             return []
         query = (
             handle.search(words, query_type="fts", fts_columns="text")
@@ -146,14 +150,40 @@ class SearchTables(IndexedTables):
         return hits
 
     def _search_rows(self, table: str, query: Any) -> list[dict[str, Any]]:
-        rows = self._retrying("search", table, lambda: query.to_arrow().to_pylist())
-        self._count_read(rows)
+        rows = self.tables.retrying("search", table, lambda: query.to_arrow().to_pylist())
+        self.tables.count_read(rows)
         return rows
 
+    def copy(self, source: str, target: str, ids: dict[str, str]) -> None:
+        """A branch's chunks and vectors, pointing at the branch's own message ids: one write per table."""
+        self._copy_chunks(source, target, ids)
+        self._copy_embeddings(source, target, ids)
+
     def _copy_chunks(self, source: str, target: str, ids: dict[str, str]) -> None:
-        rows = self._read(TEXT_TABLE, f"session = {sql_str(source)}")
+        rows = self.tables.read(TEXT_TABLE, f"session = {sql_str(source)}")
         copies = [{**r, "session": target, "message_id": ids[r["message_id"]]} for r in rows if r["message_id"] in ids]
-        self._add(TEXT_TABLE, copies)
+        self.tables.add(TEXT_TABLE, copies)
+
+    def _indexed(self, table: str, columns: dict[str, Any], without: str) -> bool:
+        """The search indexes of ``table`` (``indexes.py``), created once; False, logged, if they cannot be.
+
+        Without the session bitmap every search scans every session's rows; without the full-text
+        index there is no search by words. Rows appended after an index was built are found at
+        once (LanceDB scans just those rows flat), and the background optimize folds them in.
+        """
+        if table in self._filter_indexed:
+            return True
+        with self.tables.lock:
+            handle = self.tables.table(table, create=False)
+            if handle is None:
+                return False
+            try:
+                build_missing(handle, columns)
+            except Exception as exc:
+                log.warning("cannot index the %s table (%s); %s", table, reason(exc), without)
+                return False
+            self._filter_indexed.add(table)
+            return True
 
     # vectors
 
@@ -166,12 +196,12 @@ class SearchTables(IndexedTables):
         now = time.time()
         data = [_vector_row(session, as_chunk(item), vector, model, now) for item, vector in rows]
         table = embeddings_table(dims)
-        self._add(table, data)
-        self._index_filters(table)
+        self.tables.add(table, data)
+        self._indexed(table, FILTER_INDEXES, "search works, only slower")
 
     def embedded_ids(self, session: str, *, model: str, dims: int, among: Iterable[str] | None = None) -> set[str]:
         where = f"session = {sql_str(session)} AND model = {sql_str(model)}"
-        return self._distinct(embeddings_table(dims), where, "message_id", among)
+        return self.tables.distinct(embeddings_table(dims), where, "message_id", among)
 
     def search_embeddings(
         self,
@@ -202,7 +232,7 @@ class SearchTables(IndexedTables):
         where = f"session = {sql_str(session)}" + ("" if model is None else f" AND model = {sql_str(model)}")
         excluded = set(exclude_ids)
         table = embeddings_table(len(vector))
-        handle = self._handle(table)
+        handle = self.tables.handle(table)
         if handle is None:
             return []
         exact = not self._through_index(table, where)
@@ -212,7 +242,7 @@ class SearchTables(IndexedTables):
     def _through_index(self, table: str, where: str) -> bool:
         """Whether both the table and the session's rows number ``ann_min_rows`` or more.
 
-        Once true, it is remembered until this store deletes from the table: a session's vectors
+        Once true, it is remembered until this store deletes from the table (``tables.deletions``): a session's vectors
         only grow otherwise, and counting on every search would cost each search two reads.
         While false, it is remembered until this store has added to the table as many rows as the
         session lacked, or for ``small_recount_seconds``: a session grows through the kernel that
@@ -221,19 +251,19 @@ class SearchTables(IndexedTables):
         finds what a scan finds.
         """
         key = (table, where)
-        if key in self._indexed_scopes:
+        if self._indexed_scopes.get(key) == self.tables.deletions.get(table, 0):
             return True
-        added = self._added.get(table, 0)
+        added = self.tables.added.get(table, 0)
         until_added, until = self._small_scopes.get(key, (0, 0.0))
         if added < until_added and time.monotonic() < until:
             return False
         for scope in (None, where):
-            count = self._count(table, scope)
-            if count < self.ann_min_rows:
+            count = self.tables.count(table, scope)
+            if count < self.tables.ann_min_rows:
                 recount = time.monotonic() + self.small_recount_seconds
-                self._small_scopes[key] = (added + self.ann_min_rows - count, recount)
+                self._small_scopes[key] = (added + self.tables.ann_min_rows - count, recount)
                 return False
-        self._indexed_scopes.add(key)
+        self._indexed_scopes[key] = self.tables.deletions.get(table, 0)
         return True
 
     @staticmethod
@@ -252,13 +282,12 @@ class SearchTables(IndexedTables):
         return query.bypass_vector_index() if exact else query.nprobes(_EVERY_PARTITION).refine_factor(_REFINE)
 
     def _copy_embeddings(self, source: str, target: str, ids: dict[str, str]) -> None:
-        """A branch's vectors point at the branch's own message ids: one write per width."""
-        for table in self._embedding_tables():
-            rows = self._read(table, f"session = {sql_str(source)}")
+        for table in self.tables.embedding_tables():
+            rows = self.tables.read(table, f"session = {sql_str(source)}")
             copies = [
                 {**r, "session": target, "message_id": ids[r["message_id"]]} for r in rows if r["message_id"] in ids
             ]
-            self._add(table, copies)
+            self.tables.add(table, copies)
 
 
 def _vector_row(session: str, chunk: Chunk, vector: list[float], model: str, now: float) -> dict[str, Any]:

@@ -9,9 +9,9 @@ neither waits for it nor shares the cores with it.
 Counting per table keeps a busy side table (recall's chunks) from compacting the large messages
 table more often.
 Another kernel may commit between our read and our write: conflicting commits and versions
-removed under us are retried on the latest version. The other modules that talk to LanceDB
-build on these handles: ``lance.py`` (the Store protocol), ``search.py``, ``claims.py`` and
-``indexes.py``.
+removed under us are retried on the latest version. Every other part of the store that talks
+to LanceDB is given this object: ``lance.py`` composes the Store protocol from it and its parts
+(``search.py``, ``claims.py``); ``indexes.py`` builds the indexes its optimize keeps current.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import random
-import re
 import threading
 import time
 import warnings
@@ -34,8 +33,18 @@ import pyarrow as pa
 from monad_notebook.config_schema import monad_home
 from monad_notebook.errors import StoreError
 from monad_notebook.foreground import FOREGROUND, Foreground
+from monad_notebook.store.failures import ADVICE, reason
+from monad_notebook.store.indexes import Indexes
 from monad_notebook.store.optimizer import WORKER, OptimizeWorker, WorkerUnavailable
-from monad_notebook.store.rows import EMBEDDINGS_PREFIX, NULL_AS, SCHEMAS, arrow_table, embeddings_table, sql_in
+from monad_notebook.store.rows import (
+    EMBEDDINGS_PREFIX,
+    NULL_AS,
+    SCHEMAS,
+    arrow_table,
+    embeddings_table,
+    search_table,
+    sql_in,
+)
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -56,36 +65,14 @@ def default_db_uri() -> str:
     return str(monad_home() / "db")
 
 
-_ELSEWHERE = "point MONAD_HOME (or store.uri in agents.json) at a writable directory"
-_KNOWN_CAUSES = (
-    (
-        ("no space left", "os error 28", "os error 27", "file too large", "quota exceeded", "os error 122"),
-        "out of disk space: free some space (or raise the file size limit) and run the cell again",
-    ),
-    (
-        ("read-only file system", "os error 30", "errno 30"),
-        f"read-only file system: remount it writable or {_ELSEWHERE}, then run the cell again",
-    ),
-    (
-        ("permission denied", "os error 13", "errno 13", "operation not permitted"),
-        f"permission denied: give this user write access to the database directory or {_ELSEWHERE}, "
-        "then run the cell again",
-    ),
-)
+def writes_per_pass(table: str, optimize_every: int) -> int:
+    """The writes to ``table`` that make its next background pass due.
 
-_ADVICE = frozenset(advice for _, advice in _KNOWN_CAUSES)
-
-
-def _reason(exc: BaseException) -> str:
-    """The first line of a LanceDB error, cut short, without Rust source paths; says what to do when it can."""
-    lines = str(exc).strip().splitlines()
-    text = lines[0] if lines else type(exc).__name__
-    text = re.sub(r",? ?/\S*\.cargo/\S*", "", text)
-    lowered = text.lower()
-    for marks, advice in _KNOWN_CAUSES:
-        if any(mark in lowered for mark in marks):
-            return advice
-    return text if len(text) <= 160 else text[:159] + "…"
+    Recall's search tables are merged five times as often: a search opens every fragment a write
+    left (``benchmarks/fragments.py`` measures what unmerged writes add to a search against what a
+    pass costs the helper process).
+    """
+    return max(1, optimize_every // 5) if search_table(table) else optimize_every
 
 
 class LanceTables:
@@ -119,7 +106,7 @@ class LanceTables:
         self._last_write = 0.0
         self._wake = threading.Event()
         self.last_optimize_error: str | None = None
-        self._lock = threading.RLock()
+        self.lock = threading.RLock()
         self._read_count_lock = threading.Lock()
         self._tables: dict[str, Any] = {}
         self._dirty: dict[str, int] = {}  # table -> writes since its last optimize
@@ -128,39 +115,37 @@ class LanceTables:
         self._optimizer: threading.Thread | None = None
         self._optimizing = False  # a background thread is running its passes; set and cleared under the lock
         self._closed = False
-        self._filter_indexed: set[str] = set()
-        self._indexed_scopes: set[tuple[str, str]] = set()  # (table, filter) known to hold ann_min_rows rows
-        # (table, filter) known to hold fewer: until _added reaches the mark, and until the monotonic deadline
-        self._small_scopes: dict[tuple[str, str], tuple[int, float]] = {}
-        self._added: dict[str, int] = {}  # table -> rows this store has added to it, ever
+        self.added: dict[str, int] = {}  # table -> rows this store has added to it, ever
+        self.deletions: dict[str, int] = {}  # table -> deletes this store has made from it, ever
         interval = None if read_consistency_interval is None else timedelta(seconds=read_consistency_interval)
         try:
-            self._db = lancedb.connect(self.uri, read_consistency_interval=interval, storage_options=storage_options)
+            self.db = lancedb.connect(self.uri, read_consistency_interval=interval, storage_options=storage_options)
         except Exception as exc:
-            reason = _reason(exc)
+            why = reason(exc)
             fix = "check its storage options" if "://" in self.uri else "point MONAD_HOME at a writable directory"
-            fix = "" if reason in _ADVICE else f"; {fix}"
-            raise StoreError(f"cannot open the database at {self.uri} ({reason}){fix}") from None
+            fix = "" if why in ADVICE else f"; {fix}"
+            raise StoreError(f"cannot open the database at {self.uri} ({why}){fix}") from None
+        self.indexes = Indexes(self)
 
-    def _table(self, name: str, *, create: bool) -> Any | None:
+    def table(self, name: str, *, create: bool) -> Any | None:
         """The cached handle; created on first write, so reads of a fresh database create nothing."""
         handle = self._tables.get(name)
         if handle is not None:
             return handle
         try:
-            if name in self._db.list_tables(limit=1000).tables:
+            if name in self.db.list_tables(limit=1000).tables:
                 handle = self._open_when_created(name)
                 self._add_missing_columns(handle, SCHEMAS[name])
             elif create:
                 try:
-                    handle = self._db.create_table(name, schema=SCHEMAS[name], exist_ok=True)
+                    handle = self.db.create_table(name, schema=SCHEMAS[name], exist_ok=True)
                 except Exception:  # another kernel is creating it this very moment
                     handle = self._open_when_created(name)
             else:
                 return None
         except Exception as exc:
             raise StoreError(
-                f"cannot open the {name} table at {self.uri} ({_reason(exc)}){self._repair(name)}"
+                f"cannot open the {name} table at {self.uri} ({reason(exc)}){self._repair(name)}"
             ) from None
         self._tables[name] = handle
         return handle
@@ -169,7 +154,7 @@ class LanceTables:
         """Open a table another kernel is creating: its first version may take a moment to commit."""
         for attempt in range(_RETRIES + 1):
             try:
-                return self._db.open_table(name)
+                return self.db.open_table(name)
             except Exception as exc:
                 if attempt == _RETRIES or "not found" not in str(exc).lower():
                     raise
@@ -194,27 +179,27 @@ class LanceTables:
         if missing:
             handle.add_columns(missing)
 
-    def _read(self, table: str, where: str | None, columns: list[str] | None = None) -> list[dict[str, Any]]:
+    def read(self, table: str, where: str | None, columns: list[str] | None = None) -> list[dict[str, Any]]:
         """Rows as dicts with nulls (columns added after the row was written) read as empty values."""
-        handle = self._handle(table)
+        handle = self.handle(table)
         if handle is None:
             return []
         query = handle.search().select(columns or SCHEMAS[table].names)
         if where is not None:
             query = query.where(where)
-        rows = self._retrying("read", table, lambda: query.to_arrow().to_pylist())
-        self._count_read(rows)
+        rows = self.retrying("read", table, lambda: query.to_arrow().to_pylist())
+        self.count_read(rows)
         nulls = {f.name: NULL_AS[f.type] for f in SCHEMAS[table]}
         return [{k: nulls[k] if v is None else v for k, v in row.items()} for row in rows]
 
-    def _distinct(self, table: str, where: str, column: str, among: Iterable[str] | None = None) -> set[str]:
+    def distinct(self, table: str, where: str, column: str, among: Iterable[str] | None = None) -> set[str]:
         """One column's distinct values (only those in ``among``, when given), read as Arrow columns, not rows.
 
         Building row dicts holds the interpreter lock for most of the read, which slows the turn
         while the recall indexer reads on its own thread; one Arrow column holds it briefly, and
         asking only about the ids in ``among`` reads just those rows.
         """
-        handle = self._handle(table)
+        handle = self.handle(table)
         if handle is None:
             return set()
         wanted = None if among is None else sorted(set(among))
@@ -229,14 +214,14 @@ class LanceTables:
         found: set[str] = set()
         for condition in filters:
             query = handle.search().where(condition).select([column])
-            values = self._retrying("read", table, lambda q=query: q.to_arrow()[column])
+            values = self.retrying("read", table, lambda q=query: q.to_arrow()[column])
             with self._read_count_lock:
                 self.rows_read += len(values)
             found.update(values.to_pylist())
         found.discard(None)  # type: ignore[arg-type]
         return found
 
-    def _retrying(self, verb: str, table: str, action: Callable[[], _T]) -> _T:
+    def retrying(self, verb: str, table: str, action: Callable[[], _T]) -> _T:
         """Retry on the latest version when another kernel got there first.
 
         Its cleanup may have removed the version we held ("not found"), or its commit may
@@ -250,13 +235,13 @@ class LanceTables:
                 message = str(exc).lower()
                 if attempt == _RETRIES or not any(mark in message for mark in _RETRYABLE):
                     hint = self._repair(table) if verb == "read" else ""
-                    raise StoreError(f"cannot {verb} the {table} table at {self.uri} ({_reason(exc)}){hint}") from None
+                    raise StoreError(f"cannot {verb} the {table} table at {self.uri} ({reason(exc)}){hint}") from None
             time.sleep(random.uniform(0.01, 0.05) * (attempt + 1))
             with contextlib.suppress(Exception):
                 self._tables[table].checkout_latest()
         raise AssertionError("unreachable")
 
-    def _handle(self, table: str) -> Any | None:
+    def handle(self, table: str) -> Any | None:
         """The table's handle for a read, or None if it does not exist yet.
 
         Only a first lookup takes the lock, and the query runs outside it, so a turn's read never
@@ -266,38 +251,38 @@ class LanceTables:
         handle = self._tables.get(table)
         if handle is not None:
             return handle
-        with self._lock:
-            return self._table(table, create=False)
+        with self.lock:
+            return self.table(table, create=False)
 
-    def _count_read(self, rows: list[dict[str, Any]]) -> None:
+    def count_read(self, rows: list[dict[str, Any]]) -> None:
         with self._read_count_lock:
             self.rows_read += len(rows)
 
-    def _count(self, table: str, where: str | None) -> int:
-        handle = self._handle(table)
-        return 0 if handle is None else int(self._retrying("read", table, lambda: handle.count_rows(where)))
+    def count(self, table: str, where: str | None) -> int:
+        handle = self.handle(table)
+        return 0 if handle is None else int(self.retrying("read", table, lambda: handle.count_rows(where)))
 
-    def _write(self, table: str, operation: Callable[[Any], object]) -> int | None:
+    def write(self, table: str, operation: Callable[[Any], object]) -> int | None:
         """One LanceDB operation, counted towards the next background optimize; the version it committed."""
-        with self._lock:
-            handle = self._table(table, create=True)
-            result = self._retrying("write", table, lambda: operation(handle))
+        with self.lock:
+            handle = self.table(table, create=True)
+            result = self.retrying("write", table, lambda: operation(handle))
             self._dirty[table] = self._dirty.get(table, 0) + 1
             self._maybe_optimize_in_background()
         version = getattr(result, "version", None)
         return version if isinstance(version, int) else None
 
-    def _add(self, table: str, rows: list[dict[str, Any]]) -> int | None:
+    def add(self, table: str, rows: list[dict[str, Any]]) -> int | None:
         if not rows:
             return None
-        with self._lock:
+        with self.lock:
             self._rows[table] = self._rows.get(table, 0) + len(rows)
-            self._added[table] = self._added.get(table, 0) + len(rows)
-            return self._write(table, lambda h: h.add(arrow_table(rows, SCHEMAS[table])))
+            self.added[table] = self.added.get(table, 0) + len(rows)
+            return self.write(table, lambda h: h.add(arrow_table(rows, SCHEMAS[table])))
 
-    def _version(self, table: str) -> int | None:
+    def version(self, table: str) -> int | None:
         """The latest committed version (one small read of the manifest), 0 before the table exists; None if unknown."""
-        handle = self._handle(table)
+        handle = self.handle(table)
         if handle is None:
             return 0
         try:
@@ -305,10 +290,10 @@ class LanceTables:
         except Exception:
             return None
 
-    def _delete(self, table: str, where: str) -> None:
-        self._indexed_scopes = {scope for scope in self._indexed_scopes if scope[0] != table}
-        if self._count(table, where):
-            self._write(table, lambda h: h.delete(where))
+    def delete(self, table: str, where: str) -> None:
+        self.deletions[table] = self.deletions.get(table, 0) + 1
+        if self.count(table, where):
+            self.write(table, lambda h: h.delete(where))
 
     def _maybe_optimize_in_background(self) -> None:
         self._last_write = time.monotonic()
@@ -327,20 +312,16 @@ class LanceTables:
         self._optimizer.start()
 
     def _take_due_tables(self) -> list[str]:
-        """Tables with ``_writes_per_pass`` writes or ``optimize_rows`` rows since their last pass; counts reset."""
+        """Tables with ``writes_per_pass`` writes or ``optimize_rows`` rows since their last pass; counts reset."""
         tables = sorted(
             t
             for t, writes in self._dirty.items()
-            if writes >= self._writes_per_pass(t) or self._rows.get(t, 0) >= self.optimize_rows
+            if writes >= writes_per_pass(t, self.optimize_every) or self._rows.get(t, 0) >= self.optimize_rows
         )
         for table in tables:
             self._dirty.pop(table)
             self._rows.pop(table, None)
         return tables
-
-    def _writes_per_pass(self, table: str) -> int:
-        """The writes to ``table`` that make its next background pass due."""
-        return self.optimize_every
 
     def _optimize_while_due(self, tables: list[str]) -> None:
         """Background passes until none is due: writes that came while a pass ran (a slow pass,
@@ -348,12 +329,12 @@ class LanceTables:
         try:
             while tables:
                 self._optimize_tables(tables, background=True)
-                with self._lock:
+                with self.lock:
                     tables = [] if self._closed else self._take_due_tables()
                     self._optimizing = bool(tables)
         finally:
             if tables:  # an unexpected error ended the passes: the next write starts them again
-                with self._lock:
+                with self.lock:
                     self._optimizing = False
 
     def _optimize_tables(self, tables: list[str], *, background: bool) -> None:
@@ -373,12 +354,12 @@ class LanceTables:
             if background and not self._quiet(due):
                 return
             if not background:
-                self._index_before_optimize(name)
-                with self._lock:
-                    self._optimize_table(name, self._table(name, create=False), timedelta(0), raise_errors=True)
-                self._index_after_optimize(name)
+                self.indexes.before_optimize(name)
+                with self.lock:
+                    self._optimize_table(name, self.table(name, create=False), timedelta(0), raise_errors=True)
+                self.indexes.after_optimize(name)
             elif name in _OPTIMIZED_UNDER_LOCK:
-                with self._lock:
+                with self.lock:
                     self.optimize_alone(name, self.cleanup_grace)
             elif not self._optimize_elsewhere(name):
                 self.optimize_alone(name, self.cleanup_grace)
@@ -387,9 +368,9 @@ class LanceTables:
 
     def optimize_alone(self, name: str, grace: timedelta) -> None:
         """One table's background pass on a handle of its own: in the helper process, or here as a fallback."""
-        self._index_before_optimize(name)
+        self.indexes.before_optimize(name)
         self._optimize_table(name, self._own_handle(name), grace)
-        self._index_after_optimize(name)
+        self.indexes.after_optimize(name)
 
     def _optimize_elsewhere(self, name: str) -> bool:
         """Hand the pass to the helper process; False when it cannot take it (the pass then runs here)."""
@@ -407,12 +388,6 @@ class LanceTables:
         if error is not None:
             self.last_optimize_error = error
         return True
-
-    def _index_before_optimize(self, name: str) -> None:
-        """Build the indexes the optimize then keeps current (``indexes.py``); none at this level."""
-
-    def _index_after_optimize(self, name: str) -> None:
-        """Build the indexes best built over compacted rows (``indexes.py``); none at this level."""
 
     def _quiet(self, due: float) -> bool:
         """Wait for ``optimize_quiet`` seconds without writes and no search in the foreground.
@@ -434,33 +409,33 @@ class LanceTables:
 
     def _own_handle(self, name: str) -> Any | None:
         try:
-            return self._db.open_table(name)
+            return self.db.open_table(name)
         except Exception as exc:
-            log.debug("cannot open the %s table to optimize it (%s)", name, _reason(exc))
+            log.debug("cannot open the %s table to optimize it (%s)", name, reason(exc))
             return None
 
     def _optimize_table(self, name: str, handle: Any | None, grace: timedelta, *, raise_errors: bool = False) -> None:
         if handle is None:
             return
         try:
-            self._retrying("optimize", name, lambda: handle.optimize(cleanup_older_than=grace))
+            self.retrying("optimize", name, lambda: handle.optimize(cleanup_older_than=grace))
         except StoreError as exc:
             self.last_optimize_error = str(exc)
             if raise_errors:
                 raise
             log.warning("%s", self.last_optimize_error)
 
-    def _wait_for_optimizer(self) -> None:
+    def wait_for_optimizer(self) -> None:
         optimizer = self._optimizer
         if optimizer is not None and optimizer is not threading.current_thread():
             optimizer.join()
 
-    def _embedding_tables(self) -> list[str]:
+    def embedding_tables(self) -> list[str]:
         """Every vector-width table in the database, whichever process created it."""
         try:
-            names = self._db.list_tables(limit=1000).tables
+            names = self.db.list_tables(limit=1000).tables
         except Exception as exc:
-            raise StoreError(f"cannot list the tables at {self.uri} ({_reason(exc)})") from None
+            raise StoreError(f"cannot list the tables at {self.uri} ({reason(exc)})") from None
         suffixes = [n.removeprefix(EMBEDDINGS_PREFIX) for n in names if n.startswith(EMBEDDINGS_PREFIX)]
         return [embeddings_table(int(s)) for s in suffixes if s.isdigit()]
 
@@ -468,25 +443,25 @@ class LanceTables:
 
     def optimize(self) -> None:
         """Compact every table and drop every old version now; waits for a background run first."""
-        self._wait_for_optimizer()
-        with self._lock:
-            tables = [n for n in SCHEMAS if self._table(n, create=False) is not None]
+        self.wait_for_optimizer()
+        with self.lock:
+            tables = [n for n in SCHEMAS if self.table(n, create=False) is not None]
             self._dirty, self._rows = {}, {}
         self._optimize_tables(tables, background=False)
 
     def close(self) -> None:
         """Waits for an in-flight optimize, so the process never exits mid-compaction; a pending one is dropped."""
-        with self._lock:
+        with self.lock:
             self._closed = True
         self._wake.set()
-        self._wait_for_optimizer()
+        self.wait_for_optimizer()
 
     def table_stats(self) -> dict[str, dict[str, int]]:
         """Versions, fragments and rows per existing table: what background optimize keeps bounded."""
         stats: dict[str, dict[str, int]] = {}
-        with self._lock:
+        with self.lock:
             for name in SCHEMAS:
-                handle = self._table(name, create=False)
+                handle = self.table(name, create=False)
                 if handle is not None:
                     info = handle.stats()
                     stats[name] = {
@@ -498,6 +473,6 @@ class LanceTables:
 
     def table_version(self, name: str) -> int:
         """The table's current LanceDB version (0 if it does not exist yet): one per write."""
-        with self._lock:
-            handle = self._table(name, create=False)
+        with self.lock:
+            handle = self.table(name, create=False)
             return 0 if handle is None else int(handle.version)

@@ -128,7 +128,7 @@ def test_with_recall_off_the_tool_is_not_offered_and_nothing_is_indexed(store):
     session.cascade.wait(10)
 
     assert "recall" not in {t["function"]["name"] for t in model.calls[0].tools}
-    assert "recall_text" not in store.table_stats()
+    assert "recall_text" not in store.tables.table_stats()
 
 
 def test_related_context_brings_back_the_middle_of_an_evicted_output_for_a_name_the_request_gives(store):

@@ -156,14 +156,14 @@ def test_what_was_learnt_is_saved_in_one_small_write_per_turn_and_not_without_a_
     with server_for(False) as server:
         session = session_on(server, store)
         converse(session, server, 1)
-        before = store.table_version("calibrations")
+        before = store.tables.table_version("calibrations")
         server.queue(tool_call("list_files", {}), "two requests, one turn")
         session.ask("look around")
-        assert store.table_version("calibrations") == before + 1
+        assert store.tables.table_version("calibrations") == before + 1
         server.report_usage = False
         server.queue("no usage reported")
         session.ask("again")
-        assert store.table_version("calibrations") == before + 1
+        assert store.tables.table_version("calibrations") == before + 1
 
 
 def test_prompt_parts_add_up_to_the_headline_and_show_the_schemas_the_server_dropped(store):

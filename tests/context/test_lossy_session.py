@@ -97,10 +97,10 @@ def test_per_turn_reads_are_o_window_whatever_the_session_length(store):
     seed("long", 10_000)
     reads = {}
     for name in ("short", "long"):
-        before = store.rows_read
+        before = store.tables.rows_read
         session = make(store, ScriptedModel(["ok"]), name=name)
         session.ask("hello")
-        reads[name] = store.rows_read - before
+        reads[name] = store.tables.rows_read - before
         assert len(session.window) == 10 + 2
     assert reads["short"] == reads["long"]
 

@@ -287,10 +287,10 @@ def test_stopping_the_indexer_drops_queued_work_and_nothing_is_written_afterward
         time.sleep(0.01)
     embedder.gate.set()
     stopper.join(10)
-    version = store.table_version("embeddings_7")
+    version = store.tables.table_version("embeddings_7")
     time.sleep(0.3)
 
-    assert store.table_version("embeddings_7") == version
+    assert store.tables.table_version("embeddings_7") == version
     assert "queued cat" not in {h.snippet for h in store.search_chunks("s", "queued", 5)}
     assert len(embedder.calls) == 1
     indexer.index_pending("s", [Message("user", "after stop", session="s", seq=100)])
@@ -305,7 +305,7 @@ def test_steps_that_come_back_to_back_share_one_write(store):
         time.sleep(0.05)
     assert indexer.flush(timeout=10)
 
-    assert store.table_stats()["recall_text"]["fragments"] == 1
+    assert store.tables.table_stats()["recall_text"]["fragments"] == 1
     assert len(store.chunked_ids("s")) == 3
 
 
@@ -416,12 +416,12 @@ def test_after_the_embedding_model_changes_earlier_messages_get_vectors_from_the
 def test_a_session_whose_history_is_all_indexed_costs_its_new_indexer_no_writes(store):
     earlier = stored_notes(store, 4)
     index(store, KeywordEmbedder(), "s", earlier)
-    versions = (store.table_version("recall_text"), store.table_version("embeddings_7"))
+    versions = (store.tables.table_version("recall_text"), store.tables.table_version("embeddings_7"))
     embedder = KeywordEmbedder()
 
     index(store, embedder, "s", [])
 
-    assert (store.table_version("recall_text"), store.table_version("embeddings_7")) == versions
+    assert (store.tables.table_version("recall_text"), store.tables.table_version("embeddings_7")) == versions
     assert embedder.calls == []
 
 
@@ -516,7 +516,7 @@ def test_a_new_kernels_first_batch_reads_only_its_own_ids_not_the_whole_sessions
     indexer.backfill_quiet = indexer.backfill_max_delay = 60  # the history check waits for a pause
     new = Message("user", "revenue by region", session="s", seq=2000)
     store.append_messages([new])
-    before = store.rows_read
+    before = store.tables.rows_read
 
     indexer.index_pending("s", [new])
     deadline = time.monotonic() + 30
@@ -524,7 +524,7 @@ def test_a_new_kernels_first_batch_reads_only_its_own_ids_not_the_whole_sessions
         time.sleep(0.05)
 
     assert [h.message_id for h in store.search_chunks("s", "revenue region", 1)] == [new.id]
-    assert store.rows_read - before < 20
+    assert store.tables.rows_read - before < 20
     assert indexer.checking
     indexer.stop(10)
 

@@ -228,18 +228,18 @@ def test_the_indexer_embeds_original_content_even_after_eviction(store, embedder
 def test_the_indexer_writes_once_per_batch_and_skips_what_is_already_embedded(store, embedder) -> None:
     first, *messages = history("s", *[f"cat note {i}" for i in range(71)])
     indexed(store, embedder, [first])
-    before = store.table_version("embeddings_7")
+    before = store.tables.table_version("embeddings_7")
 
     indexer = RecallIndexer(store, embedder, batch_size=32)
     indexer.index_pending("s", messages)
     assert indexer.flush(timeout=30)
-    after = store.table_version("embeddings_7")
+    after = store.tables.table_version("embeddings_7")
     again = RecallIndexer(store, embedder)
     again.index_pending("s", [first, *messages])
     assert again.flush(timeout=30)
 
     assert after - before == 3
-    assert store.table_version("embeddings_7") == after
+    assert store.tables.table_version("embeddings_7") == after
     assert sum(len(c) for c in embedder.calls) == 71
     assert store.embedded_ids("s", model=embedder.name, dims=embedder.dims) == {first.id} | {m.id for m in messages}
 

@@ -111,7 +111,9 @@ def test_bad_embeddings_are_rejected_and_the_turn_still_works(store, embed):
         assert session.ask("another message about sales").text == "second"
         session.close()
         assert server.embedding_requests  # the bad vectors were really produced
-    widths = {name: stats["rows"] for name, stats in store.table_stats().items() if name.startswith("embeddings_")}
+    widths = {
+        name: stats["rows"] for name, stats in store.tables.table_stats().items() if name.startswith("embeddings_")
+    }
     assert len([rows for rows in widths.values() if rows]) <= 1  # never two widths side by side
     if embed(".")[0] != 0.1:
         assert not any(widths.values())

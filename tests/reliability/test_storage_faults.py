@@ -22,8 +22,8 @@ from monad_notebook import Session
 from monad_notebook import events as ev
 from monad_notebook.config import Config
 from monad_notebook.errors import StoreError
+from monad_notebook.store.failures import reason
 from monad_notebook.store.lance import LanceStore
-from monad_notebook.store.tables import _reason
 from monad_notebook.testing import ScriptedModel, tool_call
 
 CONFIG = Config.model_validate({"tools": {"python": {"approval": "auto"}}})
@@ -273,5 +273,5 @@ def test_an_os_error_under_the_database_becomes_advice_not_an_errno(code: int, s
     raised = OSError(code, os.strerror(code), "/data/monad/db/messages.lance")
     lance_shaped = RuntimeError(f"lance error: LanceError(IO): {os.strerror(code)} (os error {code}) at path /x")
     for error in (raised, lance_shaped):
-        advice = _reason(error)
+        advice = reason(error)
         assert advice.startswith(said) and "run the cell again" in advice and "errno" not in advice.lower()

@@ -41,12 +41,12 @@ def store(db: Path):
 def test_every_summary_is_kept_as_history_and_a_delete_leaves_no_row_of_the_session(store: LanceStore) -> None:
     store.save_summary(Summary(session="s", text="old", boundary_seq=10, created_at=100.0))
     store.save_summary(Summary(session="s", text="new", boundary_seq=40, created_at=200.0))
-    assert store.table_stats()["summaries"]["rows"] == 2
+    assert store.tables.table_stats()["summaries"]["rows"] == 2
     fill_session(store, "gone")
     fill_session(store, "kept")
     store.delete_session("gone")
     store.delete_session("s")
-    assert sum(t["rows"] for t in store.table_stats().values()) == 1 + 5 + 1 + 1 + 1
+    assert sum(t["rows"] for t in store.tables.table_stats().values()) == 1 + 5 + 1 + 1 + 1
 
 
 # batching
@@ -54,11 +54,11 @@ def test_every_summary_is_kept_as_history_and_a_delete_leaves_no_row_of_the_sess
 
 def test_one_append_of_fifty_messages_is_one_new_version(store: LanceStore) -> None:
     store.append_messages(turn("s", 1, 2))
-    before = store.table_version("messages")
+    before = store.tables.table_version("messages")
 
     store.append_messages(turn("s", 10, 50))
 
-    assert store.table_version("messages") == before + 1
+    assert store.tables.table_version("messages") == before + 1
     assert store.count_messages("s") == 52
 
 
@@ -66,13 +66,13 @@ def test_placeholders_and_raw_outputs_are_one_write_each(store: LanceStore) -> N
     messages = turn("s", 1, 20)
     store.append_messages(messages)
     store.save_raw_outputs("s", {"seed": "x"})
-    messages_before, raw_before = store.table_version("messages"), store.table_version("tool_raw_outputs")
+    messages_before, raw_before = store.tables.table_version("messages"), store.tables.table_version("tool_raw_outputs")
 
     store.set_placeholders("s", {m.id: f"[cleared {m.seq}]" for m in messages if m.role == "tool"})
     store.save_raw_outputs("s", {f"c{i}": f"text {i}" for i in range(30)} | {"seed": "y"})
 
-    assert store.table_version("messages") == messages_before + 1
-    assert store.table_version("tool_raw_outputs") == raw_before + 1
+    assert store.tables.table_version("messages") == messages_before + 1
+    assert store.tables.table_version("tool_raw_outputs") == raw_before + 1
     loaded = store.load_messages("s")
     assert [m.placeholder for m in loaded if m.role == "tool"] == [
         f"[cleared {m.seq}]" for m in loaded if m.role == "tool"
@@ -87,11 +87,11 @@ def test_placeholders_and_raw_outputs_are_one_write_each(store: LanceStore) -> N
 def test_rows_read_counts_the_rows_each_read_returns(store: LanceStore) -> None:
     store.append_messages(turn("s", 1, 10))
     store.append_messages(turn("other", 1, 40))
-    start = store.rows_read
+    start = store.tables.rows_read
 
     store.load_messages("s", after_seq=7)
 
-    assert store.rows_read - start == 3
+    assert store.tables.rows_read - start == 3
 
 
 def test_reading_an_empty_database_creates_nothing(store: LanceStore, db: Path) -> None:
@@ -183,14 +183,14 @@ def test_background_optimize_keeps_versions_and_fragments_bounded(db: Path) -> N
     store = LanceStore(db, optimize_every=50, cleanup_grace=timedelta(0), optimize_quiet=0)
     for seq in range(300):
         store.append_messages(turn("s", seq, 1))
-    store._wait_for_optimizer()  # the passes that came due, however slowly the helper ran them
+    store.tables.wait_for_optimizer()  # the passes that came due, however slowly the helper ran them
     store.close()
 
-    stats = store.table_stats()["messages"]
+    stats = store.tables.table_stats()["messages"]
     assert stats["versions"] <= 60
     assert stats["fragments"] <= 60
     assert [m.seq for m in store.load_messages("s")] == list(range(300))
-    assert store.last_optimize_error is None
+    assert store.tables.last_optimize_error is None
 
 
 def test_messages_load_by_id_across_batches_and_their_ids_read_without_their_texts(store: LanceStore) -> None:
@@ -210,10 +210,10 @@ def test_after_a_background_optimize_a_turns_catch_up_read_uses_indexes_and_stil
     for seq in range(0, 150, 30):
         store.append_messages(turn("s", seq, 30) + turn("other", seq, 30))
     deadline = time.monotonic() + 20
-    while store.optimize_runs == 0 and time.monotonic() < deadline:
+    while store.tables.optimize_runs == 0 and time.monotonic() < deadline:
         time.sleep(0.05)
     store.append_messages(turn("s", 150, 3))
-    handle = store._table("messages", create=False)
+    handle = store.tables.table("messages", create=False)
     handle.checkout_latest()
 
     plan = handle.search().where("session = 's' AND seq > 140").explain_plan()
@@ -228,11 +228,11 @@ def test_without_optimize_every_write_leaves_a_version(db: Path) -> None:
     for seq in range(60):
         store.append_messages(turn("s", seq, 1))
 
-    assert store.table_stats()["messages"]["versions"] == 61
+    assert store.tables.table_stats()["messages"]["versions"] == 61
 
     store.optimize()
 
-    assert store.table_stats()["messages"] == {"versions": 1, "fragments": 1, "rows": 60}
+    assert store.tables.table_stats()["messages"] == {"versions": 1, "fragments": 1, "rows": 60}
 
 
 def test_writers_on_many_threads_never_race_the_optimizer(db: Path) -> None:
@@ -333,9 +333,9 @@ def test_object_storage_uri_is_passed_through_with_storage_options(s3_endpoint: 
 def test_a_calibration_is_kept_per_session_and_model_and_replaced_in_one_write(store: LanceStore) -> None:
     store.save_calibration("eda", "gpt-4o", {"observations": [[100, 10, 90]]})
     store.save_calibration("eda", "local-model", {"observations": [[100, 10, 300]]})
-    version = store.table_version("calibrations")
+    version = store.tables.table_version("calibrations")
     store.save_calibration("eda", "gpt-4o", {"observations": [[100, 10, 95]]})
-    assert store.table_version("calibrations") == version + 1
+    assert store.tables.table_version("calibrations") == version + 1
     assert store.load_calibration("eda", "gpt-4o") == {"observations": [[100, 10, 95]]}
     assert store.load_calibration("eda", "local-model") == {"observations": [[100, 10, 300]]}
-    assert store.table_stats()["calibrations"]["rows"] == 2
+    assert store.tables.table_stats()["calibrations"]["rows"] == 2

@@ -11,6 +11,8 @@ from lancedb.table import LanceTable
 
 from monad_notebook.messages import Message
 from monad_notebook.store.lance import LanceStore
+from monad_notebook.store.search import LanceSearch
+from monad_notebook.store.tables import LanceTables
 from tests.store.sessions import MODEL, axis, stored
 
 pytestmark = pytest.mark.filterwarnings(r"ignore:optimize\(cleanup_older_than=0\):UserWarning")
@@ -18,26 +20,26 @@ pytestmark = pytest.mark.filterwarnings(r"ignore:optimize\(cleanup_older_than=0\
 
 def test_saving_a_batch_of_vectors_is_one_write(store: LanceStore) -> None:
     stored(store, "s", [axis(0)])
-    before = store.table_version("embeddings_4")
+    before = store.tables.table_version("embeddings_4")
 
     stored(store, "s", [axis(i) for i in range(50)])
 
-    assert store.table_version("embeddings_4") == before + 1
+    assert store.tables.table_version("embeddings_4") == before + 1
 
 
 def test_a_search_reads_two_rows_per_message_asked_for_when_they_hold_enough_messages(store: LanceStore) -> None:
     messages = stored(store, "s", [axis(0, lean=x / 10) for x in range(20)])
-    before = store.rows_read
+    before = store.tables.rows_read
 
     hits = store.search_embeddings("s", axis(0), 3, model=MODEL, exclude_ids=[messages[0].id])
 
     assert [h.message_id for h in hits] == [m.id for m in messages[1:4]]
-    assert store.rows_read - before == 6
+    assert store.tables.rows_read - before == 6
 
 
 def test_searching_a_fresh_database_finds_nothing_and_creates_nothing(store: LanceStore) -> None:
     assert store.search_embeddings("s", axis(0), 3) == []
-    assert store.table_stats() == {}
+    assert store.tables.table_stats() == {}
 
 
 def test_deleting_a_session_deletes_its_vectors_even_from_another_process(tmp_path: Path) -> None:
@@ -59,7 +61,7 @@ def test_optimize_keeps_the_vector_tables_compact(store: LanceStore) -> None:
             stored(store, f"s{round_}-{i}", [axis(i)])
         store.optimize()
 
-    stats = store.table_stats()["embeddings_4"]
+    stats = store.tables.table_stats()["embeddings_4"]
     assert stats["rows"] == 40
     assert stats["fragments"] <= 2 and stats["versions"] <= 2  # the session index keeps its fragment apart
     assert len(store.search_embeddings("s1-3", axis(3), 3)) == 1
@@ -83,26 +85,26 @@ def exact_top(messages: list[Message], vectors: np.ndarray, query: np.ndarray, k
 def search_modes(store: LanceStore, monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """Records, per search, whether it bypassed the vector index."""
     modes: list[bool] = []
-    original = LanceStore._vector_query
+    original = LanceSearch._vector_query
 
     def spy(handle: object, vector: list[float], where: str, *, exact: bool) -> object:
         modes.append(exact)
         return original(handle, vector, where, exact=exact)
 
-    monkeypatch.setattr(LanceStore, "_vector_query", staticmethod(spy))
+    monkeypatch.setattr(LanceSearch, "_vector_query", staticmethod(spy))
     return modes
 
 
 def counts(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Records the table of every row count the store makes."""
     counted: list[str] = []
-    original = LanceStore._count
+    original = LanceTables.count
 
-    def spy(self: LanceStore, name: str, where: str | None) -> int:
+    def spy(self: LanceTables, name: str, where: str | None) -> int:
         counted.append(name)
         return original(self, name, where)
 
-    monkeypatch.setattr(LanceStore, "_count", spy)
+    monkeypatch.setattr(LanceTables, "count", spy)
     return counted
 
 
@@ -114,7 +116,7 @@ def big_store(tmp_path: Path) -> Iterator[LanceStore]:
 
 
 def vector_indexes(store: LanceStore) -> list[str]:
-    handle = store._table(f"embeddings_{ANN_DIMS}", create=False)
+    handle = store.tables.table(f"embeddings_{ANN_DIMS}", create=False)
     return [index.index_type for index in handle.list_indices() if index.columns == ["vector"]]
 
 
@@ -221,7 +223,7 @@ def test_a_small_session_is_also_counted_again_once_its_answer_is_old(
     """Another process may have written to it meanwhile (a kernel that held it before this one)."""
     rng = np.random.default_rng(6)
     stored(big_store, "s", unit_vectors(rng, 30).tolist())
-    big_store.small_recount_seconds = 0.0
+    monkeypatch.setattr(LanceSearch, "small_recount_seconds", 0.0)
     counted = counts(monkeypatch)
 
     for query in unit_vectors(rng, 3):
@@ -250,7 +252,7 @@ def test_an_index_from_an_earlier_version_is_replaced_once_and_search_stays_exac
     rng = np.random.default_rng(3)
     vectors = unit_vectors(rng, 600)
     messages = stored(big_store, "big", vectors.tolist())
-    handle = big_store._table(f"embeddings_{ANN_DIMS}", create=False)
+    handle = big_store.tables.table(f"embeddings_{ANN_DIMS}", create=False)
     handle.create_index("vector", config=IvfFlat(distance_type="cosine", num_partitions=8))
     query = vectors[7] + 0.05 * unit_vectors(rng, 1)[0]
     before = [h.message_id for h in big_store.search_embeddings("big", query.tolist(), 5, model=MODEL)]

@@ -79,7 +79,7 @@ def test_a_turns_write_returns_while_a_slow_background_optimize_runs(
     store.close()
     assert optimize.finished.is_set()
     assert [m.seq for m in store.load_messages("s")] == [0, 1, 2, 3]
-    assert store.last_optimize_error is None
+    assert store.tables.last_optimize_error is None
 
 
 def test_a_turns_read_and_search_return_while_a_slow_background_optimize_runs(
@@ -135,7 +135,7 @@ def test_close_waits_for_a_slow_background_optimize_and_keeps_every_write(
     assert optimize.finished.is_set()
     reopened = LanceStore(tmp_path / "db", optimize_every=0)
     assert [m.seq for m in reopened.load_messages("s")] == list(range(6))
-    assert reopened.table_stats()["messages"]["rows"] == 6
+    assert reopened.tables.table_stats()["messages"]["rows"] == 6
 
 
 def test_a_background_optimize_waits_for_a_pause_in_the_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

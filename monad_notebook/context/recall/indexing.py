@@ -227,7 +227,7 @@ class RecallIndexer:
         """The messages not yet in the full-text index, or (when it embeds) without their vectors.
 
         The store is asked only about ids this indexer has not seen indexed: reading every id
-        of a large session here would cost the turn's thread (see ``LanceTables._distinct``).
+        of a large session here would cost the turn's thread (see ``LanceTables.distinct``).
         """
         texted = self._texted.setdefault(session, set())
         embedded = self._embedded.setdefault(session, set())
