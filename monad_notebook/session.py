@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from monad_notebook.agent.loop import Reply, Turn, TurnInputs
-from monad_notebook.agent.models import build_model
 from monad_notebook.agent.tools.base import Tool, ToolContext, ToolOutput
 from monad_notebook.agent.tools.registry import run_tool
 from monad_notebook.branching import branch_session, check_session_name
@@ -22,14 +21,14 @@ from monad_notebook.context.cascade import Cascade
 from monad_notebook.context.compaction.handoff import seed_handoff
 from monad_notebook.context.occupancy.cost import pricing_for
 from monad_notebook.context.window import Window
-from monad_notebook.errors import ConfigError, StoreError, UsageError
+from monad_notebook.errors import UsageError
 from monad_notebook.events import ERROR, RESET, EventBus, EventLog
 from monad_notebook.foreground import FOREGROUND
 from monad_notebook.memory import MemoryService
 from monad_notebook.messages import Message, ToolCall
 from monad_notebook.provider import ChatModel, TextCallback
-from monad_notebook.session_setup import Setup, prepare_setup, store_settings
-from monad_notebook.store.base import SessionRecord, Store, Summary
+from monad_notebook.session_setup import FollowedConfig, Setup
+from monad_notebook.store.base import SessionRecord, Store, Summary, ensure_session
 from monad_notebook.store.lance import open_store
 from monad_notebook.store.lease import TurnLease
 
@@ -63,13 +62,10 @@ class Session:
         check_session_name(name)
         self.name = name
         self.watcher = watch_config(config)
-        self._fixed_model, self._fixed_fast = model, fast_model
-        self._root = root
-        self._extra_tools = list(extra_tools or [])
-        try:  # before anything is stored: no half a config
-            setup = prepare_setup(self.watcher.current(), model=model, extra_tools=self._extra_tools, root=root)
-        except ConfigError as error:
-            raise ConfigError(self.watcher.blame(error)) from None
+        self.settings = FollowedConfig(
+            self.watcher, model=model, fast_model=fast_model, extra_tools=list(extra_tools or []), root=root
+        )
+        setup = self.settings.first()  # before anything is stored: no half a config
         self.config, self.model = setup.config, setup.model
         self.store = store if store is not None else open_store(self.config)
         self.shell = shell
@@ -78,8 +74,7 @@ class Session:
         self.events = EventBus()
         self.event_log = EventLog(name, self.events, self.store.append_events)
         self.lease = TurnLease(self.store, name)
-        self._store_settings = self._store_warned = store_settings(self.config)
-        self.record = self.store.get_session(name) or self._create_record()
+        self.record = ensure_session(self.store, name, self.model.name)
         self.window = Window(name)
         self.window.load(self.store)
         self.cascade = Cascade(
@@ -89,80 +84,32 @@ class Session:
             config=lambda: self.config,
             emit=self.emit,
             bus=self.events,
-            models=self._model_for,
+            models=lambda tier: self.settings.model_for(tier, self.config),
             context_window=lambda: self.context_window,
             lossless=setup.lossless,
             lease=self.lease,
         )
         self._apply(setup)
 
-    def _create_record(self) -> SessionRecord:
-        """Create this session's record; another kernel may have created it a moment ago."""
-        try:
-            return self.store.create_session(self.name, model=self.model.name)
-        except StoreError:
-            record = self.store.get_session(self.name)
-            if record is None:
-                raise
-            return record
-
-    def _model_for(self, tier: str) -> ChatModel:
-        fixed = self._fixed_model if tier == "main" else self._fixed_fast
-        return fixed or build_model(self.config, tier)
-
     # --- configuration -------------------------------------------------------------
 
-    def _prepare(self, cfg: Config, old: Config) -> Setup:
-        """Build all that derives from ``cfg``; nothing is in force yet, so a failure changes nothing."""
-        keep = old.models.main == cfg.models.main
-        return prepare_setup(
-            cfg,
-            model=self._fixed_model or (self.model if keep else None),
-            counter=self.cascade.occupancy.counter,
-            extra_tools=self._extra_tools,
-            root=self._root,
-        )
-
     def _apply(self, setup: Setup) -> None:
-        """Put a prepared configuration in force, all at once."""
+        """Put a prepared configuration in force, all at once; ``optimizeEveryWrites`` applies to the open store."""
         self.config, self.model, self.tools = setup.config, setup.model, setup.tools
         self.context_window = setup.context_window
         self.cascade.reconfigure(setup.lossless, setup.counter, setup.frame, pricing_for(setup.config.models.main))
-        self._follow_store()
-
-    def _follow_store(self) -> None:
-        """``optimizeEveryWrites`` applies to the open store; another database needs a restart, said once.
-
-        Switching databases under a running session would swap its history for another one, so
-        ``store.uri`` and ``store.storageOptions`` are read when the store is opened, never mid-session.
-        """
         self.store.optimize_every = self.config.store.optimize_every_writes
-        wanted = store_settings(self.config)
-        if wanted == self._store_warned:
-            return
-        self._store_warned = wanted
-        if wanted != self._store_settings:
-            key = "store.uri" if wanted[0] != self._store_settings[0] else "store.storageOptions"
-            self.emit(
-                ERROR,
-                message=f"{key} changed: this kernel keeps the database at {self.store.uri}; restart it to switch",
-            )
-
-    def reload_config(self) -> None:
-        """Pick up agents.json changes (hot reload): all of the new configuration, or none of it and one warning."""
-        config = self.watcher.current()
-        warning = self.watcher.pop_warning()
-        if config is not self.config:
-            try:
-                self._apply(self._prepare(config, self.config))
-            except ConfigError as error:
-                warning = self.watcher.reject(config, error)
+        warning = self.settings.store_warning(self.config, self.store.uri)
         if warning:
             self.emit(ERROR, message=warning)
 
-    @property
-    def root(self) -> Path:
-        return Path(self._root or self.config.tools.files.root or os.getcwd()).expanduser().resolve()
+    def reload_config(self) -> None:
+        """Pick up agents.json changes (hot reload): all of the new configuration, or none of it and one warning."""
+        setup, warning = self.settings.changed(self.config, self.model, self.cascade.occupancy.counter)
+        if setup is not None:
+            self._apply(setup)
+        if warning:
+            self.emit(ERROR, message=warning)
 
     @property
     def memory(self) -> MemoryService:
@@ -202,7 +149,7 @@ class Session:
         ctx = ToolContext(
             session=self.name,
             namespace=self.namespace,
-            root=self.root,
+            root=self.settings.files_root(self.config),
             shell=self.shell,
             store=self.store,
             python_approval=self.config.tools.python.approval,

@@ -1,8 +1,9 @@
 """What a configuration puts in force, built whole before any of it is (a reload is all or nothing).
 
-The session prepares a :class:`Setup` from a new config; only when every part builds (the model,
-the token counter, the redaction stage with its hook and patterns, the tools, the prompt's
-frame) does it swap them in, so a bad edit to agents.json changes nothing.
+The session follows agents.json through a :class:`FollowedConfig`, which prepares a :class:`Setup`
+from each new config; only when every part builds (the model, the token counter, the redaction
+stage with its hook and patterns, the tools, the prompt's frame) does the session swap them in,
+so a bad edit to agents.json changes nothing.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from monad_notebook.agent.instructions import SYSTEM_PROMPT
 from monad_notebook.agent.models import build_model
 from monad_notebook.agent.tools.base import Tool
 from monad_notebook.agent.tools.registry import configured_tools
-from monad_notebook.config import Config
+from monad_notebook.config import Config, ConfigWatcher
 from monad_notebook.config_errors import working_dir
 from monad_notebook.context.lossless.stage import LosslessStage
 from monad_notebook.context.occupancy.tokens import TokenCounter
@@ -83,3 +84,82 @@ def prepare_setup(
         frame=Frame(cfg.agent.system_prompt or SYSTEM_PROMPT, [t.schema() for t in tools.values()]),
         context_window=window or context_window_for(model.name, None),
     )
+
+
+class FollowedConfig:
+    """agents.json as one session follows it: each version prepared whole, or refused with one warning.
+
+    ``model`` / ``fast_model`` fix the main and fast tiers (tests, demos) whatever the config says.
+    """
+
+    def __init__(
+        self,
+        watcher: ConfigWatcher,
+        *,
+        model: ChatModel | None,
+        fast_model: ChatModel | None,
+        extra_tools: list[Tool],
+        root: str | Path | None,
+    ) -> None:
+        self.watcher = watcher
+        self.root = root
+        self._fixed = {"main": model, "fast": fast_model}
+        self._extra_tools = extra_tools
+        self._opened: tuple[str | None, dict[str, str]] | None = None  # the store's keys when it was opened
+        self._warned: tuple[str | None, dict[str, str]] | None = None
+
+    def first(self) -> Setup:
+        """The configuration the session starts with; a bad one raises, naming its file."""
+        try:
+            setup = prepare_setup(
+                self.watcher.current(), model=self._fixed["main"], extra_tools=self._extra_tools, root=self.root
+            )
+        except ConfigError as error:
+            raise ConfigError(self.watcher.blame(error)) from None
+        self._opened = self._warned = store_settings(setup.config)
+        return setup
+
+    def changed(self, old: Config, model: ChatModel, counter: TokenCounter) -> tuple[Setup | None, str | None]:
+        """The new configuration to put in force (None if unchanged or refused), and a warning to show.
+
+        The model in use is kept while ``models.main`` is unchanged, and the counter for the same
+        model, so a reload keeps the learned calibration.
+        """
+        config = self.watcher.current()
+        warning = self.watcher.pop_warning()
+        if config is old:
+            return None, warning
+        keep = old.models.main == config.models.main
+        try:
+            setup = prepare_setup(
+                config,
+                model=self._fixed["main"] or (model if keep else None),
+                counter=counter,
+                extra_tools=self._extra_tools,
+                root=self.root,
+            )
+        except ConfigError as error:
+            return None, self.watcher.reject(config, error)
+        return setup, warning
+
+    def files_root(self, config: Config) -> Path:
+        """Where the file tools may read: the ``root=`` given, else ``tools.files.root``, else the working directory."""
+        return Path(self.root or config.tools.files.root or os.getcwd()).expanduser().resolve()
+
+    def model_for(self, tier: str, config: Config) -> ChatModel:
+        return self._fixed[tier] or build_model(config, tier)
+
+    def store_warning(self, config: Config, uri: str) -> str | None:
+        """``store.uri`` and ``store.storageOptions`` are read when the store is opened, never mid-session.
+
+        Switching databases under a running session would swap its history for another one, so a
+        change needs a restart: said once per change.
+        """
+        wanted = store_settings(config)
+        if wanted == self._warned:
+            return None
+        self._warned = wanted
+        if wanted == self._opened or self._opened is None:
+            return None
+        key = "store.uri" if wanted[0] != self._opened[0] else "store.storageOptions"
+        return f"{key} changed: this kernel keeps the database at {uri}; restart it to switch"

@@ -65,6 +65,20 @@ def clone_origin(sessions: Sessions, source: str, target: str) -> SessionRecord:
 FORGET_AFTER_SECONDS = 3600.0  # claims expired this long ago are dropped when their session's claims are released
 
 
+def ensure_session(sessions: Sessions, name: str, model: str) -> SessionRecord:
+    """The session's record, created if it has none; another kernel may have created it a moment ago."""
+    record = sessions.get_session(name)
+    if record is not None:
+        return record
+    try:
+        return sessions.create_session(name, model=model)
+    except StoreError:
+        record = sessions.get_session(name)
+        if record is None:
+            raise
+        return record
+
+
 def live_claims(claims: Iterable[Claim], now: float) -> list[Claim]:
     """One claim per id with its latest expiry (renewals are appended), unexpired ones only, oldest first."""
     latest: dict[str, Claim] = {}
