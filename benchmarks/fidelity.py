@@ -117,9 +117,11 @@ class ReusedEmbedder(embeddings.LocalEmbedder):
     Short texts (every probe) are embedded each time, so recall's latency is measured in full.
     """
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, files: tuple[Path, Path] | None = None, dims: int | None = None) -> None:
+        super().__init__(files)
         self.known: dict[str, list[float]] = {}
+        if files is not None:  # another sentence-transformers model exported to ONNX (``--onnx-model``)
+            self.name, self.dims = files[0].stem, dims or self.dims
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         todo = [t for t in dict.fromkeys(texts) if len(t) < 200 or t not in self.known]
@@ -484,9 +486,17 @@ def main() -> None:
     )
     parser.add_argument("--misses", action="store_true", help="list what recall missed, and why")
     parser.add_argument("--ablate", action="store_true", help="ask again with each rerank step switched off in turn")
+    parser.add_argument(
+        "--onnx-model",
+        nargs=3,
+        metavar=("MODEL_ONNX", "TOKENIZER_JSON", "DIMS"),
+        help="compare another sentence-transformers model (ONNX export, mean pooling) with the default embedder",
+    )
     args = parser.parse_args()
     logging.getLogger("monad_notebook").setLevel(logging.ERROR)
-    embeddings._shared_local = ReusedEmbedder()
+    other = args.onnx_model
+    files = None if other is None else (Path(other[0]), Path(other[1]))
+    embeddings._shared_local = ReusedEmbedder(files, None if other is None else int(other[2]))
     script = make_script(args.turns)
     steps = sum(len(t.steps) for t in script.turns)
     chars = sum(len(s.output) for t in script.turns for s in t.steps)

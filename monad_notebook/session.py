@@ -27,6 +27,7 @@ from monad_notebook.foreground import FOREGROUND
 from monad_notebook.memory import MemoryService
 from monad_notebook.messages import Message, ToolCall
 from monad_notebook.provider import ChatModel, TextCallback
+from monad_notebook.provider.local_embedder import Embedder, make_embedder
 from monad_notebook.session_setup import FollowedConfig, Setup
 from monad_notebook.store.base import SessionRecord, Store, Summary, ensure_session
 from monad_notebook.store.lance import open_store
@@ -41,8 +42,9 @@ class Session:
     a path or a ConfigWatcher given as ``config`` is used instead.
 
     ``model`` / ``fast_model`` fix the main and fast tiers (tests, demos); otherwise both are
-    built from the configuration and follow its changes. ``extra_tools`` join the configured
-    tools (a tool of the same name replaces the built-in one).
+    built from the configuration and follow its changes; ``embedder`` likewise fixes recall's
+    embedder. ``extra_tools`` join the configured tools (a tool of the same name replaces the
+    built-in one).
     """
 
     def __init__(
@@ -58,6 +60,7 @@ class Session:
         root: str | Path | None = None,
         approve: Callable[[str], bool | None] | None = None,
         extra_tools: list[Tool] | None = None,
+        embedder: Embedder | None = None,
     ) -> None:
         check_session_name(name)
         self.name = name
@@ -88,6 +91,7 @@ class Session:
             context_window=lambda: self.context_window,
             lossless=setup.lossless,
             lease=self.lease,
+            embedders=make_embedder if embedder is None else lambda _: embedder,
         )
         self._apply(setup)
 

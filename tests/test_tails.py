@@ -10,7 +10,7 @@ from benchmarks.tails import FullCollections, _time_parts, goals
 from monad_notebook.context.recall.chunks import message_chunks
 from monad_notebook.context.recall.search import Recall
 from monad_notebook.messages import Message
-from tests.context.test_retrieval import KeywordEmbedder
+from tests.context.embedders import KeywordEmbedder
 
 pytestmark = pytest.mark.filterwarnings(r"ignore:optimize\(cleanup_older_than=0\):UserWarning")
 

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from monad_notebook import events as ev
-from monad_notebook.config import Config
+from monad_notebook.config import Config, EmbeddingConfig
 from monad_notebook.context.compaction.compactor import CompactionResult
 from monad_notebook.context.compaction.handoff import handoff_nudge
 from monad_notebook.context.compaction.lossy import LossyStage, ModelFactory
@@ -37,6 +37,7 @@ from monad_notebook.errors import ContextLengthError, SessionBusyError
 from monad_notebook.events import Emit, EventBus
 from monad_notebook.memory import MemoryService
 from monad_notebook.messages import Message, ToolCall
+from monad_notebook.provider.local_embedder import Embedder, make_embedder
 from monad_notebook.store.base import Store, Summary
 from monad_notebook.store.lease import TurnLease
 
@@ -57,7 +58,9 @@ class Cascade:
         context_window: Callable[[], int],
         lossless: LosslessStage,
         lease: TurnLease,
+        embedders: Callable[[EmbeddingConfig], Embedder | None] = make_embedder,
     ) -> None:
+        """``embedders`` builds recall's embedder from ``models.embedding`` (a fixed one in tests and demos)."""
         self.window = window
         self.store = store
         self.occupancy = Occupancy(counter, self.stored_calibration(counter.model))
@@ -76,6 +79,7 @@ class Cascade:
             emit=emit,
             bus=bus,
             fast_model=lambda: models("fast"),
+            embedders=embedders,
         )
         self.lossy = LossyStage(
             store=store,

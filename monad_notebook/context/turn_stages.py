@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from monad_notebook import events as ev
-from monad_notebook.config import Config
+from monad_notebook.config import Config, EmbeddingConfig
 from monad_notebook.context.recall.indexing import RecallIndexer
 from monad_notebook.context.recall.retrieval import Retrieval
 from monad_notebook.context.recall.search import Passage, Recall
@@ -40,8 +40,10 @@ class TurnStages:
         emit: Emit,
         bus: EventBus,
         fast_model: Callable[[], ChatModel],
+        embedders: Callable[[EmbeddingConfig], Embedder | None] = make_embedder,
     ) -> None:
         self.store = store
+        self._embedders = embedders
         self.config = config
         self.emit = emit
         self.memory = MemoryService(store, redactor, notify=bus.emit)
@@ -67,7 +69,7 @@ class TurnStages:
             return
         provider = config.models.embedding
         if self.indexer is None or provider != self._embedding_provider:
-            self._embedder = make_embedder(provider)
+            self._embedder = self._embedders(provider)
             self._embedding_provider = provider
             self._words = shared_word_vectors(self._embedder.name) if self._embedder is not None else None
             self.indexer = RecallIndexer(self.store, self._embedder, words=self._words)

@@ -17,14 +17,13 @@ import pytest
 
 from monad_notebook import Session
 from monad_notebook.config import Config
-from monad_notebook.context import turn_stages
 from monad_notebook.context.recall.indexing import RecallIndexer
 from monad_notebook.foreground import FOREGROUND, Foreground
 from monad_notebook.messages import Message
 from monad_notebook.provider.local_embedder import EmbeddingInterrupted, LocalEmbedder
 from monad_notebook.store.lance import LanceStore
 from monad_notebook.testing import ScriptedModel, tool_call
-from tests.context.test_retrieval import KeywordEmbedder
+from tests.context.embedders import KeywordEmbedder
 
 pytestmark = pytest.mark.filterwarnings(r"ignore:optimize\(cleanup_older_than=0\):UserWarning")
 
@@ -192,14 +191,13 @@ def test_stopping_an_indexer_that_waits_for_the_foreground_returns_at_once(store
     assert embedder.started == []
 
 
-def test_a_turns_question_is_embedded_with_the_foreground_held(store, monkeypatch):
+def test_a_turns_question_is_embedded_with_the_foreground_held(store):
     embedder = TimedEmbedder()
-    monkeypatch.setattr(turn_stages, "make_embedder", lambda cfg: embedder)
     config = Config.model_validate(
         {"tools": {"python": {"approval": "auto"}}, "context": {"retrieval": {"enabled": True}}}
     )
     model = ScriptedModel([tool_call("recall", {"query": "the pizza order"}), "done"], context_window=100_000)
-    session = Session("s", config=config, store=store, model=model)
+    session = Session("s", config=config, store=store, model=model, embedder=embedder)
     session.ask("which cat note was about pizza?")
     session.close()
 

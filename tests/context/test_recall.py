@@ -14,12 +14,11 @@ from monad_notebook.context.lossless.truncation import truncate_tool_output
 from monad_notebook.context.recall.chunks import OVERLAP_CHARS, chunk_spans, embedding_inputs, message_chunks
 from monad_notebook.context.recall.indexing import RecallIndexer
 from monad_notebook.context.recall.search import Recall, focus, fuse
-from monad_notebook.context.recall.wordmatch import WordVectors
 from monad_notebook.errors import ModelError
 from monad_notebook.messages import Message
 from monad_notebook.provider.local_embedder import LocalEmbedder, local_model_files
 from monad_notebook.store.base import EmbeddingHit
-from tests.context.test_retrieval import KeywordEmbedder
+from tests.context.embedders import KeywordEmbedder, index
 
 pytestmark = pytest.mark.filterwarnings(r"ignore:optimize\(cleanup_older_than=0\):UserWarning")
 
@@ -40,16 +39,6 @@ def stored_notes(store, count: int) -> list[Message]:
     notes = [Message("user", f"cat note {i}", session="s", seq=i) for i in range(count)]
     store.append_messages(notes)
     return notes
-
-
-def index(
-    store, embedder, session: str, messages: list[Message], timeout: float = 60, words: WordVectors | None = None
-) -> RecallIndexer:
-    indexer = RecallIndexer(store, embedder, words=words)
-    indexer.index_pending(session, messages)
-    assert indexer.flush(timeout=timeout)
-    assert indexer.last_error is None
-    return indexer
 
 
 @settings(max_examples=150, deadline=None)
@@ -425,13 +414,10 @@ def test_a_session_whose_history_is_all_indexed_costs_its_new_indexer_no_writes(
     assert embedder.calls == []
 
 
-def test_a_session_reopened_with_recall_on_says_it_is_catching_up_and_then_its_earlier_turns_are_found(
-    store, monkeypatch
-):
+def test_a_session_reopened_with_recall_on_says_it_is_catching_up_and_then_its_earlier_turns_are_found(store):
     from monad_notebook import Session
     from monad_notebook.cell.status import status_sentences
     from monad_notebook.config import Config
-    from monad_notebook.context import turn_stages
     from monad_notebook.testing import ScriptedModel, tool_call
 
     off = Config.model_validate({"context": {"recall": {"enabled": False}}})
@@ -441,10 +427,9 @@ def test_a_session_reopened_with_recall_on_says_it_is_catching_up_and_then_its_e
     first.close()
     embedder = KeywordEmbedder()
     embedder.gate = threading.Event()
-    monkeypatch.setattr(turn_stages, "make_embedder", lambda cfg: embedder)
     model = ScriptedModel(["ok", tool_call("recall", {"query": "churn raw extract"}), "done"], context_window=100_000)
     folds = Config.model_validate({"context": {"summarize": {"keepRecent": 2}}})
-    second = Session("s", config=folds, store=store, model=model)
+    second = Session("s", config=folds, store=store, model=model, embedder=embedder)
 
     second.ask("hello again")
     assert embedder.entered.wait(10)
@@ -461,32 +446,35 @@ def test_a_session_reopened_with_recall_on_says_it_is_catching_up_and_then_its_e
     assert "data/raw/churn_0.parquet" in answer
 
 
-def test_until_the_earlier_history_is_checked_the_status_says_so_rather_than_nothing(store, monkeypatch):
+def test_until_the_earlier_history_is_checked_the_status_says_so_rather_than_nothing(store):
     from monad_notebook import Session
     from monad_notebook.cell.status import status_sentences
     from monad_notebook.config import Config
-    from monad_notebook.context import turn_stages
     from monad_notebook.testing import ScriptedModel
 
     off = Config.model_validate({"context": {"recall": {"enabled": False}}})
     first = Session("s", config=off, store=store, model=ScriptedModel(["noted"], context_window=100_000))
     first.ask("cat note: the churn raw extract is data/raw/churn.parquet")
     first.close()
-    monkeypatch.setattr(turn_stages, "make_embedder", lambda cfg: KeywordEmbedder())
-    second = Session("s", config=Config(), store=store, model=ScriptedModel(["ok", "ok"], context_window=100_000))
-    indexer = second.cascade.turn_stages.indexer
-    indexer.backfill_quiet = indexer.backfill_max_delay = 60.0  # the catch-up waits for a pause between turns
+    embedder = KeywordEmbedder()
+    embedder.gate = threading.Event()  # the earlier history waits for the embedder
+    model = ScriptedModel(["ok", "ok"], context_window=100_000)
+    second = Session("s", config=Config(), store=store, model=model, embedder=embedder)
     second.ask("hello again")
     waiting = status_sentences(second.status(), approval="ask", allowed_for_session=False)
-    indexer.backfill_quiet = indexer.backfill_max_delay = 0.0
+    embedder.gate.set()
     second.ask("and now?")
     second.wait_for_background(30)
     settled = status_sentences(second.status(), approval="ask", allowed_for_session=False)
     second.close()
-    brand_new = Session("new", config=Config(), store=store, model=ScriptedModel(["ok"], context_window=100_000))
-    brand_new.cascade.turn_stages.indexer.backfill_quiet = 60.0
+    held = KeywordEmbedder()
+    held.gate = threading.Event()
+    brand_new = Session(
+        "new", config=Config(), store=store, model=ScriptedModel(["ok"], context_window=100_000), embedder=held
+    )
     brand_new.ask("hello")
     new_session_status = status_sentences(brand_new.status(), approval="ask", allowed_for_session=False)
+    held.gate.set()
     brand_new.close()
 
     assert "checking this session's earlier history" in waiting

@@ -12,43 +12,13 @@ from monad_notebook.context.recall.chunks import indexed_text
 from monad_notebook.context.recall.indexing import RecallIndexer
 from monad_notebook.context.recall.retrieval import Retrieval, identifier_terms
 from monad_notebook.context.recall.search import CANDIDATES, Recall
-from monad_notebook.errors import ModelError, StoreError
+from monad_notebook.errors import StoreError
 from monad_notebook.messages import Message, ToolCall
 from monad_notebook.provider.local_embedder import LocalEmbedder, local_model_files
 from monad_notebook.store.lance import LanceStore
+from tests.context.embedders import KeywordEmbedder
 
 pytestmark = pytest.mark.filterwarnings(r"ignore:optimize\(cleanup_older_than=0\):UserWarning")
-
-VOCABULARY = ("cat", "revenue", "pizza", "python", "weather", "train")
-
-
-class KeywordEmbedder:
-    """A fake embedder: one axis per vocabulary word, so tests choose the similarities."""
-
-    name = "keywords"
-    dims = len(VOCABULARY) + 1
-
-    def __init__(self) -> None:
-        self.calls: list[list[str]] = []
-        self.fail = False
-        self.gate: threading.Event | None = None
-        self.entered = threading.Event()
-
-    def embed(self, texts: list[str]) -> list[list[float]]:
-        self.calls.append(list(texts))
-        self.entered.set()
-        if self.gate is not None:
-            self.gate.wait(10)
-        if self.fail:
-            raise ModelError("the embedding endpoint is down")
-        return [self._vector(t) for t in texts]
-
-    @staticmethod
-    def _vector(text: str) -> list[float]:
-        words = re.findall(r"[a-z]+", text.lower())
-        counts = [float(words.count(w)) for w in VOCABULARY] + [0.05]
-        norm = sum(c * c for c in counts) ** 0.5
-        return [c / norm for c in counts]
 
 
 @pytest.fixture

@@ -50,7 +50,7 @@ def test_no_plan_without_a_summary_or_when_recitation_is_off(store):
 
 def test_retrieval_brings_back_an_old_fact_once_and_only_from_this_session(store):
     pytest.importorskip("onnxruntime")
-    from monad_notebook.provider.local_embedder import LocalEmbedder, local_model_files
+    from monad_notebook.provider.local_embedder import LOCAL_DIMS, LOCAL_MODEL_NAME, local_model_files
 
     if local_model_files() is None:
         pytest.skip("the offline embedder of the local extra is not installed")
@@ -71,7 +71,7 @@ def test_retrieval_brings_back_an_old_fact_once_and_only_from_this_session(store
     assert len(related) == 1 and sent[-1]["content"] == related[0]
     assert "300 estimators" in related[0]
     assert "Tuesday" not in related[0]
-    assert isinstance(session.cascade.turn_stages.retrieval.embedder, LocalEmbedder)
+    assert store.embedded_ids("mine", model=LOCAL_MODEL_NAME, dims=LOCAL_DIMS)  # by the offline model
 
 
 def test_agent_scoped_memory_is_seen_only_by_that_agents_sessions(store):

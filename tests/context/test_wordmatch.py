@@ -16,8 +16,7 @@ from monad_notebook.provider.local_embedder import LocalEmbedder, local_model_fi
 from monad_notebook.session import Session
 from monad_notebook.store.base import Chunk, EmbeddingHit
 from monad_notebook.testing import ScriptedModel
-from tests.context.test_recall import index
-from tests.context.test_retrieval import KeywordEmbedder
+from tests.context.embedders import KeywordEmbedder, index
 
 pytestmark = pytest.mark.filterwarnings(r"ignore:optimize\(cleanup_older_than=0\):UserWarning")
 
