@@ -20,7 +20,7 @@ from typing import Any
 
 from monad_notebook import events as ev
 from monad_notebook.config import Config, EmbeddingConfig
-from monad_notebook.context.compaction.compactor import CompactionResult
+from monad_notebook.context.compaction.compactor import CompactionResult, save_ledger
 from monad_notebook.context.compaction.handoff import handoff_nudge
 from monad_notebook.context.compaction.lossy import LossyStage, ModelFactory
 from monad_notebook.context.lossless.stage import LosslessStage
@@ -38,7 +38,7 @@ from monad_notebook.events import Emit, EventBus
 from monad_notebook.memory import MemoryService
 from monad_notebook.messages import Message, ToolCall
 from monad_notebook.provider.local_embedder import Embedder, make_embedder
-from monad_notebook.store.base import Store, Summary
+from monad_notebook.store.base import LedgerEntry, Store, Summary
 from monad_notebook.store.lease import TurnLease
 
 INDEX_STOP_SECONDS = 5.0
@@ -147,7 +147,7 @@ class Cascade:
             self.window,
             self.context_window(),
             lambda ids: self.store.has_raw_outputs(session, ids),
-            occupancy=self.occupancy_now(),
+            occupancy=self.occupancy_now,
             cache_discount=self.cost.pricing.discount if self.cost.cache_warm() else 1.0,
             force=force,
         )
@@ -262,8 +262,10 @@ class Cascade:
 
     # --- what compaction saves, and how its result lands ----------------------------
 
-    def _save_summary(self, summary: Summary, previous: Summary | None, span: list[Message]) -> bool:
-        """Save only a summary that still extends the stored one, holding the session's turn lease.
+    def _save_summary(
+        self, summary: Summary, previous: Summary | None, span: list[Message], ledger: list[LedgerEntry]
+    ) -> bool:
+        """Save only a summary that still extends the stored one, holding the session's turn lease; then its ledger.
 
         Another kernel may have compacted, or written messages behind the new boundary that
         this kernel never saw, since the compaction began (it may run after this kernel's
@@ -283,6 +285,7 @@ class Cascade:
             if any(m.seq <= summary.boundary_seq and m.id not in folded for m in stored):
                 return False
             self.store.save_summary(summary)
+            save_ledger(self.store, session, ledger)
             return True
         finally:
             self.lease.release()

@@ -32,7 +32,8 @@ from monad_notebook.store.base import LedgerEntry, Store, Summary
 log = logging.getLogger(__name__)
 
 OnSummarySaved = Callable[[list[Message], Summary], None]
-SaveSummary = Callable[[Summary, Summary | None, list[Message]], bool]
+# Saves a new summary (only if it still extends ``previous``), then the ledger entries it changed.
+SaveSummary = Callable[[Summary, Summary | None, list[Message], list[LedgerEntry]], bool]
 Spill = Callable[[list[Message]], None]  # saves the full text of folded results not saved yet
 
 
@@ -93,6 +94,14 @@ def apply_result(window: list[Message], result: CompactionResult) -> list[Messag
     return [m for m in window if m.id not in folded]
 
 
+def save_ledger(store: Store, session: str, changed: list[LedgerEntry]) -> None:
+    """After the summary: it already shows the ledger's top, so a failed write costs only the rest."""
+    try:
+        store.save_ledger(session, changed)
+    except Exception as exc:
+        log.warning("could not save the identifier ledger of %r: %s", session, exc)
+
+
 class Compactor:
     """Runs compactions for one session, synchronously or on its own worker thread.
 
@@ -133,8 +142,9 @@ class Compactor:
         self._result: CompactionResult | None = None
         self._closed = False
 
-    def _save(self, summary: Summary, previous: Summary | None, span: list[Message]) -> bool:
+    def _save(self, summary: Summary, previous: Summary | None, span: list[Message], ledger: list[LedgerEntry]) -> bool:
         self.store.save_summary(summary)
+        save_ledger(self.store, summary.session, ledger)
         return True
 
     def _window_tokens(self, messages: list[Message], summary_text: str) -> int:
@@ -196,9 +206,8 @@ class Compactor:
             tokens = self.count_tokens(text)
             reflections += 1
         new = Summary(self.session, text, span[-1].seq, time.time(), tokens=tokens, reflections=reflections)
-        if not self.save(new, summary, span):
+        if not self.save(new, summary, span, changed):
             raise Superseded("another kernel changed this session meanwhile; it is compacted again when needed")
-        self._save_ledger(changed)
         kept = window[len(span) :]
         result = CompactionResult(
             summary=new,
@@ -228,13 +237,6 @@ class Compactor:
         """The saved full text of the span's truncated results: the ledger reads what truncation hid."""
         ids = [m.tool_call_id for m in span if m.role == "tool" and m.tool_call_id and not m.redacted]
         return self.store.get_raw_outputs(self.session, ids) if ids else {}
-
-    def _save_ledger(self, changed: list[LedgerEntry]) -> None:
-        """After the summary: it already shows the ledger's top, so a failed write costs only the rest."""
-        try:
-            self.store.save_ledger(self.session, changed)
-        except Exception as exc:
-            log.warning("could not save the identifier ledger of %r: %s", self.session, exc)
 
     def _after(self, span: list[Message], summary: Summary) -> None:
         if self.on_summary_saved is None:

@@ -55,7 +55,7 @@ class LosslessStage:
         context_window: int,
         has_raw: HasRaw,
         *,
-        occupancy: int,
+        occupancy: Callable[[], int],
         cache_discount: float,
         force: bool = False,
     ) -> EvictionPlan | None:
@@ -64,13 +64,14 @@ class LosslessStage:
         ``force`` is the overflow path (the provider refused the prompt): every result may go,
         the recent rounds included, since each stays readable by handle. Otherwise the price of a
         cached token decides the batch: the endpoint's discount while its cache is warm, else 1.
+        ``occupancy`` is asked only when eviction is on and not forced.
         """
         cfg = self.cfg.eviction
         if not cfg.enabled:
             return None
         plan = plan_eviction(
             window.messages,
-            occupancy=context_window if force else occupancy,
+            occupancy=context_window if force else occupancy(),
             context_window=context_window,
             at_fraction=0.0 if force else cfg.at_fraction,
             keep_recent_rounds=0 if force else cfg.keep_recent_rounds,
