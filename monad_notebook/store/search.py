@@ -15,9 +15,9 @@ import time
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from monad_notebook.errors import StoreError
 from monad_notebook.messages import Message
 from monad_notebook.store.base import Chunk, EmbeddingHit
-from monad_notebook.store.failures import reason
 from monad_notebook.store.indexes import FILTER_INDEXES, TEXT_INDEXES, build_missing
 from monad_notebook.store.rows import (
     EMBEDDED_TEXT_MAX_CHARS,
@@ -178,9 +178,9 @@ class LanceSearch:
             if handle is None:
                 return False
             try:
-                build_missing(handle, columns)
-            except Exception as exc:
-                log.warning("cannot index the %s table (%s); %s", table, reason(exc), without)
+                self.tables.retrying("index", table, lambda: build_missing(handle, columns))
+            except StoreError as exc:  # retried first when another writer's index got there first
+                log.warning("%s; %s", exc, without)
                 return False
             self._filter_indexed.add(table)
             return True
