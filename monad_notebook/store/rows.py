@@ -57,7 +57,7 @@ EMBEDDINGS_PREFIX = "embeddings_"
 TEXT_TABLE = "recall_text"
 EMBEDDED_TEXT_MAX_CHARS = 2000
 MAX_QUERY_WORDS = 48
-_QUERY_WORD = re.compile(r"[^\W_]+")
+_WORD = re.compile(r"[^\W_]+")
 _EMBEDDING_COLUMNS = (
     "session:text! message_id:text! seq:int turn:int role:text name:text text:text model:text created_at:float"
     " offset:int tool_call_id:text"
@@ -146,9 +146,14 @@ def check_query_vector(vector: Sequence[float]) -> None:
         raise StoreError("the query embedding has NaN or infinite values; check the embedding model")
 
 
+def words(text: str) -> list[str]:
+    """The runs of letters and digits in ``text``: the one word tokenizer of recall (search, word matching)."""
+    return _WORD.findall(text)
+
+
 def query_words(text: str) -> str:
     """``text`` as plain space-separated word tokens: nothing a full-text query parser could read as syntax."""
-    return " ".join(_QUERY_WORD.findall(text)[:MAX_QUERY_WORDS])
+    return " ".join(words(text)[:MAX_QUERY_WORDS])
 
 
 def sql_in(values: Iterable[str]) -> str:

@@ -38,6 +38,7 @@ from monad_notebook.context.recall.wordmatch import MAX_TERMS, STOP_WORDS, WordV
 from monad_notebook.messages import Message
 from monad_notebook.provider.local_embedder import Embedder
 from monad_notebook.store.base import EmbeddingHit, Store
+from monad_notebook.store.rows import words
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +48,6 @@ WORD_POOL = 200  # with word vectors, each search brings this many to match word
 QUERY_MAX_CHARS = 2000
 VECTOR_FLOOR = 0.2  # below this cosine a vector hit is noise, even when asked for explicitly
 VECTOR_FULL = 0.6  # at or above this cosine a vector hit counts in full
-_WORD = re.compile(r"[^\W_]{3,}")
 _TOKEN = re.compile(r"[\w][\w.:/-]*[\w]")
 MAX_NAMES = 6
 T = TypeVar("T")
@@ -91,8 +91,8 @@ def identifier_terms(query: str) -> list[str]:
 
 def query_terms(query: str) -> list[str]:
     """The query's content words, lowercased: what a passage should contain (stop words left out)."""
-    words = [w.lower() for w in _WORD.findall(query)]
-    return list(dict.fromkeys(w for w in words if w not in STOP_WORDS))
+    terms = [w.lower() for w in words(query) if len(w) >= 3]
+    return list(dict.fromkeys(w for w in terms if w not in STOP_WORDS))
 
 
 class Recall:

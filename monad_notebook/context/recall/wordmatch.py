@@ -19,15 +19,14 @@ yet matches only itself.
 from __future__ import annotations
 
 import bisect
-import re
 import threading
 from collections.abc import Iterable, Sequence
 
 import numpy as np
 
 from monad_notebook.store.base import EmbeddingHit
+from monad_notebook.store.rows import words
 
-_LETTERS = re.compile(r"[^\W\d_]{3,30}")
 MAX_WORDS = 50_000  # words kept per embedding model (float16 vectors), bounding the kernel's memory
 MAX_TERMS = 12  # question words matched; a long message's first ones
 _STOP_TEXT = (
@@ -46,8 +45,11 @@ def stem(term: str) -> str:
 
 
 def words_of(text: str) -> set[str]:
-    """The distinct words of ``text`` worth matching: letters only, lowercased, stop words left out."""
-    return {w for w in (m.lower() for m in _LETTERS.findall(text)) if w not in STOP_WORDS}
+    """The distinct words of ``text`` worth matching: 3 to 30 letters, lowercased, stop words left out.
+
+    A word with digits in it names one thing (``q3``, ``v2_final``): the searches by words match it.
+    """
+    return {w for w in (t.lower() for t in words(text)) if 3 <= len(w) <= 30 and w.isalpha() and w not in STOP_WORDS}
 
 
 class WordVectors:
