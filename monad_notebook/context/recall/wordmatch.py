@@ -19,6 +19,7 @@ yet matches only itself.
 from __future__ import annotations
 
 import bisect
+import re
 import threading
 from collections.abc import Iterable, Sequence
 
@@ -26,6 +27,8 @@ import numpy as np
 
 from monad_notebook.store.base import EmbeddingHit
 from monad_notebook.store.rows import words
+
+_DIGITS = re.compile(r"\d+")
 
 MAX_WORDS = 50_000  # words kept per embedding model (float16 vectors), bounding the kernel's memory
 MAX_TERMS = 12  # question words matched; a long message's first ones
@@ -45,11 +48,15 @@ def stem(term: str) -> str:
 
 
 def words_of(text: str) -> set[str]:
-    """The distinct words of ``text`` worth matching: 3 to 30 letters, lowercased, stop words left out.
+    """The distinct words of ``text`` worth matching: its runs of 3 to 30 letters, lowercased, stop words left out.
 
-    A word with digits in it names one thing (``q3``, ``v2_final``): the searches by words match it.
+    Digits split a word (``churn2024`` gives ``churn``); a longer run counts as pieces of 30.
     """
-    return {w for w in (t.lower() for t in words(text)) if 3 <= len(w) <= 30 and w.isalpha() and w not in STOP_WORDS}
+    found = set()
+    for token in words(text):
+        for letters in _DIGITS.split(token):
+            found.update(letters[i : i + 30].lower() for i in range(0, len(letters), 30) if len(letters) - i >= 3)
+    return found - STOP_WORDS
 
 
 class WordVectors:
