@@ -73,8 +73,8 @@ def record_summaries(session: Session) -> None:
     compactor = session.cascade.lossy.compactor
     save = compactor.save
 
-    def recording(new: Any, previous: Any, span: list[Any]) -> Any:
-        saved = save(new, previous, span)
+    def recording(new: Any, previous: Any, span: list[Any], ledger: list[Any]) -> Any:
+        saved = save(new, previous, span, ledger)
         if saved:
             before = previous.boundary_seq if previous is not None else -1
             say(summary=new.boundary_seq, previous=before, folded=[m.id for m in span])
