@@ -8,11 +8,12 @@ live in ``config.py``.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
@@ -280,6 +281,51 @@ class ContextConfig(_Section):
     redaction: RedactionConfig = Field(default_factory=RedactionConfig)
 
 
+Approval = Literal["ask", "auto", "off"]
+
+
+def _server_name(value: str) -> str:
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,39}", value):
+        raise PydanticCustomError(
+            "mcp_name", "a server's name is up to 40 letters, digits, '_', '.' or '-', starting with a letter or digit"
+        )
+    return value
+
+
+ServerName = Annotated[str, AfterValidator(_server_name)]
+
+
+class McpToolConfig(_Section):
+    """One tool of an MCP server: its own approval, when it differs from the server's."""
+
+    approval: Approval
+
+
+class McpServerConfig(_Section):
+    """One MCP server, as Claude Desktop and VS Code write it: a ``command`` (stdio) or a ``url``."""
+
+    command: Name | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: Name | None = None
+    url: Url | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    approval: Approval = "ask"
+    tools: dict[str, McpToolConfig] = Field(default_factory=dict)
+    timeout_seconds: Seconds = 30.0
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerConfig:
+        if (self.command is None) == (self.url is None):
+            raise PydanticCustomError("mcp_transport", "give either command (a local server) or url (streamable HTTP)")
+        return self
+
+    def approval_for(self, tool: str) -> str:
+        """``tools.<name>.approval`` where the user set it, else the server's."""
+        own = self.tools.get(tool)
+        return own.approval if own is not None else self.approval
+
+
 class Config(_Section):
     """The whole of agents.json; ``Config()`` is the all-defaults configuration."""
 
@@ -288,6 +334,7 @@ class Config(_Section):
     agent: AgentConfig = Field(default_factory=AgentConfig)
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
     context: ContextConfig = Field(default_factory=ContextConfig)
+    mcp_servers: dict[ServerName, McpServerConfig] = Field(default_factory=dict)
 
     def to_json_dict(self) -> dict[str, Any]:
         """The effective configuration in agents.json shape (fast tier shown resolved)."""

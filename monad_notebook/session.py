@@ -235,6 +235,7 @@ class Session:
             "summary": bool(self.window.summary and self.window.summary.text),
             **self.cascade.indexing(),
             **self.usage_snapshot(),
+            "mcp_servers": self.settings.mcp.statuses(),
         }
 
     def compact(self) -> bool:
@@ -277,6 +278,7 @@ class Session:
         self.cascade.wait(timeout)
 
     def close(self) -> None:
-        """Let a compaction in flight land, then write what is pending."""
+        """Let a compaction in flight land, write what is pending, and stop the user's MCP servers."""
         self.cascade.close()
         self.flush_events()
+        self.settings.mcp.close()

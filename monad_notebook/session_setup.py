@@ -15,6 +15,7 @@ from pathlib import Path
 from monad_notebook.agent.instructions import SYSTEM_PROMPT
 from monad_notebook.agent.models import build_model
 from monad_notebook.agent.tools.base import Tool
+from monad_notebook.agent.tools.mcp import McpServers
 from monad_notebook.agent.tools.registry import configured_tools
 from monad_notebook.config import Config, ConfigWatcher
 from monad_notebook.config_errors import working_dir
@@ -59,10 +60,13 @@ def prepare_setup(
     counter: TokenCounter | None = None,
     extra_tools: list[Tool],
     root: str | Path | None,
+    mcp: McpServers | None = None,
 ) -> Setup:
     """Everything ``cfg`` asks for; ``model`` and ``counter`` are kept when given (and still right).
 
-    A counter for the same model is kept, so a reload keeps the learned calibration.
+    A counter for the same model is kept, so a reload keeps the learned calibration. The user's
+    MCP servers (``mcp``) are started here, when the session first needs its tools; a server that
+    does not start leaves its tools out and says why in ``%monad status``.
     """
     model = model or build_model(cfg)
     check_root(cfg, root)
@@ -72,7 +76,7 @@ def prepare_setup(
         python_approval=cfg.tools.python.approval,
         persist_raw=cfg.context.tool_output.persist_raw,
         recall_on=cfg.context.recall.enabled,
-        extra=extra_tools,
+        extra=[*(mcp.tools(cfg.mcp_servers) if mcp is not None else []), *extra_tools],
     )
     window = cfg.models.main.context_window or getattr(model, "context_window", None)
     return Setup(
@@ -105,6 +109,7 @@ class FollowedConfig:
         self.root = root
         self._fixed = {"main": model, "fast": fast_model}
         self._extra_tools = extra_tools
+        self.mcp = McpServers()  # the user's MCP servers, kept running across reloads while unchanged
         self._opened: tuple[str | None, dict[str, str]] | None = None  # the store's keys when it was opened
         self._warned: tuple[str | None, dict[str, str]] | None = None
 
@@ -112,7 +117,11 @@ class FollowedConfig:
         """The configuration the session starts with; a bad one raises, naming its file."""
         try:
             setup = prepare_setup(
-                self.watcher.current(), model=self._fixed["main"], extra_tools=self._extra_tools, root=self.root
+                self.watcher.current(),
+                model=self._fixed["main"],
+                extra_tools=self._extra_tools,
+                root=self.root,
+                mcp=self.mcp,
             )
         except ConfigError as error:
             raise ConfigError(self.watcher.blame(error)) from None
@@ -137,6 +146,7 @@ class FollowedConfig:
                 counter=counter,
                 extra_tools=self._extra_tools,
                 root=self.root,
+                mcp=self.mcp,
             )
         except ConfigError as error:
             return None, self.watcher.reject(config, error)

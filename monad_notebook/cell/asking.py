@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from monad_notebook.agent.tools.approval import Answer, ApprovalGate, Asker, Seconds, stdin_asker
+from monad_notebook.agent.tools.approval import PYTHON, Answer, ApprovalGate, Asker, Seconds, stdin_asker
 
 if TYPE_CHECKING:
     from monad_notebook.session import Session
@@ -23,7 +23,7 @@ def notebook_asker(shell: Any, *, rich: bool, panel: Callable[[], Any], timeout:
     """``panel()`` returns the session's open panel, or None; ``timeout()`` how long a question waits."""
     prompt = stdin_asker(shell, timeout)
 
-    def ask(code: str) -> Answer:
+    def ask(code: str, subject: str = PYTHON) -> Answer:
         kernel = getattr(shell, "kernel", None)
         if rich and kernel is not None:
             from IPython.display import display
@@ -34,11 +34,15 @@ def notebook_asker(shell: Any, *, rich: bool, panel: Callable[[], Any], timeout:
                 seconds, open_panel = timeout(), panel()
                 mirrors = []
                 if open_panel is not None and getattr(open_panel, "answers_while_busy", False):
-                    mirrors.append(lambda pending, shown: open_panel.show_approval(pending, shown, timeout=seconds))
-                answer = ask_in_cell(code, display=display, mirrors=mirrors, timeout=seconds)
+                    mirrors.append(
+                        lambda pending, shown: open_panel.show_approval(
+                            pending, shown, timeout=seconds, subject=subject
+                        )
+                    )
+                answer = ask_in_cell(code, display=display, mirrors=mirrors, timeout=seconds, subject=subject)
                 if answer is not None:
                     return answer
-        return prompt(code)
+        return prompt(code, subject)
 
     return ask
 

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from monad_notebook.session import Session
 
 KNOWN = {
+    "mcp_servers",
     "session",
     "model",
     "config",
@@ -86,6 +87,15 @@ def _indexing_sentences(unindexed: int, checking: bool) -> list[str]:
     return [f"In the background, recall is still {' and '.join(doing)}; it finds those messages once they are indexed."]
 
 
+def mcp_sentence(server: Any) -> str:
+    """One line per MCP server: its state and its tools (or why it has none)."""
+    tools = ", ".join(server.tools) if server.tools else "none"
+    if server.state == "ready":
+        return f"MCP server {server.name}: ready, tools {tools}."
+    detail = f" ({server.detail})" if server.detail else ""
+    return f"MCP server {server.name}: {server.state}{detail}."
+
+
 def status_sentences(status: dict[str, Any], *, approval: str, allowed_for_session: bool) -> str:
     """``Session.status()`` told as a few sentences a person reads top to bottom."""
     window = int(status.get("context_window") or 0)
@@ -110,6 +120,7 @@ def status_sentences(status: dict[str, Any], *, approval: str, allowed_for_sessi
         lines.append(f"Clearing old tool results has saved {reclaimed:,} tokens; each stays readable by its handle.")
     lines.append(cost_sentence(status))
     lines.append(python_sentence(approval, allowed_for_session))
+    lines += [mcp_sentence(server) for server in status.get("mcp_servers") or []]
     extra = {k: v for k, v in status.items() if k not in KNOWN and k not in COST_KEYS}
     if extra:
         lines.append("Also: " + ", ".join(f"{k} {v}" for k, v in extra.items()) + ".")

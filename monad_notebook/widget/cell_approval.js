@@ -4,7 +4,8 @@
 // Once the question is on screen the view says so ("shown"): the kernel relies on it only then.
 
 /**
- * @typedef {{id?: string, summary?: string, html?: string, limit?: string}} Request
+ * @typedef {{id?: string, summary?: string, html?: string, limit?: string, action?: string, allow?: string,
+ *   done?: Record<string, string>}} Request
  * @typedef {{
  *   get(name: string): any,
  *   on(event: string, callback: Function): void,
@@ -51,7 +52,9 @@ function render({ model, el }) {
   const box = h("div", { class: "monad-ask", tabindex: "0", "data-role": "cell-approval", "data-id": request.id || "" });
   const run = h("button", { class: "monad-ask-btn monad-ask-primary", "data-role": "run" }, ["Run"]);
   const skip = h("button", { class: "monad-ask-btn", "data-role": "skip" }, ["Skip"]);
-  const always = h("button", { class: "monad-ask-btn", "data-role": "allow-session" }, ["Allow python for this session"]);
+  const always = h("button", { class: "monad-ask-btn", "data-role": "allow-session" }, [
+    `Allow ${request.allow || "python"} for this session`,
+  ]);
   const limit = request.limit ? ` · no answer in ${request.limit}: not run` : "";
   const note = h("div", { class: "monad-ask-note", "data-role": "status" }, [`Enter runs · Esc skips${limit}`]);
   const code = h("div", { "data-role": "approval-code" });
@@ -59,7 +62,7 @@ function render({ model, el }) {
   box.append(
     h("div", { class: "monad-ask-title" }, [
       h("span", { class: "monad-ask-flag" }, ["waiting for you"]),
-      " The agent wants to run this code ",
+      ` The agent wants to ${request.action || "run this code"} `,
       h("span", { class: "monad-ask-dim", "data-role": "approval-summary" }, [`(${request.summary || ""})`]),
     ]),
     code,
@@ -92,7 +95,7 @@ function render({ model, el }) {
     box.classList.add("monad-ask-answered");
     box.setAttribute("data-status", status);
     for (const button of [run, skip, always]) button.setAttribute("disabled", "");
-    note.textContent = DONE[status] || status;
+    note.textContent = (request.done || DONE)[status] || status;
   };
   run.addEventListener("click", onRun);
   skip.addEventListener("click", onSkip);

@@ -24,7 +24,7 @@ from typing import Any
 import anywidget
 import traitlets as t
 
-from monad_notebook.agent.tools.approval import TIMEOUT, Answer, within
+from monad_notebook.agent.tools.approval import PYTHON, TIMEOUT, Answer, within, wording
 from monad_notebook.agent.tools.code_html import CODE_CSS, code_html
 from monad_notebook.agent.tools.code_view import summary
 from monad_notebook.widget.approval import (
@@ -47,6 +47,20 @@ DECIDED = {
     "not shown": "this frontend did not draw the question: it is asked at the input prompt",
 }
 _WHERE = {"cell": "in this cell", "panel": "in the panel"}
+
+
+def said(status: str, subject: str = PYTHON) -> str:
+    """How a question ended, in its subject's words (a tool is called, code runs)."""
+    text = DECIDED.get(status, status)
+    if subject == PYTHON:
+        return text
+    allow = wording(subject)[1]
+    return (
+        text.replace("the code ran", "the tool was called")
+        .replace("the code did not run", "the tool was not called")
+        .replace("python is allowed", f"{allow} is allowed")
+    )
+
 
 Mirror = Callable[[PendingAnswer, str], Callable[[], None]]  # shows the question elsewhere; returns its clear()
 
@@ -73,8 +87,19 @@ class CellApproval(anywidget.AnyWidget):
     request = t.Dict().tag(sync=True)
     status = t.Unicode("waiting").tag(sync=True)
 
-    def __init__(self, code: str, pending: PendingAnswer, *, timeout: float = TIMEOUT, **kwargs: Any) -> None:
-        request = {"id": pending.id, "summary": summary(code), "html": code_html(code), "limit": within(timeout)}
+    def __init__(
+        self, code: str, pending: PendingAnswer, *, timeout: float = TIMEOUT, subject: str = PYTHON, **kwargs: Any
+    ) -> None:
+        action, allow = wording(subject)
+        request = {
+            "id": pending.id,
+            "summary": summary(code),
+            "html": code_html(code),
+            "limit": within(timeout),
+            "action": action,
+            "allow": allow,
+            "done": {status: said(status, subject).capitalize() + "." for status in DECIDED},
+        }
         super().__init__(request=request, **kwargs)
         self.pending = pending
         self.shown = threading.Event()
@@ -82,7 +107,8 @@ class CellApproval(anywidget.AnyWidget):
 
     def __repr__(self) -> str:
         """What a frontend that draws no widgets prints in its place."""
-        return f"The agent wants to run code ({self.request.get('summary', '')}): waiting for an answer"
+        request = self.request
+        return f"The agent wants to {request.get('action', '')} ({request.get('summary', '')}): waiting for an answer"
 
     def route(self, kernel: Any) -> bool:
         """Send this widget's answers to the panel subshell, so they arrive while the cell runs."""
@@ -111,9 +137,9 @@ class CellApproval(anywidget.AnyWidget):
             self.pending.resolve(bool(content.get("run")), always=bool(content.get("always")), via="cell")
 
 
-def decided_html(answer: Answer) -> str:
+def decided_html(answer: Answer, subject: str = PYTHON) -> str:
     where = _WHERE.get(answer.via, "")
-    text = DECIDED.get(answer.decision, answer.decision) + (f" (answered {where})" if where else "")
+    text = said(answer.decision, subject) + (f" (answered {where})" if where else "")
     kind = "ok" if answer.run else "no"
     return f'<div class="monad-decided monad-decided-{kind}" data-role="approval-decided">{html.escape(text)}</div>'
 
@@ -125,6 +151,7 @@ def ask_in_cell(
     mirrors: Iterable[Mirror] = (),
     timeout: float = TIMEOUT,
     shown_wait: float = SHOWN_WAIT,
+    subject: str = PYTHON,
 ) -> Answer | None:
     """Show the question in the cell (and the mirrors) and wait for an answer, at most ``timeout`` seconds.
 
@@ -134,7 +161,7 @@ def ask_in_cell(
     deadline = time.monotonic() + timeout
     kernel = current_kernel()
     pending = PendingAnswer()
-    widget = CellApproval(code, pending, timeout=timeout)
+    widget = CellApproval(code, pending, timeout=timeout, subject=subject)
     if not widget.route(kernel):
         widget.close()
         return None
@@ -157,11 +184,13 @@ def ask_in_cell(
         for clear in clears:
             clear()
         widget.status = status
-        handle.update({"text/html": _record_html(status, pending), "text/plain": DECIDED.get(status, status)}, raw=True)
+        handle.update(
+            {"text/html": _record_html(status, pending, subject), "text/plain": said(status, subject)}, raw=True
+        )
         widget.close()
 
 
-def _record_html(status: str, pending: PendingAnswer) -> str:
+def _record_html(status: str, pending: PendingAnswer, subject: str = PYTHON) -> str:
     if status in ("cancelled", "not shown"):
-        return f'<div class="monad-decided" data-role="approval-decided">{html.escape(DECIDED[status])}</div>'
-    return decided_html(Answer(pending.answer, always=pending.always, via=pending.via))
+        return f'<div class="monad-decided" data-role="approval-decided">{html.escape(said(status, subject))}</div>'
+    return decided_html(Answer(pending.answer, always=pending.always, via=pending.via), subject)

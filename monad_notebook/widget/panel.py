@@ -17,6 +17,7 @@ import anywidget
 import traitlets as t
 
 from monad_notebook import events as ev
+from monad_notebook.agent.tools.approval import PYTHON, wording
 from monad_notebook.agent.tools.code_view import approval_view
 from monad_notebook.events import Event
 from monad_notebook.widget.approval import (
@@ -181,7 +182,9 @@ class MonadPanel(anywidget.AnyWidget):
         finally:
             clear()
 
-    def show_approval(self, pending: PendingAnswer, code: str, *, timeout: float) -> Callable[[], None]:
+    def show_approval(
+        self, pending: PendingAnswer, code: str, *, timeout: float, subject: str = PYTHON
+    ) -> Callable[[], None]:
         """Show a question someone else may also show (the cell that asked); a click here resolves it.
 
         Returns the function that takes the question down once it is answered anywhere, and adds
@@ -190,7 +193,15 @@ class MonadPanel(anywidget.AnyWidget):
         view = approval_view(code)
         with self._state.lock:
             previous, self._pending = self._pending, pending
-            self.approval = {"id": pending.id, "code": code, **view, "timeout": timeout}
+            action, allow = wording(subject)
+            self.approval = {
+                "id": pending.id,
+                "code": code,
+                **view,
+                "timeout": timeout,
+                "action": action,
+                "allow": allow,
+            }
         if previous is not None and previous is not pending:
             previous.resolve(False, via="panel")
 

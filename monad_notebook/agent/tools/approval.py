@@ -1,8 +1,10 @@
-"""Asking before the python tool runs code: one gate per session, whatever frontend asks.
+"""Asking before code runs or a user's MCP tool is called: one gate per session, whatever frontend asks.
 
-The gate holds the session's "allow python for this session" override (set by an answer, shown
-by ``%monad status``, gone with the Session object) and records every decision as a
-``tool.approval`` event, so the store keeps who ran what. How the question is put (a widget
+A question has a subject: ``"python"`` for the python tool's code, ``"mcp:<server>"`` for a call
+to one of the user's MCP servers (the text shown is then the call: server, tool and its exact
+arguments). The gate holds the session's "allow ... for this session" overrides, one per subject
+(set by an answer, shown by ``%monad status``, gone with the Session object), and records every
+decision as a ``tool.approval`` event, so the store keeps who ran what. How the question is put (a widget
 in the running cell, the panel, the frontend's input prompt) is the asker's business; the
 input prompt's asker (:func:`stdin_asker`) is here, the widgets' are in ``cell/``.
 
@@ -36,6 +38,17 @@ class QuestionInterrupted(KeyboardInterrupt):
     result = INTERRUPTED_QUESTION
 
 
+PYTHON = "python"
+
+
+def wording(subject: str) -> tuple[str, str]:
+    """What the agent wants, and what "allow for this session" allows: in the question's words."""
+    if subject == PYTHON:
+        return "run this code", "python"
+    server = subject.removeprefix("mcp:")
+    return f"call a tool of the MCP server {server}", f"{server}"
+
+
 def within(seconds: float) -> str:
     """How a question states its time limit: "10 min", "90 s"."""
     return f"{seconds / 60:.0f} min" if seconds >= 120 else f"{seconds:g} s"
@@ -46,7 +59,7 @@ class Answer:
     """One reply to "run this code?": ``run`` None when nobody could or did answer."""
 
     run: bool | None
-    always: bool = False  # also allow python for the rest of this session
+    always: bool = False  # also allow the question's subject (python, an MCP server) for the rest of this session
     via: str = ""  # cell, panel, prompt, session, interrupt
 
     @property
@@ -58,42 +71,48 @@ class Answer:
         return ALLOW_SESSION if self.always else RUN
 
 
-Asker = Callable[[str], Answer]
+Asker = Callable[..., Answer]  # ask(text, subject=PYTHON) -> Answer
 
 
 class ApprovalGate:
-    """``session.approve``: asks through ``ask`` unless python is allowed for this session.
+    """``session.approve``: asks through ``ask`` unless the subject is allowed for this session.
 
-    Returns True (run), False (skip) or None (nobody answered), as the python tool expects.
+    Returns True (run), False (skip) or None (nobody answered), as the tools expect.
     """
 
     def __init__(self, ask: Asker, emit: Emit | None = None) -> None:
         self.ask = ask
         self.emit = emit
-        self.allowed_for_session = False
+        self.allowed: set[str] = set()  # subjects allowed for the rest of this session
 
-    def __call__(self, code: str) -> bool | None:
-        if self.allowed_for_session:
+    @property
+    def allowed_for_session(self) -> bool:
+        """Python is allowed for the rest of this session."""
+        return PYTHON in self.allowed
+
+    def __call__(self, code: str, subject: str = PYTHON) -> bool | None:
+        if subject in self.allowed:
             answer = Answer(True, via="session")
         else:
             try:
-                answer = self.ask(code)
+                answer = self.ask(code) if subject == PYTHON else self.ask(code, subject=subject)
             except KeyboardInterrupt:
-                self._record(code, Answer(False, via="interrupt"))
+                self._record(code, subject, Answer(False, via="interrupt"))
                 raise QuestionInterrupted(INTERRUPTED_QUESTION) from None
             if answer.run and answer.always:
-                self.allowed_for_session = True
-        self._record(code, answer)
+                self.allowed.add(subject)
+        self._record(code, subject, answer)
         return answer.run
 
     def reset(self) -> None:
         """Ask again from the next request on."""
-        self.allowed_for_session = False
+        self.allowed.clear()
 
-    def _record(self, code: str, answer: Answer) -> None:
+    def _record(self, code: str, subject: str, answer: Answer) -> None:
         if self.emit is None:
             return
         lines = shown_lines(code)
+        about = {} if subject == PYTHON else {"subject": subject}
         self.emit(
             APPROVAL,
             decision=answer.decision,
@@ -101,10 +120,15 @@ class ApprovalGate:
             summary=summary(code),
             first_line=(lines[0] if lines else "")[:120],
             code_sha256=hashlib.sha256(code.encode("utf-8", "surrogatepass")).hexdigest(),
+            **about,
         )
 
 
 PROMPT_CHOICES = "[y/N, a = allow python for this session]"
+
+
+def prompt_choices(subject: str) -> str:
+    return f"[y/N, a = allow {wording(subject)[1]} for this session]"
 
 
 def stdin_asker(shell: Any = None, timeout: Seconds = lambda: TIMEOUT) -> Asker:
@@ -119,7 +143,7 @@ def stdin_asker(shell: Any = None, timeout: Seconds = lambda: TIMEOUT) -> Asker:
     (nbclient, papermill) or a script whose stdin is not a terminal.
     """
 
-    def ask(code: str) -> Answer:
+    def ask(code: str, subject: str = PYTHON) -> Answer:
         in_kernel = getattr(shell, "kernel", None) is not None
         if not in_kernel and not (sys.stdin is not None and sys.stdin.isatty()):
             return Answer(None, via="prompt")
@@ -127,12 +151,14 @@ def stdin_asker(shell: Any = None, timeout: Seconds = lambda: TIMEOUT) -> Asker:
 
         facts, seconds = summary(code), timeout()
         bound = f"; no answer in {within(seconds)}: not run" if in_kernel else ""
-        print(f"The agent wants to run this code ({facts}{bound}):\n\n{terminal_view(code)}\n", flush=True)
+        action = wording(subject)[0]
+        print(f"The agent wants to {action} ({facts}{bound}):\n\n{terminal_view(code)}\n", flush=True)
         try:
             with TimeLimit(seconds if in_kernel else None):
-                reply = input(f"Run this code ({facts})? {PROMPT_CHOICES} ").strip().lower()
+                reply = input(f"{action.capitalize()} ({facts})? {prompt_choices(subject)} ").strip().lower()
         except CodeTimedOut:
-            print(f"No answer in {within(seconds)}: the code did not run.", flush=True)
+            outcome = "the code did not run" if subject == PYTHON else "the tool was not called"
+            print(f"No answer in {within(seconds)}: {outcome}.", flush=True)
             return Answer(None, via="prompt")
         except (StdinNotImplementedError, EOFError):
             return Answer(None, via="prompt")
@@ -143,7 +169,7 @@ def stdin_asker(shell: Any = None, timeout: Seconds = lambda: TIMEOUT) -> Asker:
     return ask
 
 
-def stdin_approver(shell: Any = None) -> Callable[[str], bool | None]:
+def stdin_approver(shell: Any = None) -> Callable[..., bool | None]:
     """``stdin_asker`` as a plain approver: True (run), False (skip) or None (nobody can answer)."""
     ask = stdin_asker(shell)
-    return lambda code: ask(code).run
+    return lambda code, subject=PYTHON: ask(code, subject).run

@@ -39,7 +39,7 @@ class ToolContext:
     store: Store | None = None
     python_approval: str = "ask"  # ask | auto | off
     python_timeout: float | None = None  # seconds before the python tool stops the code; None: no limit
-    approve: Callable[[str], bool | None] | None = None  # None result: nobody can answer
+    approve: Callable[..., bool | None] | None = None  # approve(text, subject="python"); None: nobody can answer
     redactor: Redactor | None = None
     output_max_chars: int = ToolOutputConfig().max_chars  # what a tool paging saved text shows at once
     memory: MemoryService | None = None
@@ -88,15 +88,16 @@ class Tool:
 
     def run(self, ctx: ToolContext, arguments: dict[str, Any]) -> str:
         """Call the tool; bad arguments raise ToolError with a message for the model."""
-        props = self.parameters["properties"]
+        props = self.parameters.get("properties", {})
         unknown = sorted(set(arguments) - set(props))
-        if unknown:
+        if unknown and self.parameters.get("additionalProperties", True) is False:
             raise ToolError(f"{self.name}: unknown argument(s) {', '.join(unknown)}; expected {', '.join(props)}")
         missing = [name for name in self.parameters.get("required", []) if name not in arguments]
         if missing:
             raise ToolError(f"{self.name}: missing required argument(s) {', '.join(missing)}")
         for name, value in arguments.items():
-            _check_type(self.name, name, props[name], value)
+            if name in props:
+                _check_type(self.name, name, props[name], value)
         return self.func(ctx, **arguments)
 
 
@@ -112,8 +113,7 @@ def _check_type(tool: str, name: str, schema: dict[str, Any], value: Any) -> Non
         "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
         "boolean": lambda v: isinstance(v, bool),
         "array": lambda v: isinstance(v, list),
-        None: lambda v: True,
-    }[expected]
+    }.get(expected, lambda v: True)  # other types (object, null) are the tool's own to check
     if not ok(value):
         raise ToolError(f"{tool}: argument {name!r} must be {expected}, got {type(value).__name__}")
 

@@ -38,7 +38,7 @@ function codeLine(text, number) {
  * @param {Map<string, boolean>} answered approval id -> the answer sent from this view
  */
 export function drawApproval(model, root, answered) {
-  /** @type {{id?: string, lines?: string[], summary?: string}} */
+  /** @type {{id?: string, lines?: string[], summary?: string, action?: string, allow?: string}} */
   const approval = model.get("approval") || {};
   /** @type {Decision[]} */
   const decisions = model.get("decisions") || [];
@@ -47,7 +47,9 @@ export function drawApproval(model, root, answered) {
     const id = approval.id;
     const run = h("button", { class: "monad-btn monad-primary", "data-role": "run" }, ["Run"]);
     const skip = h("button", { class: "monad-btn", "data-role": "skip" }, ["Skip"]);
-    const always = h("button", { class: "monad-btn", "data-role": "always" }, ["Allow python for this session"]);
+    const always = h("button", { class: "monad-btn", "data-role": "always" }, [
+      `Allow ${approval.allow || "python"} for this session`,
+    ]);
     const status = h("span", { class: "monad-dim", "data-role": "approval-status", "aria-live": "polite" });
     const box = h("div", { class: "monad-request", "data-role": "approval-request" });
     const showAnswered = () => {
@@ -66,7 +68,7 @@ export function drawApproval(model, root, answered) {
     const lines = approval.lines || [];
     box.append(
       h("div", { class: "monad-section-title", "data-role": "approval-title" }, [
-        "The agent wants to run this code ",
+        `The agent wants to ${approval.action || "run this code"} `,
         h("span", { class: "monad-dim", "data-role": "approval-summary" }, [`(${approval.summary || `${lines.length} lines`})`]),
       ]),
       h("div", { class: "monad-code", "data-role": "approval-code" }, lines.map((line, i) => codeLine(line, i + 1))),

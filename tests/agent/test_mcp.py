@@ -1,0 +1,213 @@
+"""The user's MCP servers as the agent's tools: a real server (the SDK's, over stdio) in a real session."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from monad_notebook import Session
+from monad_notebook.agent.tools.approval import Answer, ApprovalGate
+from monad_notebook.cell.status import status_sentences
+from monad_notebook.config import Config
+from monad_notebook.testing import MemoryStore, ScriptedModel, tool_call
+
+SERVER = str(Path(__file__).with_name("mcp_probe_server.py"))
+SECRET = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+
+
+def config(approval: str = "auto", **server: object) -> Config:
+    entry = {"command": sys.executable, "args": [SERVER], "approval": approval, "timeoutSeconds": 20, **server}
+    return Config.model_validate({"mcpServers": {"probe": entry}})
+
+
+def session(cfg: Config, answers: list, **kwargs: object) -> tuple[Session, ScriptedModel]:
+    model = ScriptedModel(answers, context_window=100_000)
+    return Session("s", config=cfg, store=MemoryStore(), model=model, **kwargs), model
+
+
+def results(model: ScriptedModel) -> list[str]:
+    return [m["content"] for m in model.calls[-1].messages if m["role"] == "tool"]
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_a_servers_tools_are_offered_under_their_own_names_and_answer_through_the_cascade():
+    s, model = session(config(), [tool_call("mcp__probe__echo", {"text": f"token {SECRET} ok"}), "done"])
+    try:
+        reply = s.ask("echo something")
+        offered = [t["function"]["name"] for t in model.calls[0].tools]
+        status = {st.name: st for st in s.status()["mcp_servers"]}
+        told = status_sentences(s.status(), approval="ask", allowed_for_session=False)
+    finally:
+        s.close()
+    assert reply.text == "done"
+    assert {"mcp__probe__echo", "mcp__probe__big", "mcp__probe__crash", "python"} <= set(offered)
+    (answer,) = results(model)
+    assert answer.startswith("token ") and answer.endswith(" ok") and SECRET not in answer  # redacted first
+    assert SECRET not in str([m.content for m in s.store.load_messages("s")])
+    assert status["probe"].state == "ready" and "echo" in status["probe"].tools
+    assert "MCP server probe: ready, tools echo, big, crash, pid." in told
+
+
+def test_asked_first_with_the_exact_call_shown_and_the_decision_recorded():
+    asked: list[tuple[str, str]] = []
+
+    def ask(text: str, subject: str = "python") -> Answer:
+        asked.append((text, subject))
+        return Answer(len(asked) == 1, via="cell")  # yes to the first call, no to the second
+
+    gate = ApprovalGate(ask)
+    calls = [tool_call("mcp__probe__echo", {"text": "first"}), tool_call("mcp__probe__echo", {"text": "second"})]
+    s, model = session(config("ask"), [calls[0], calls[1], "done"], approve=gate)
+    gate.emit = s.emit
+    try:
+        s.ask("echo twice")
+    finally:
+        s.close()
+    assert asked[0][1] == "mcp:probe"
+    assert "MCP server probe, tool echo" in asked[0][0] and '"text": "first"' in asked[0][0]
+    assert results(model) == ["first", "not run: the user skipped this call"]
+    decisions = [e.data for e in s.store.list_events("s", kind="tool.approval")]
+    assert [(d["decision"], d["subject"]) for d in decisions] == [("run", "mcp:probe"), ("skip", "mcp:probe")]
+
+
+def test_approval_off_and_nobody_to_ask_refuse_with_how_to_allow():
+    s, model = session(config("off"), [tool_call("mcp__probe__echo", {"text": "x"}), "done"])
+    try:
+        s.ask("echo")
+    finally:
+        s.close()
+    assert results(model) == ['not run: the MCP server probe is turned off (mcpServers.probe.approval is "off")']
+    s, model = session(config("ask"), [tool_call("mcp__probe__echo", {"text": "x"}), "done"])
+    try:
+        s.ask("echo")
+    finally:
+        s.close()
+    assert "nobody approved this call" in results(model)[0] and "mcpServers.probe.approval" in results(model)[0]
+
+
+def test_a_server_that_does_not_start_is_reported_in_one_line_and_the_turn_goes_on():
+    broken = Config.model_validate({"mcpServers": {"gone": {"command": "/nonexistent/server", "approval": "auto"}}})
+    s, _ = session(broken, ["still here"])
+    try:
+        reply = s.ask("hello")
+        (status,) = s.status()["mcp_servers"]
+    finally:
+        s.close()
+    assert reply.text == "still here"
+    assert status.state != "ready" and "did not start" in status.detail and "\n" not in status.detail
+
+
+def test_a_server_that_hangs_at_start_is_given_up_on_after_its_timeout():
+    hangs = config(env={"PROBE_HANG_AT_START": "1", "PATH": os.environ.get("PATH", "")}, timeoutSeconds=2)
+    s, _ = session(hangs, ["ok"])
+    started = time.monotonic()
+    try:
+        s.ask("hello")
+        (status,) = s.status()["mcp_servers"]
+    finally:
+        s.close()
+    assert time.monotonic() - started < 20
+    assert "did not start within 2 s" in status.detail
+
+
+def test_a_server_that_dies_mid_call_is_restarted_once_then_reported_down():
+    crash = tool_call("mcp__probe__crash", {})
+    s, model = session(config(), [crash, crash, crash, "done"])
+    try:
+        s.ask("crash it")
+        (status,) = s.status()["mcp_servers"]
+    finally:
+        s.close()
+    first, second, third = results(model)
+    assert first.startswith("error: ") and "crash failed" in first
+    assert second.startswith("error: ") and "crash failed" in second  # the one restart, and it died again
+    assert "is down" in third
+    assert status.state == "down"
+
+
+def test_a_huge_answer_is_bounded_with_a_line_that_says_so():
+    s, model = session(config(), [tool_call("mcp__probe__big", {"megabytes": 3}), "done"])
+    try:
+        s.ask("big")
+        saved = s.store.get_raw_output("s", model.calls[-1].messages[-1]["tool_call_id"]) or ""
+    finally:
+        s.close()
+    assert "the server answered 3,000,000 characters; the first 2,000,000 are kept" in saved
+    assert len(saved) < 2_100_000
+
+
+def test_a_removed_server_is_stopped_and_no_process_outlives_the_session(tmp_path):
+    s, model = session(config(), [tool_call("mcp__probe__pid", {}), "done"])
+    s.ask("pid")
+    pid = int(results(model)[0])
+    assert alive(pid)
+    s.close()
+    deadline = time.monotonic() + 10
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not alive(pid)
+
+
+@pytest.fixture
+def http_server():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen([sys.executable, SERVER, "--http", str(port)], stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/mcp"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with socket.socket() as client:
+            if client.connect_ex(("127.0.0.1", port)) == 0:
+                break
+        time.sleep(0.1)
+    yield url
+    process.terminate()
+    process.wait(10)
+
+
+def test_a_server_over_streamable_http_answers_as_one_over_stdio(http_server):
+    cfg = Config.model_validate({"mcpServers": {"web": {"url": http_server, "approval": "auto"}}})
+    s, model = session(cfg, [tool_call("mcp__web__echo", {"text": "over http"}), "done"])
+    try:
+        s.ask("echo over http")
+    finally:
+        s.close()
+    assert results(model) == ["over http"]
+
+
+def test_an_edit_of_the_list_applies_from_the_next_turn_and_stops_a_removed_server(tmp_path):
+    path = tmp_path / "agents.json"
+    entry = {"command": sys.executable, "args": [SERVER], "approval": "auto"}
+    path.write_text(json.dumps({"mcpServers": {"probe": entry}}))
+    model = ScriptedModel([tool_call("mcp__probe__pid", {}), "first", "second"], context_window=100_000)
+    s = Session("s", config=path, store=MemoryStore(), model=model)
+    try:
+        s.ask("pid")
+        pid = int(results(model)[0])
+        path.write_text(json.dumps({"mcpServers": {}}))
+        os.utime(path, ns=(time.time_ns() + 10**9, time.time_ns() + 10**9))
+        s.ask("again")
+        offered = [t["function"]["name"] for t in model.calls[-1].tools]
+    finally:
+        s.close()
+    assert not [name for name in offered if name.startswith("mcp__")]
+    assert s.status()["mcp_servers"] == []
+    deadline = time.monotonic() + 10
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not alive(pid)
