@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +15,8 @@ from tests.e2e.jupyter import DARK_THEME, NO_NEWS, jupyter_server, write_noteboo
 from tests.e2e.panel_page import AUDIT, THEMES
 
 QUESTION = "[data-role=cell-approval]"
+MCP_ECHO = "mcp__probe__echo"
+PROBE_SERVER = str(Path(__file__).resolve().parents[1] / "agent" / "mcp_probe_server.py")
 
 
 def printing(word: str) -> dict:
@@ -98,19 +102,24 @@ def test_enter_runs_escape_skips_and_allow_for_session_stops_asking(browser, iso
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("asked", ["python", "mcp"])
 @pytest.mark.parametrize("theme", THEMES)
 def test_the_cell_question_is_readable_in_light_and_dark_at_narrow_and_wide_widths(
     browser,
     isolated_env,
     tmp_path,
     theme,
+    asked,
 ):
+    """The python tool's question, and the one before a call to the user's MCP server (its own words)."""
     pytest.importorskip("jupyterlab", reason="jupyterlab is not installed (pip install jupyterlab)")
     with FakeOpenAIServer() as model:
-        model.queue(tool_call("python", printing("THEMED")), "Skipped it.")
+        call = tool_call("python", printing("THEMED")) if asked == "python" else tool_call(MCP_ECHO, {"text": "THEMED"})
+        model.queue(call, "Skipped it.")
         config = {
             "models": {"main": {"model": "gpt-4.1-mini", "baseUrl": model.base_url, "maxRetries": 0}},
             "tools": {"python": {"approval": "ask"}},
+            "mcpServers": {"probe": {"command": sys.executable, "args": [PROBE_SERVER]}},
         }
         (isolated_env / "agents.json").write_text(json.dumps(config))
         write_notebook(isolated_env / "themed.ipynb", ["%load_ext monad_notebook", "%%monad\nRun it."])
@@ -133,14 +142,18 @@ def test_the_cell_question_is_readable_in_light_and_dark_at_narrow_and_wide_widt
                 page.wait_for_timeout(300)
                 question.scroll_into_view_if_needed()
                 ARTIFACTS.mkdir(exist_ok=True)
-                question.screenshot(path=str(ARTIFACTS / f"cell-approval-{theme}-{width}.png"))
+                question.screenshot(path=str(ARTIFACTS / f"cell-approval-{asked}-{theme}-{width}.png"))
                 measured[width] = page.evaluate(AUDIT, QUESTION)
                 area = page.locator(".jp-OutputArea-output").filter(has=page.locator(QUESTION)).first
                 wide = min(0.9 * area.bounding_box()["width"], 900)  # up to its max-width, never squeezed
                 assert question.bounding_box()["width"] >= wide
+            words = question.inner_text()
             question.locator("[data-role=skip]").click()
             page.locator(".jp-OutputArea-output").filter(has_text="Skipped it.").wait_for(timeout=30_000)
             page.close()
+    if asked == "mcp":
+        assert "call a tool of the MCP server probe" in words and "Allow probe for this session" in words
+        assert "MCP server probe, tool echo" in words and "python" not in words.lower()
     for width, texts in measured.items():
         roles = {m["role"] for m in texts}
         assert {"run", "skip", "allow-session", "status", "approval-summary"} <= roles, (width, roles)
