@@ -91,7 +91,8 @@ def mcp_sentence(server: Any) -> str:
     """One line per MCP server: its state and its tools (or why it has none)."""
     tools = ", ".join(server.tools) if server.tools else "none"
     if server.state == "ready":
-        return f"MCP server {server.name}: ready, tools {tools}."
+        left_out = server.detail.partition("; ")[2]
+        return f"MCP server {server.name}: ready, tools {tools}" + (f" ({left_out})." if left_out else ".")
     detail = f" ({server.detail})" if server.detail else ""
     return f"MCP server {server.name}: {server.state}{detail}."
 

@@ -9,11 +9,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from monad_notebook import Session
 from monad_notebook.agent.tools.approval import Answer, ApprovalGate
+from monad_notebook.agent.tools.mcp import result_text, usable_tools
 from monad_notebook.cell.status import status_sentences
 from monad_notebook.config import Config
 from monad_notebook.testing import MemoryStore, ScriptedModel, tool_call
@@ -211,3 +213,46 @@ def test_an_edit_of_the_list_applies_from_the_next_turn_and_stops_a_removed_serv
     while alive(pid) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not alive(pid)
+
+
+def test_a_server_that_answers_garbage_is_reported_in_one_line_and_the_turn_goes_on(tmp_path):
+    garbage = tmp_path / "garbage.py"
+    garbage.write_text("import sys\nfor line in sys.stdin:\n    print('this is not JSON-RPC', flush=True)\n")
+    cfg = Config.model_validate(
+        {"mcpServers": {"noise": {"command": sys.executable, "args": [str(garbage)], "timeoutSeconds": 3}}}
+    )
+    s, _ = session(cfg, ["still here"])
+    try:
+        reply = s.ask("hello")
+        (status,) = s.status()["mcp_servers"]
+    finally:
+        s.close()
+    assert reply.text == "still here"
+    assert status.state != "ready" and "did not start" in status.detail and "\n" not in status.detail
+
+
+def test_tools_with_a_schema_the_model_cannot_take_are_left_out_and_named():
+    listed = [
+        SimpleNamespace(name="good", input_schema={"type": "object", "properties": {"q": {"type": "string"}}}),
+        SimpleNamespace(name="no_object", input_schema={"type": "string"}),
+        SimpleNamespace(name="bad_properties", input_schema={"type": "object", "properties": ["q"]}),
+        SimpleNamespace(name="", input_schema={"type": "object"}),
+    ]
+    good, broken = usable_tools(listed)
+    assert [t.name for t in good] == ["good"] and broken == ["no_object", "bad_properties", "(unnamed)"]
+
+
+def test_content_the_model_cannot_take_is_described_in_one_line():
+    parts = [
+        SimpleNamespace(type="text", text="rows: 3"),
+        SimpleNamespace(type="image", data="aGVsbG8=" * 1000, mime_type="image/png"),
+        SimpleNamespace(type="resource", resource=SimpleNamespace(uri="file:///x.bin", blob="AAAA")),
+        SimpleNamespace(type="hologram"),
+    ]
+    text = result_text(SimpleNamespace(content=parts, structured_content=None, is_error=False))
+    assert text.splitlines() == [
+        "rows: 3",
+        "(image/png from the server, about 6,000 bytes: not shown)",
+        "(binary resource file:///x.bin: not shown)",
+        "(hologram content: not shown)",
+    ]

@@ -150,7 +150,7 @@ class McpServer:
             self._end()
             self.state, self.detail = "not started", "interrupted while starting"
             raise
-        self.tools, self.broken = _usable(listed)
+        self.tools, self.broken = usable_tools(listed)
         self.state, self.detail = "ready", f"{len(self.tools)} tools"
         return True
 
@@ -283,7 +283,11 @@ class McpServer:
         return False
 
     def status(self) -> ServerStatus:
-        return ServerStatus(self.name, self.state, self.detail, tuple(t.name for t in self.tools))
+        detail = self.detail
+        if self.broken:
+            skipped = ", ".join(self.broken[:5]) + (" ..." if len(self.broken) > 5 else "")
+            detail = f"{detail}; left out (an input schema the model cannot be given, or a name taken): {skipped}"
+        return ServerStatus(self.name, self.state, detail, tuple(t.name for t in self.tools))
 
 
 def _reason(exc: BaseException) -> str:
@@ -294,7 +298,7 @@ def _reason(exc: BaseException) -> str:
     return text if len(text) <= 200 else text[:199] + "…"
 
 
-def _usable(listed: list[Any]) -> tuple[list[Any], list[str]]:
+def usable_tools(listed: list[Any]) -> tuple[list[Any], list[str]]:
     """Tools whose input schema is a JSON object schema; the others, by name, to report."""
     good, broken = [], []
     for item in listed:
