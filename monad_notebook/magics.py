@@ -214,8 +214,12 @@ class MonadMagics(Magics):
         session = self.session()
         gate = session.approve
         allowed = isinstance(gate, ApprovalGate) and gate.allowed_for_session
+        subjects = gate.allowed if isinstance(gate, ApprovalGate) else set()
+        servers = {s.removeprefix("mcp:") for s in subjects if s.startswith("mcp:")}
         approval = session.config.tools.python.approval
-        print(status_sentences(session.status(), approval=approval, allowed_for_session=allowed))
+        print(
+            status_sentences(session.status(), approval=approval, allowed_for_session=allowed, allowed_servers=servers)
+        )
 
     def _cmd_sessions(self, rest: list[str]) -> None:
         self._want(rest, 0, "sessions")

@@ -87,17 +87,22 @@ def _indexing_sentences(unindexed: int, checking: bool) -> list[str]:
     return [f"In the background, recall is still {' and '.join(doing)}; it finds those messages once they are indexed."]
 
 
-def mcp_sentence(server: Any) -> str:
-    """One line per MCP server: its state and its tools (or why it has none)."""
+def mcp_sentence(server: Any, allowed: bool = False) -> str:
+    """One line per MCP server: its state and its tools (or why it has none), and whether it still asks."""
     tools = ", ".join(server.tools) if server.tools else "none"
     if server.state == "ready":
         left_out = server.detail.partition("; ")[2]
-        return f"MCP server {server.name}: ready, tools {tools}" + (f" ({left_out})." if left_out else ".")
+        said = f"MCP server {server.name}: ready, tools {tools}" + (f" ({left_out})." if left_out else ".")
+        if allowed:
+            said += f' Its calls run without asking for the rest of this session ("allow {server.name}").'
+        return said
     detail = f" ({server.detail})" if server.detail else ""
     return f"MCP server {server.name}: {server.state}{detail}."
 
 
-def status_sentences(status: dict[str, Any], *, approval: str, allowed_for_session: bool) -> str:
+def status_sentences(
+    status: dict[str, Any], *, approval: str, allowed_for_session: bool, allowed_servers: set[str] = frozenset()
+) -> str:
     """``Session.status()`` told as a few sentences a person reads top to bottom."""
     window = int(status.get("context_window") or 0)
     occupancy = int(status.get("occupancy") or 0)
@@ -121,7 +126,7 @@ def status_sentences(status: dict[str, Any], *, approval: str, allowed_for_sessi
         lines.append(f"Clearing old tool results has saved {reclaimed:,} tokens; each stays readable by its handle.")
     lines.append(cost_sentence(status))
     lines.append(python_sentence(approval, allowed_for_session))
-    lines += [mcp_sentence(server) for server in status.get("mcp_servers") or []]
+    lines += [mcp_sentence(server, server.name in allowed_servers) for server in status.get("mcp_servers") or []]
     extra = {k: v for k, v in status.items() if k not in KNOWN and k not in COST_KEYS}
     if extra:
         lines.append("Also: " + ", ".join(f"{k} {v}" for k, v in extra.items()) + ".")

@@ -47,7 +47,7 @@ def test_a_kernel_asks_before_the_first_call_then_allows_the_server_and_leaves_n
                 prompts.append(msg["content"]["prompt"])
                 frontend.kc.input("a")
 
-            reply = frontend.run("%%monad --session tools\nUse the probe.", stdin=type_reply)
+            reply = frontend.run("%%monad\nUse the probe.", stdin=type_reply)
             shown = frontend.text()
             status = frontend.run("%monad status")
             listed = frontend.text()
@@ -60,14 +60,13 @@ def test_a_kernel_asks_before_the_first_call_then_allows_the_server_and_leaves_n
     assert len(prompts) == 1 and "[y/N, a = allow probe for this session]" in prompts[0]
     assert "call a tool of the MCP server probe" in shown and '"text": "from the kernel"' in shown
     assert results[0] == "from the kernel" and "Done." in shown
-    assert "MCP server probe: ready, tools echo, big, crash, pid." in listed
+    assert "MCP server probe: ready, tools echo, big, crash, pid. Its calls run without asking" in listed
     from monad_notebook.store.lance import LanceStore
 
     store = LanceStore(isolated_env.parent / "monad-home" / "db")
     try:
-        decided = [
-            (e.data["decision"], e.data["via"], e.data["subject"]) for e in store.list_events("tools", kind=ev.APPROVAL)
-        ]
+        events = store.list_events("default", kind=ev.APPROVAL)
+        decided = [(e.data["decision"], e.data["via"], e.data["subject"]) for e in events]
     finally:
         store.close()
     assert decided == [("allow for session", "prompt", "mcp:probe"), ("run", "session", "mcp:probe")]
