@@ -91,8 +91,10 @@ def mcp_sentence(server: Any, allowed: bool = False) -> str:
     """One line per MCP server: its state and its tools (or why it has none), and whether it still asks."""
     tools = ", ".join(server.tools) if server.tools else "none"
     if server.state == "ready":
-        left_out = server.detail.partition("; ")[2]
-        said = f"MCP server {server.name}: ready, tools {tools}" + (f" ({left_out})." if left_out else ".")
+        said = f"MCP server {server.name}: ready, tools {tools}."
+        if server.left_out:
+            shown = ", ".join(server.left_out[:5]) + (" ..." if len(server.left_out) > 5 else "")
+            said += f" Left out (a schema the model cannot be given, or a name taken): {shown}."
         if allowed:
             said += f' Its calls run without asking for the rest of this session ("allow {server.name}").'
         return said

@@ -38,28 +38,21 @@ from monad_notebook.widget.approval import (
 HERE = Path(__file__).resolve().parent
 SHOWN_WAIT = 2.0  # how long a frontend has to report that it drew the question
 
-DECIDED = {
-    "run": "approved: the code ran",
-    "skip": "skipped: the code did not run",
-    "allow for session": "approved, and python is allowed for the rest of this session",
-    "no answer": "no answer: the code did not run",
-    "cancelled": "interrupted: the code did not run",
+DECIDED = {  # filled with the question's Wording
+    "run": "approved: {done}",
+    "skip": "skipped: {not_done}",
+    "allow for session": "approved, and {allow} is allowed for the rest of this session",
+    "no answer": "no answer: {not_done}",
+    "cancelled": "interrupted: {not_done}",
     "not shown": "this frontend did not draw the question: it is asked at the input prompt",
 }
 _WHERE = {"cell": "in this cell", "panel": "in the panel"}
 
 
 def said(status: str, subject: str = PYTHON) -> str:
-    """How a question ended, in its subject's words (a tool is called, code runs)."""
-    text = DECIDED.get(status, status)
-    if subject == PYTHON:
-        return text
-    allow = wording(subject)[1]
-    return (
-        text.replace("the code ran", "the tool was called")
-        .replace("the code did not run", "the tool was not called")
-        .replace("python is allowed", f"{allow} is allowed")
-    )
+    """How a question ended, in its subject's words (the code ran, the tool was called)."""
+    words = wording(subject)
+    return DECIDED.get(status, status).format(done=words.done, not_done=words.not_done, allow=words.allow)
 
 
 Mirror = Callable[[PendingAnswer, str], Callable[[], None]]  # shows the question elsewhere; returns its clear()
@@ -90,14 +83,14 @@ class CellApproval(anywidget.AnyWidget):
     def __init__(
         self, code: str, pending: PendingAnswer, *, timeout: float = TIMEOUT, subject: str = PYTHON, **kwargs: Any
     ) -> None:
-        action, allow = wording(subject)
+        words = wording(subject)
         request = {
             "id": pending.id,
             "summary": summary(code),
             "html": code_html(code),
             "limit": within(timeout),
-            "action": action,
-            "allow": allow,
+            "action": words.action,
+            "allow": words.allow,
             "done": {status: said(status, subject).capitalize() + "." for status in DECIDED},
         }
         super().__init__(request=request, **kwargs)

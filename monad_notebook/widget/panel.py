@@ -193,14 +193,14 @@ class MonadPanel(anywidget.AnyWidget):
         view = approval_view(code)
         with self._state.lock:
             previous, self._pending = self._pending, pending
-            action, allow = wording(subject)
+            words = wording(subject)
             self.approval = {
                 "id": pending.id,
                 "code": code,
                 **view,
                 "timeout": timeout,
-                "action": action,
-                "allow": allow,
+                "action": words.action,
+                "allow": words.allow,
             }
         if previous is not None and previous is not pending:
             previous.resolve(False, via="panel")

@@ -8,7 +8,6 @@ import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -19,13 +18,13 @@ from monad_notebook.agent.tools.mcp import result_text, usable_tools
 from monad_notebook.cell.status import status_sentences
 from monad_notebook.config import Config
 from monad_notebook.testing import MemoryStore, ScriptedModel, tool_call
+from tests.mcp_probe import PROBE_SERVER, alive
 
-SERVER = str(Path(__file__).with_name("mcp_probe_server.py"))
 SECRET = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 
 
 def config(approval: str = "auto", **server: object) -> Config:
-    entry = {"command": sys.executable, "args": [SERVER], "approval": approval, "timeoutSeconds": 20, **server}
+    entry = {"command": sys.executable, "args": [PROBE_SERVER], "approval": approval, "timeoutSeconds": 20, **server}
     return Config.model_validate({"mcpServers": {"probe": entry}})
 
 
@@ -36,14 +35,6 @@ def session(cfg: Config, answers: list, **kwargs: object) -> tuple[Session, Scri
 
 def results(model: ScriptedModel) -> list[str]:
     return [m["content"] for m in model.calls[-1].messages if m["role"] == "tool"]
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def test_a_servers_tools_are_offered_under_their_own_names_and_answer_through_the_cascade():
@@ -101,8 +92,18 @@ def test_approval_off_and_nobody_to_ask_refuse_with_how_to_allow():
     assert "nobody approved this call" in results(model)[0] and "mcpServers.probe.approval" in results(model)[0]
 
 
-def test_a_server_that_does_not_start_is_reported_in_one_line_and_the_turn_goes_on():
-    broken = Config.model_validate({"mcpServers": {"gone": {"command": "/nonexistent/server", "approval": "auto"}}})
+GARBAGE = "import sys\nfor line in sys.stdin:\n    print('this is not JSON-RPC', flush=True)\n"
+
+
+@pytest.mark.parametrize("fault", ["missing", "garbage"])
+def test_a_server_that_does_not_start_is_reported_in_one_line_and_the_turn_goes_on(tmp_path, fault):
+    """A command that does not exist, and a process that answers anything but JSON-RPC."""
+    script = tmp_path / "garbage.py"
+    script.write_text(GARBAGE)
+    entry = (
+        {"command": "/nonexistent/server"} if fault == "missing" else {"command": sys.executable, "args": [str(script)]}
+    )
+    broken = Config.model_validate({"mcpServers": {"gone": {**entry, "approval": "auto", "timeoutSeconds": 3}}})
     s, _ = session(broken, ["still here"])
     try:
         reply = s.ask("hello")
@@ -169,7 +170,7 @@ def http_server():
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    process = subprocess.Popen([sys.executable, SERVER, "--http", str(port)], stderr=subprocess.DEVNULL)
+    process = subprocess.Popen([sys.executable, PROBE_SERVER, "--http", str(port)], stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/mcp"
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -194,7 +195,7 @@ def test_a_server_over_streamable_http_answers_as_one_over_stdio(http_server):
 
 def test_an_edit_of_the_list_applies_from_the_next_turn_and_stops_a_removed_server(tmp_path):
     path = tmp_path / "agents.json"
-    entry = {"command": sys.executable, "args": [SERVER], "approval": "auto"}
+    entry = {"command": sys.executable, "args": [PROBE_SERVER], "approval": "auto"}
     path.write_text(json.dumps({"mcpServers": {"probe": entry}}))
     model = ScriptedModel([tool_call("mcp__probe__pid", {}), "first", "second"], context_window=100_000)
     s = Session("s", config=path, store=MemoryStore(), model=model)
@@ -213,22 +214,6 @@ def test_an_edit_of_the_list_applies_from_the_next_turn_and_stops_a_removed_serv
     while alive(pid) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not alive(pid)
-
-
-def test_a_server_that_answers_garbage_is_reported_in_one_line_and_the_turn_goes_on(tmp_path):
-    garbage = tmp_path / "garbage.py"
-    garbage.write_text("import sys\nfor line in sys.stdin:\n    print('this is not JSON-RPC', flush=True)\n")
-    cfg = Config.model_validate(
-        {"mcpServers": {"noise": {"command": sys.executable, "args": [str(garbage)], "timeoutSeconds": 3}}}
-    )
-    s, _ = session(cfg, ["still here"])
-    try:
-        reply = s.ask("hello")
-        (status,) = s.status()["mcp_servers"]
-    finally:
-        s.close()
-    assert reply.text == "still here"
-    assert status.state != "ready" and "did not start" in status.detail and "\n" not in status.detail
 
 
 def test_tools_with_a_schema_the_model_cannot_take_are_left_out_and_named():

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -13,10 +12,10 @@ from monad_notebook.testing import FakeOpenAIServer, tool_call
 from tests.e2e.browser import ARTIFACTS
 from tests.e2e.jupyter import DARK_THEME, NO_NEWS, jupyter_server, write_notebook
 from tests.e2e.panel_page import AUDIT, THEMES
+from tests.mcp_probe import PROBE_SERVER
 
 QUESTION = "[data-role=cell-approval]"
 MCP_ECHO = "mcp__probe__echo"
-PROBE_SERVER = str(Path(__file__).resolve().parents[1] / "agent" / "mcp_probe_server.py")
 
 
 def printing(word: str) -> dict:

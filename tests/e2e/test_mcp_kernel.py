@@ -3,27 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from monad_notebook import events as ev
 from monad_notebook.testing import FakeOpenAIServer, tool_call
 from tests.e2e.kernel_frontend import Frontend
+from tests.mcp_probe import PROBE_SERVER, alive
 
 pytestmark = pytest.mark.slow
-SERVER = str(Path(__file__).resolve().parents[1] / "agent" / "mcp_probe_server.py")
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def test_a_kernel_asks_before_the_first_call_then_allows_the_server_and_leaves_no_process_behind(isolated_env):
@@ -31,7 +21,7 @@ def test_a_kernel_asks_before_the_first_call_then_allows_the_server_and_leaves_n
     with FakeOpenAIServer() as server:
         agents = {
             "models": {"main": {"model": "gpt-4.1-mini", "baseUrl": server.base_url, "maxRetries": 0}},
-            "mcpServers": {"probe": {"command": sys.executable, "args": [SERVER]}},
+            "mcpServers": {"probe": {"command": sys.executable, "args": [PROBE_SERVER]}},
         }
         (isolated_env / "agents.json").write_text(json.dumps(agents))
         server.queue(

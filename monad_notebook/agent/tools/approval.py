@@ -41,12 +41,21 @@ class QuestionInterrupted(KeyboardInterrupt):
 PYTHON = "python"
 
 
-def wording(subject: str) -> tuple[str, str]:
-    """What the agent wants, and what "allow for this session" allows: in the question's words."""
+@dataclass(frozen=True)
+class Wording:
+    """A question's subject in its own words: what the agent wants, what "allow" allows, how it ended."""
+
+    action: str  # "run this code"
+    allow: str  # "python"
+    done: str  # "the code ran"
+    not_done: str  # "the code did not run"
+
+
+def wording(subject: str) -> Wording:
     if subject == PYTHON:
-        return "run this code", "python"
+        return Wording("run this code", "python", "the code ran", "the code did not run")
     server = subject.removeprefix("mcp:")
-    return f"call a tool of the MCP server {server}", f"{server}"
+    return Wording(f"call a tool of the MCP server {server}", server, "the tool was called", "the tool was not called")
 
 
 def within(seconds: float) -> str:
@@ -124,11 +133,8 @@ class ApprovalGate:
         )
 
 
-PROMPT_CHOICES = "[y/N, a = allow python for this session]"
-
-
 def prompt_choices(subject: str) -> str:
-    return f"[y/N, a = allow {wording(subject)[1]} for this session]"
+    return f"[y/N, a = allow {wording(subject).allow} for this session]"
 
 
 def stdin_asker(shell: Any = None, timeout: Seconds = lambda: TIMEOUT) -> Asker:
@@ -151,14 +157,14 @@ def stdin_asker(shell: Any = None, timeout: Seconds = lambda: TIMEOUT) -> Asker:
 
         facts, seconds = summary(code), timeout()
         bound = f"; no answer in {within(seconds)}: not run" if in_kernel else ""
-        action = wording(subject)[0]
+        words = wording(subject)
+        action = words.action
         print(f"The agent wants to {action} ({facts}{bound}):\n\n{terminal_view(code)}\n", flush=True)
         try:
             with TimeLimit(seconds if in_kernel else None):
                 reply = input(f"{action.capitalize()} ({facts})? {prompt_choices(subject)} ").strip().lower()
         except CodeTimedOut:
-            outcome = "the code did not run" if subject == PYTHON else "the tool was not called"
-            print(f"No answer in {within(seconds)}: {outcome}.", flush=True)
+            print(f"No answer in {within(seconds)}: {words.not_done}.", flush=True)
             return Answer(None, via="prompt")
         except (StdinNotImplementedError, EOFError):
             return Answer(None, via="prompt")

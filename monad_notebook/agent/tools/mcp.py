@@ -57,6 +57,7 @@ class ServerStatus:
     state: str  # not started | ready | down
     detail: str
     tools: tuple[str, ...]
+    left_out: tuple[str, ...] = ()  # tools with a schema the model cannot be given, or a name already taken
 
 
 class _Loop:
@@ -103,7 +104,7 @@ class McpServer:
         self.state = "not started"
         self.detail = ""
         self.tools: list[Any] = []  # the SDK's Tool objects, as listed at start
-        self.broken: list[str] = []  # tools skipped for a schema the model cannot be given
+        self.left_out: list[str] = []  # tools not offered: a schema the model cannot be given, or a name taken
         self._restarts = 0
         self._lock = threading.Lock()
         self._session: Any = None
@@ -134,6 +135,8 @@ class McpServer:
             return False
         loop = _LOOP.get()
         started: concurrent.futures.Future[list[Any]] = concurrent.futures.Future()
+        if self._errlog is not None:
+            self._errlog.close()
         self._errlog = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")  # noqa: SIM115 - the server's life
         self._task = asyncio.run_coroutine_threadsafe(self._serve(started), loop)
         _OPEN.add(self)
@@ -150,7 +153,7 @@ class McpServer:
             self._end()
             self.state, self.detail = "not started", "interrupted while starting"
             raise
-        self.tools, self.broken = usable_tools(listed)
+        self.tools, self.left_out = usable_tools(listed)
         self.state, self.detail = "ready", f"{len(self.tools)} tools"
         return True
 
@@ -238,6 +241,9 @@ class McpServer:
             self._end()
             if self.state == "ready":
                 self.state, self.detail = "not started", "stopped"
+            if self._errlog is not None:
+                self._errlog.close()
+                self._errlog = None
             _OPEN.discard(self)
 
     # --- calls ----------------------------------------------------------------------
@@ -283,11 +289,7 @@ class McpServer:
         return False
 
     def status(self) -> ServerStatus:
-        detail = self.detail
-        if self.broken:
-            skipped = ", ".join(self.broken[:5]) + (" ..." if len(self.broken) > 5 else "")
-            detail = f"{detail}; left out (an input schema the model cannot be given, or a name taken): {skipped}"
-        return ServerStatus(self.name, self.state, detail, tuple(t.name for t in self.tools))
+        return ServerStatus(self.name, self.state, self.detail, tuple(t.name for t in self.tools), tuple(self.left_out))
 
 
 def _reason(exc: BaseException) -> str:
@@ -373,7 +375,8 @@ class McpServers:
             for listed in server.tools:
                 name = tool_name(server.name, listed.name)
                 if name in taken:
-                    server.broken.append(listed.name)
+                    if listed.name not in server.left_out:
+                        server.left_out.append(listed.name)
                     continue
                 taken.add(name)
                 offered.append(_as_tool(server, listed, name))
