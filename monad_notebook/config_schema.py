@@ -104,6 +104,7 @@ class ModelConfig(_Section):
     timeout_seconds: Seconds = 60.0
     max_retries: NonNegativeInt = 4
     cache: CacheConfig = Field(default_factory=CacheConfig)
+    vision: bool | Literal["auto"] = "auto"  # send images: auto is on for model names known to take them
 
     @field_validator("max_output_tokens")
     @classmethod
@@ -188,6 +189,14 @@ class ToolOutputConfig(_Section):
     raw_cap_bytes: PositiveInt = 10_000_000
 
 
+class ImagesConfig(_Section):
+    """Images the user's code displays: how they are kept and sent to a model that can see."""
+
+    max_side: Annotated[int, Field(ge=64, le=4096)] = 1024  # longest side in pixels, scaled down to it
+    detail: Literal["auto", "low", "high"] = "auto"
+    max_per_result: Annotated[int, Field(ge=0, le=64)] = 8  # beyond it, a result names the rest in one line
+
+
 class EvictionConfig(_Section):
     enabled: bool = True
     at_fraction: Fraction = 0.5
@@ -270,6 +279,7 @@ class RedactionConfig(_Section):
 
 class ContextConfig(_Section):
     tool_output: ToolOutputConfig = Field(default_factory=ToolOutputConfig)
+    images: ImagesConfig = Field(default_factory=ImagesConfig)
     eviction: EvictionConfig = Field(default_factory=EvictionConfig)
     summarize: SummarizeConfig = Field(default_factory=SummarizeConfig)
     recitation: RecitationConfig = Field(default_factory=RecitationConfig)

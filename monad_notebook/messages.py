@@ -1,11 +1,14 @@
 """The transcript's unit: one chat message, as stored and as sent.
 
 The store always keeps a message's original ``content``. What the model is sent may
-differ: an evicted tool result is sent as its ``placeholder`` instead.
+differ: an evicted tool result is sent as its ``placeholder`` instead. A tool result may
+carry images (a chart the code displayed): kept as bytes beside the message, described in
+one line inside its text, sent to a model that can see while the result is not evicted.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 import uuid
@@ -42,6 +45,36 @@ class ToolCall:
         return {"id": self.id, "name": self.name, "arguments": self.arguments}
 
 
+IMAGE_PREFIX = "img_"
+IMAGES_CLEARED = "[images cleared from the prompt"  # how an image-only eviction's note starts
+
+
+def new_image_id() -> str:
+    """A short handle the model can quote back (``img_3f9a2c41d0``)."""
+    return IMAGE_PREFIX + uuid.uuid4().hex[:10]
+
+
+@dataclass(frozen=True)
+class Image:
+    """One image a tool result carries: scaled bytes and the line that describes it."""
+
+    id: str  # the handle: view_image(id) shows it again
+    mime: str  # image/png or image/jpeg
+    width: int
+    height: int
+    data: bytes = field(repr=False)
+    description: str = ""  # what was plotted, in one line (from the code's title and axis labels)
+
+    def data_url(self) -> str:
+        """The image as Chat Completions' ``image_url`` takes it inline."""
+        return f"data:{self.mime};base64,{base64.b64encode(self.data).decode('ascii')}"
+
+    def line(self) -> str:
+        """How the image appears in its result's text, for every model and for recall."""
+        about = f": {self.description}" if self.description else ""
+        return f"[image {self.id}{about} ({self.width}x{self.height} {self.mime.split('/')[-1]})]"
+
+
 @dataclass
 class Message:
     role: Role
@@ -56,11 +89,24 @@ class Message:
     name: str = ""  # the tool's name, on tool messages
     placeholder: str = ""  # set when evicted: sent instead of content
     redacted: bool = False  # a secret was removed from this tool result: it gets no recovery handle
+    images: list[Image] = field(default_factory=list, repr=False)  # on tool messages; stored beside them
     created_at: float = field(default_factory=time.time)
 
     @property
     def evicted(self) -> bool:
         return bool(self.placeholder)
+
+    @property
+    def images_cleared(self) -> bool:
+        """Only its images were evicted: the placeholder is its whole text plus a note with their handles."""
+        if not self.images or not self.placeholder.startswith(self.content):
+            return False
+        return self.placeholder[len(self.content) :].lstrip().startswith(IMAGES_CLEARED)
+
+    @property
+    def sends_images(self) -> bool:
+        """Its images go to a model that sees while the result is sent whole (not evicted, images not cleared)."""
+        return bool(self.images) and not self.placeholder
 
     @property
     def sent_content(self) -> str:

@@ -166,9 +166,11 @@ class Session:
             recall=self.cascade.recall,
             recall_snippet_chars=self.config.context.recall.snippet_chars,
             recall_unindexed=lambda: self.cascade.indexing()["unindexed"],
+            images_config=self.config.context.images,
+            sees_images=self.window.frame.image_detail is not None,
         )
         text = run_tool(self.tools, ctx, call.name, call.arguments)
-        return ToolOutput(text, redacted=ctx.redacted, outcome=ctx.outcome)
+        return ToolOutput(text, redacted=ctx.redacted, outcome=ctx.outcome, images=tuple(ctx.images))
 
     def emit(self, kind: str, **data: Any) -> None:
         """Tell listeners now; persisted kinds are written with the step, or at once from a worker thread.

@@ -24,6 +24,7 @@ from monad_notebook.context.occupancy.tokens import TokenCounter
 from monad_notebook.context.window import Frame
 from monad_notebook.errors import ConfigError
 from monad_notebook.provider import ChatModel, context_window_for
+from monad_notebook.provider.vision import sees_images
 
 
 @dataclass(frozen=True)
@@ -72,10 +73,12 @@ def prepare_setup(
     check_root(cfg, root)
     if counter is None or counter.model != model.name:
         counter = TokenCounter(model.name)
+    sees = sees_images(cfg.models.main.vision, model.name, declared=getattr(model, "vision", None))
     tools = configured_tools(
         python_approval=cfg.tools.python.approval,
         persist_raw=cfg.context.tool_output.persist_raw,
         recall_on=cfg.context.recall.enabled,
+        sees_images=sees,
         extra=[*(mcp.tools(cfg.mcp_servers) if mcp is not None else []), *extra_tools],
     )
     window = cfg.models.main.context_window or getattr(model, "context_window", None)
@@ -85,7 +88,11 @@ def prepare_setup(
         counter=counter,
         lossless=LosslessStage(cfg.context, counter),
         tools=tools,
-        frame=Frame(cfg.agent.system_prompt or SYSTEM_PROMPT, [t.schema() for t in tools.values()]),
+        frame=Frame(
+            cfg.agent.system_prompt or SYSTEM_PROMPT,
+            [t.schema() for t in tools.values()],
+            image_detail=cfg.context.images.detail if sees else None,
+        ),
         context_window=window or context_window_for(model.name, None),
     )
 

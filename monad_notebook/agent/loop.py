@@ -167,7 +167,7 @@ class Turn:
                 results.extend(io.cascade.tool_message(c, NOT_RUN_RESULT) for c in calls[index + 1 :])
                 io.commit([assistant, *results])
                 raise
-            result = io.cascade.tool_message(call, output.text, redacted=output.redacted)
+            result = io.cascade.tool_message(call, output.text, redacted=output.redacted, images=output.images)
             results.append(result)
             self.reply.tool_calls += 1
             self.reply.tool_names.append(call.name)

@@ -15,7 +15,7 @@ The session talks to the cascade only, never to its stages.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from monad_notebook import events as ev
@@ -36,7 +36,7 @@ from monad_notebook.context.window import Frame, Window
 from monad_notebook.errors import ContextLengthError, SessionBusyError
 from monad_notebook.events import Emit, EventBus
 from monad_notebook.memory import MemoryService
-from monad_notebook.messages import Message, ToolCall
+from monad_notebook.messages import Image, Message, ToolCall
 from monad_notebook.provider.local_embedder import Embedder, make_embedder
 from monad_notebook.store.base import LedgerEntry, Store, Summary
 from monad_notebook.store.lease import TurnLease
@@ -114,11 +114,14 @@ class Cascade:
 
     # --- per result -----------------------------------------------------------------
 
-    def tool_message(self, call: ToolCall, text: str, *, redacted: bool = False) -> Message:
-        """The tool message for ``call``: redacted, truncated, its full text queued for spill."""
+    def tool_message(
+        self, call: ToolCall, text: str, *, redacted: bool = False, images: Sequence[Image] = ()
+    ) -> Message:
+        """The tool message for ``call``: redacted, truncated, its full text queued for spill; its images kept."""
         message = self.window.new_message("tool", "")
         message.tool_call_id = call.id
         message.name = call.name
+        message.images = list(images)
         self.lossless.process_result(message, text, redacted=redacted)
         return message
 
@@ -129,6 +132,9 @@ class Cascade:
         spilled = self.lossless.take_spill()
         if spilled:
             self.store.save_raw_outputs(session, spilled)
+        images = {m.tool_call_id: m.images for m in messages if m.images}
+        if images:
+            self.store.save_images(session, images)
         self.window.wrote(self.store.append_messages(messages))
         self.window.extend(messages)
         self.turn_stages.index(session, messages)

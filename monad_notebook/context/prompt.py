@@ -11,18 +11,22 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from monad_notebook.messages import Message
+from monad_notebook.messages import Image, Message
 
 PLAN_NOTE = "(a reminder from your own running summary, not a new request)"
+IMAGES_NOTE = "(the images the tool results above displayed to the user)"
 
 
 @dataclass
 class PromptPart:
-    kind: str  # system | memory | summary | message | tool_result | placeholder | related_context | plan | tools
+    kind: (
+        str  # system | memory | summary | message | tool_result | placeholder | image | related_context | plan | tools
+    )
     role: str
     text: str
     source: Message | None = None  # the window message, when the part is one sent unchanged
     tokens: int = 0
+    image: Image | None = None  # on image parts: sent after its text, as an image_url
 
 
 @dataclass
@@ -32,6 +36,7 @@ class Prompt:
     groups: list[list[PromptPart]] = field(default_factory=list)  # the parts of each message, in order
     raw_tokens: int | None = None  # the uncalibrated count, once a session has counted it
     tools_tokens: int | None = None  # the uncalibrated count of the tool schemas alone
+    image_detail: str | None = None  # how images are sent (None: they are not)
 
     def record(self, turn: int, step: int, total: int, tools_tokens: int) -> dict[str, Any]:
         """A JSON-able account of this prompt, for the inspector and the panel.
@@ -74,7 +79,7 @@ def _calls(part: PromptPart) -> dict[str, Any]:
 
 def _kind_of(message: Message) -> str:
     if message.role == "tool":
-        return "placeholder" if message.evicted else "tool_result"
+        return "placeholder" if message.evicted and not message.images_cleared else "tool_result"
     return "message"
 
 
@@ -87,14 +92,25 @@ def assemble(
     tools: list[dict[str, Any]],
     related: Mapping[str, str] | None = None,
     plan: str | None = None,
+    image_detail: str | None = None,
 ) -> Prompt:
     """System prompt (+ memory), the window with the summary folded into the first user message,
     each related-context block on the user message it was found for (``related``: message id ->
-    block), and the plan anchor last."""
+    block), and the plan anchor last.
+
+    With ``image_detail`` (a model that sees), the images of the tool results not evicted follow
+    their round's results as one user message: a tool message carries text only.
+    """
     groups: list[list[PromptPart]] = [[PromptPart("system", "system", system)]]
     if memory:
         groups[0].append(PromptPart("memory", "system", memory))
-    groups.extend([PromptPart(_kind_of(m), m.role, m.sent_content, source=m)] for m in window)
+    for index, message in enumerate(window):
+        groups.append([PromptPart(_kind_of(message), message.role, message.sent_content, source=message)])
+        ends_results = message.role == "tool" and (index + 1 == len(window) or window[index + 1].role != "tool")
+        if image_detail is not None and ends_results:
+            images = _images_of_results(window, index)
+            if images:
+                groups.append(images)
     if summary:
         folded = PromptPart("summary", "user", f"<summary>\n{summary}\n</summary>")
         if len(groups) > 1 and groups[1][0].role == "user":
@@ -108,21 +124,50 @@ def assemble(
             group.append(PromptPart("related_context", "user", block))
     if plan:
         groups.append([PromptPart("plan", "user", f"<plan>\n{PLAN_NOTE}\n{plan}\n</plan>")])
-    return Prompt(messages=[_message(g) for g in groups], tools=tools, groups=groups)
+    messages = [_message(g, image_detail) for g in groups]
+    return Prompt(messages=messages, tools=tools, groups=groups, image_detail=image_detail)
 
 
-def _message(group: list[PromptPart]) -> dict[str, Any]:
+def _images_of_results(window: list[Message], last: int) -> list[PromptPart]:
+    """Image parts for the run of tool results ending at ``last`` (those still sending images)."""
+    first = last
+    while first > 0 and window[first - 1].role == "tool":
+        first -= 1
+    images = [image for message in window[first : last + 1] if message.sends_images for image in message.images]
+    return [PromptPart("image", "user", image.line(), image=image) for image in images]
+
+
+def _message(group: list[PromptPart], image_detail: str | None = None) -> dict[str, Any]:
     if len(group) == 1 and group[0].source is not None:
         return group[0].source.to_openai()
+    if any(p.image is not None for p in group):
+        return {"role": "user", "content": _image_content(group, image_detail or "auto")}
     anchor = next((p.source for p in group if p.source is not None), None)
     out = anchor.to_openai() if anchor is not None else {"role": group[0].role}
     out["content"] = "\n\n".join(p.text for p in group)
     return out
 
 
-def count_parts(prompt: Prompt, message_tokens: Callable[[Message], int], count_text: Callable[[str], int]) -> None:
+def _image_content(group: list[PromptPart], detail: str) -> list[dict[str, Any]]:
+    """Chat Completions content parts: a note, then each image's line followed by the image."""
+    content: list[dict[str, Any]] = [{"type": "text", "text": IMAGES_NOTE}]
+    for part in group:
+        content.append({"type": "text", "text": part.text})
+        if part.image is not None:
+            content.append({"type": "image_url", "image_url": {"url": part.image.data_url(), "detail": detail}})
+    return content
+
+
+def count_parts(
+    prompt: Prompt,
+    message_tokens: Callable[[Message], int],
+    count_text: Callable[[str], int],
+    count_image: Callable[[Image, str], int],
+) -> None:
     """Fill each part's token count: cached per window message, counted for everything else."""
     for group in prompt.groups:
         for part in group:
             pure = len(group) == 1 and part.source is not None
             part.tokens = message_tokens(part.source) if pure and part.source else count_text(part.text)
+            if part.image is not None:
+                part.tokens += count_image(part.image, prompt.image_detail or "auto")

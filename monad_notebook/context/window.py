@@ -26,6 +26,7 @@ class Frame:
 
     system: str = ""
     tools: list[dict[str, Any]] = field(default_factory=list)
+    image_detail: str | None = None  # how the model is sent images; None: it does not see them
 
 
 class Window:
@@ -62,6 +63,10 @@ class Window:
         boundary = self.summary.boundary_seq if self.summary else -1
         stored = store.load_messages(self.session, after_seq=boundary)
         self.messages = answered_calls_only(stored)
+        results = [m for m in self.messages if m.role == "tool" and m.tool_call_id]
+        images = store.load_images(self.session, [m.tool_call_id for m in results]) if results else {}
+        for message in results:
+            message.images = images.get(message.tool_call_id, [])
         self.related = {}
         self.next_seq = (stored[-1].seq if stored else boundary) + 1
         self.turn = max((m.turn for m in stored), default=0)
@@ -197,7 +202,7 @@ class Window:
             self.frame.system,
             self.blocks.get("memory", ""),
             self.summary.text if self.summary else None,
-            tuple((m.id, m.placeholder) for m in self.messages),
+            tuple((m.id, m.placeholder, len(m.images)) for m in self.messages),
             self._frame_version,  # a reload may change the tools' schemas
             tuple(self.related.items()),
             self.blocks.get("plan"),
@@ -213,6 +218,7 @@ class Window:
             tools=self.frame.tools,
             related=self.related,
             plan=plan,
+            image_detail=self.frame.image_detail,
         )
         self._last_prompt = (inputs, prompt)
         return prompt

@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from monad_notebook.errors import StoreError
 from monad_notebook.events import Event
-from monad_notebook.messages import Message
+from monad_notebook.messages import Image, Message
 
 
 @dataclass
@@ -157,13 +157,14 @@ class Sessions(Protocol):
     ) -> SessionRecord: ...
     def list_sessions(self) -> list[SessionRecord]: ...
     def delete_session(self, name: str) -> None:
-        """Remove the session and everything keyed to it (messages, raw outputs, summaries, events, embeddings)."""
+        """Remove the session and everything keyed to it (messages, raw outputs, images, summaries, events,
+        embeddings)."""
 
     def reset_session(self, name: str) -> None:
-        """Keep the session's record, drop its messages, raw outputs, summaries, events and embeddings."""
+        """Keep the session's record, drop its messages, raw outputs, images, summaries, events and embeddings."""
 
     def clone_session(self, source: str, target: str) -> SessionRecord:
-        """Branch: copy messages, summary, raw outputs and embeddings into an independent new session."""
+        """Branch: copy messages, summary, raw outputs, images and embeddings into an independent new session."""
 
 
 class Transcript(Protocol):
@@ -223,6 +224,22 @@ class ToolOutputs(Protocol):
 
     def get_raw_outputs(self, session: str, tool_call_ids: list[str]) -> dict[str, str]:
         """The saved full text of each of these tool calls that has one, in one read."""
+
+
+class Images(Protocol):
+    """Images tool results carry, as bytes, keyed by (session, tool_call_id, image id).
+
+    One image may belong to several results (``view_image`` shows an earlier one again).
+    """
+
+    def save_images(self, session: str, images: dict[str, list[Image]]) -> None:
+        """tool_call_id -> the images its result carries, in order, in one write."""
+
+    def load_images(self, session: str, tool_call_ids: Iterable[str]) -> dict[str, list[Image]]:
+        """The images of each of these results that has any, in the order they were shown; one read."""
+
+    def get_image(self, session: str, image_id: str) -> Image | None:
+        """One image by its handle, whichever result carries it."""
 
 
 class Summaries(Protocol):
@@ -313,7 +330,7 @@ class Events(Protocol):
     def list_events(self, session: str, *, kind: str | None = None) -> list[Event]: ...
 
 
-class Store(Sessions, Transcript, Claims, ToolOutputs, Summaries, Facts, SearchIndex, Events, Protocol):
+class Store(Sessions, Transcript, Claims, ToolOutputs, Images, Summaries, Facts, SearchIndex, Events, Protocol):
     """Every role at once: what a Session is given. A part of the code that needs one role asks for that one."""
 
     uri: str  # where the data lives, as a user would name it in an error message

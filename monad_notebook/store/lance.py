@@ -18,7 +18,7 @@ import pyarrow as pa
 from monad_notebook.config import Config
 from monad_notebook.errors import StoreError
 from monad_notebook.events import Event
-from monad_notebook.messages import Message, new_id
+from monad_notebook.messages import Image, Message, new_id
 from monad_notebook.store.base import LedgerEntry, MemoryFact, SessionRecord, Summary, clone_origin
 from monad_notebook.store.claims import LanceClaims
 from monad_notebook.store.rows import (
@@ -27,6 +27,8 @@ from monad_notebook.store.rows import (
     arrow_table,
     as_row,
     fact_from_row,
+    image_rows,
+    images_from_rows,
     message_from_row,
     message_row,
     newest_by,
@@ -121,7 +123,7 @@ class LanceStore:
 
     def _drop_history(self, name: str) -> None:
         """Skips tables with no rows for the name, so a no-op leaves no empty version."""
-        tables = ("messages", "tool_raw_outputs", "summaries", "events", TEXT_TABLE, "ledger")
+        tables = ("messages", "tool_raw_outputs", "images", "summaries", "events", TEXT_TABLE, "ledger")
         for table in (*tables, *self.tables.embedding_tables()):
             self.tables.delete(table, f"session = {sql_str(name)}")
 
@@ -147,6 +149,8 @@ class LanceStore:
                 self.save_summary(replace(summary, session=target))
             raws = self.tables.read("tool_raw_outputs", f"session = {sql_str(source)}")
             self.tables.add("tool_raw_outputs", [{**r, "session": target} for r in newest_by(raws, "tool_call_id")])
+            images = self.tables.read("images", f"session = {sql_str(source)}")
+            self.save_images(target, images_from_rows(images))
             return self.create_session(target, model=origin.model, parent=source, meta=origin.meta)
 
     # messages
@@ -251,6 +255,25 @@ class LanceStore:
             return set()
         where = f"session = {sql_str(session)} AND tool_call_id IN {sql_in(tool_call_ids)}"
         return {r["tool_call_id"] for r in self.tables.read("tool_raw_outputs", where, ["tool_call_id"])}
+
+    # images
+
+    def save_images(self, session: str, images: dict[str, list[Image]]) -> None:
+        rows = image_rows(session, {k: v for k, v in images.items() if v})
+        if rows:
+            self.tables.add("images", rows)
+
+    def load_images(self, session: str, tool_call_ids: Iterable[str]) -> dict[str, list[Image]]:
+        ids = list(tool_call_ids)
+        if not ids:
+            return {}
+        where = f"session = {sql_str(session)} AND tool_call_id IN {sql_in(ids)}"
+        return images_from_rows(self.tables.read("images", where))
+
+    def get_image(self, session: str, image_id: str) -> Image | None:
+        where = f"session = {sql_str(session)} AND id = {sql_str(image_id)}"
+        found = images_from_rows(self.tables.read("images", where))
+        return next((image for kept in found.values() for image in kept), None)
 
     # summaries
 

@@ -8,17 +8,18 @@ from __future__ import annotations
 import json
 import math
 import re
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
 
 from monad_notebook.errors import StoreError
-from monad_notebook.messages import Message, ToolCall
+from monad_notebook.messages import Image, Message, ToolCall
 from monad_notebook.store.base import Chunk, EmbeddingHit, MemoryFact, SessionRecord
 
-TYPES = {"text": pa.string(), "int": pa.int64(), "float": pa.float64(), "bool": pa.bool_()}
-NULL_AS = {pa.string(): "", pa.int64(): 0, pa.float64(): 0.0, pa.bool_(): False}
+TYPES = {"text": pa.string(), "int": pa.int64(), "float": pa.float64(), "bool": pa.bool_(), "bytes": pa.binary()}
+NULL_AS = {pa.string(): "", pa.int64(): 0, pa.float64(): 0.0, pa.bool_(): False, pa.binary(): b""}
 
 
 def schema(spec: str) -> pa.Schema:
@@ -37,6 +38,10 @@ SCHEMAS: dict[str, pa.Schema] = {
         " tool_call_id:text name:text placeholder:text redacted:bool created_at:float"
     ),
     "tool_raw_outputs": schema("session:text! tool_call_id:text! text:text created_at:float"),
+    "images": schema(
+        "session:text! tool_call_id:text! id:text! position:int mime:text width:int height:int data:bytes"
+        " description:text created_at:float"
+    ),
     "summaries": schema("session:text! text:text boundary_seq:int tokens:int reflections:int created_at:float"),
     "memory_facts": schema("id:text! scope:text text:text created_at:float source:text"),
     "events": schema("id:text! session:text! kind:text data:text ts:float"),
@@ -242,3 +247,39 @@ def message_from_row(row: dict[str, Any]) -> Message:
     raw = row["tool_calls"]
     calls = [ToolCall(**c) for c in json.loads(raw)] if raw not in ("", "[]") else []
     return Message(**{**row, "tool_calls": calls})
+
+
+def image_rows(session: str, images: dict[str, list[Image]]) -> list[dict[str, Any]]:
+    for name in (session, *images):
+        sql_str(name)
+    now = time.time()
+    return [
+        {
+            "session": session,
+            "tool_call_id": tool_call_id,
+            "id": image.id,
+            "position": position,
+            "mime": image.mime,
+            "width": image.width,
+            "height": image.height,
+            "data": image.data,
+            "description": image.description,
+            "created_at": now,
+        }
+        for tool_call_id, kept in images.items()
+        for position, image in enumerate(kept)
+    ]
+
+
+def images_from_rows(rows: list[dict[str, Any]]) -> dict[str, list[Image]]:
+    """tool_call_id -> its images in order, one per (result, image id) (a repeated write is read once)."""
+    out: dict[str, list[Image]] = {}
+    seen: set[tuple[str, str]] = set()
+    for row in sorted(rows, key=lambda r: (r["created_at"], r["position"])):
+        key = (row["tool_call_id"], row["id"])
+        if key in seen:
+            continue
+        seen.add(key)
+        image = Image(row["id"], row["mime"], row["width"], row["height"], row["data"], row["description"] or "")
+        out.setdefault(row["tool_call_id"], []).append(image)
+    return out

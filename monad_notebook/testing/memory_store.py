@@ -22,7 +22,7 @@ from typing import Any
 
 from monad_notebook.errors import StoreError
 from monad_notebook.events import Event
-from monad_notebook.messages import Message, new_id
+from monad_notebook.messages import Image, Message, new_id
 from monad_notebook.store.base import (
     FORGET_AFTER_SECONDS,
     Chunk,
@@ -56,7 +56,9 @@ def _name(value: str) -> str:
 
 
 def _stored(message: Message) -> Message:
-    return replace(message, **{k: as_text(v) for k, v in asdict(message).items() if isinstance(v, str)})
+    """The row the messages table keeps: texts as LanceDB stores them, images left to their own table."""
+    texts = {k: as_text(v) for k, v in asdict(message).items() if isinstance(v, str)}
+    return replace(message, **texts, images=[])
 
 
 class MemoryStore:
@@ -72,6 +74,7 @@ class MemoryStore:
         self._messages: dict[str, dict[str, Message]] = defaultdict(dict)  # session -> id -> message
         self._claims: list[Claim] = []
         self._raw: dict[str, dict[str, str]] = defaultdict(dict)  # session -> tool_call_id -> text
+        self._images: dict[str, dict[str, list[Image]]] = defaultdict(dict)  # session -> tool_call_id -> images
         self._summaries: dict[str, list[Summary]] = defaultdict(list)
         self._ledger: dict[str, dict[str, LedgerEntry]] = defaultdict(dict)
         self._calibrations: dict[tuple[str, str], tuple[float, dict[str, Any]]] = {}
@@ -129,7 +132,7 @@ class MemoryStore:
             self._wrote("messages")
         if self._summaries.pop(name, None):
             self._wrote("summaries")
-        for kept in (self._raw, self._events, self._chunks, self._ledger, self._vectors):
+        for kept in (self._raw, self._images, self._events, self._chunks, self._ledger, self._vectors):
             kept.pop(name, None)
 
     def clone_session(self, source: str, target: str) -> SessionRecord:
@@ -151,6 +154,7 @@ class MemoryStore:
             if summary is not None:
                 self.save_summary(replace(summary, session=target))
             self._raw[target] = dict(self._raw.get(source, {}))
+            self._images[target] = {k: list(v) for k, v in self._images.get(source, {}).items()}
             return self.create_session(target, model=origin.model, parent=source, meta=origin.meta)
 
     # messages
@@ -232,6 +236,26 @@ class MemoryStore:
 
     def has_raw_outputs(self, session: str, tool_call_ids: list[str]) -> set[str]:
         return set(self.get_raw_outputs(session, tool_call_ids))
+
+    # images
+
+    def save_images(self, session: str, images: dict[str, list[Image]]) -> None:
+        with self._lock:
+            kept = self._images[_name(session)]
+            for tool_call_id, shown in images.items():
+                if shown:
+                    known = kept.setdefault(_name(tool_call_id), [])
+                    known.extend(i for i in shown if i.id not in {k.id for k in known})
+
+    def load_images(self, session: str, tool_call_ids: Iterable[str]) -> dict[str, list[Image]]:
+        with self._lock:
+            kept = self._images.get(_name(session), {})
+            return {i: list(kept[i]) for i in tool_call_ids if i in kept}
+
+    def get_image(self, session: str, image_id: str) -> Image | None:
+        with self._lock:
+            kept = self._images.get(_name(session), {})
+            return next((i for shown in kept.values() for i in shown if i.id == image_id), None)
 
     def search_raw_outputs(self, session: str, needle: str, limit: int) -> list[tuple[str, int, str]]:
         """Newest outputs first, as the LanceDB store answers (here: the latest saved first)."""

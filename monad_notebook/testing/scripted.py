@@ -75,7 +75,8 @@ class ScriptedModel:
 
     A queued ``str`` is a plain text answer and a queued Exception instance is raised. Usage is
     None (callers fall back to their own estimate) unless the answer carries one or ``usage``
-    computes one from the messages.
+    computes one from the messages. It sees no images unless ``vision=True`` (the
+    ``models.main.vision`` setting, when not "auto", decides instead).
     """
 
     text = staticmethod(text)
@@ -89,9 +90,11 @@ class ScriptedModel:
         name: str = "scripted",
         context_window: int = 8192,
         usage: Callable[[list[dict[str, Any]]], Usage] | None = None,
+        vision: bool = False,
     ) -> None:
         self.name = name
         self.context_window = context_window
+        self.vision = vision
         self.calls: list[RecordedCall] = []
         self._responses: deque[Scripted] = deque(responses)
         self._usage = usage

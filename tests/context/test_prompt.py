@@ -58,7 +58,7 @@ def test_evicted_results_are_sent_as_placeholders_and_labelled_so():
     prompt = assemble(system="sys", memory="", summary=None, window=window(), tools=[])
     tool = next(m for m in prompt.messages if m["role"] == "tool")
     assert tool["content"] == "[context-cleared] x" and tool["tool_call_id"] == "c1"
-    count_parts(prompt, lambda m: 7, len)
+    count_parts(prompt, lambda m: 7, len, lambda image, detail: 0)
     record = prompt.record(turn=1, step=1, total=3 + 5 * 7, tools_tokens=0)
     kinds = [p["kind"] for p in record["parts"]]
     assert kinds == ["tools", "system", "message", "message", "placeholder", "message", "message"]
@@ -67,7 +67,7 @@ def test_evicted_results_are_sent_as_placeholders_and_labelled_so():
 
 def test_a_records_parts_add_up_to_its_headline_whatever_the_calibration():
     prompt = assemble(system="sys", memory="", summary=None, window=window(), tools=[{"type": "function"}])
-    count_parts(prompt, lambda m: 7, len)
+    count_parts(prompt, lambda m: 7, len, lambda image, detail: 0)
     for total, tools_tokens in ((1_333, 900), (461, 0), (38, 38), (7, 0)):
         record = prompt.record(turn=1, step=1, total=total, tools_tokens=tools_tokens)
         assert sum(p["tokens"] for p in record["parts"]) == total

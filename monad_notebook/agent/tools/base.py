@@ -12,12 +12,13 @@ import re
 import types
 import typing
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from monad_notebook.config_schema import RecallConfig, ToolOutputConfig
+from monad_notebook.config_schema import ImagesConfig, RecallConfig, ToolOutputConfig
 from monad_notebook.errors import ToolError
+from monad_notebook.messages import Image
 
 if TYPE_CHECKING:
     from monad_notebook.context.recall.search import Passage
@@ -47,8 +48,11 @@ class ToolContext:
     recall: Callable[[str], list[Passage]] | None = None  # the session's recall search; None: recall is off
     recall_snippet_chars: int = RecallConfig().snippet_chars
     recall_unindexed: Callable[[], int] = lambda: 0  # stored messages recall cannot find yet
+    images_config: ImagesConfig = field(default_factory=ImagesConfig)
+    sees_images: bool = False  # the model is sent images (models.main.vision)
     redacted: bool = False  # set once a tool's own redaction took something out
     outcome: str = ""  # how the call went, when the tool says: "ok", "error" or "refused"
+    images: list[Image] = field(default_factory=list)  # what the call showed, each named by a line in its text
 
     def redact(self, text: str) -> str:
         """Redact ``text`` whole, before a tool cuts, numbers or formats it (the spec's order).
@@ -70,6 +74,7 @@ class ToolOutput:
     text: str
     redacted: bool = False
     outcome: str = ""  # "ok", "error", "refused", or "" when the tool does not say
+    images: tuple[Image, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from monad_notebook.agent.tools.base import Tool, ToolContext, tool
+from monad_notebook.agent.tools.figures import FigureRecorder
 from monad_notebook.agent.tools.time_limit import CodeTimedOut, TimeLimit
 
 CutPoint = Callable[..., int]  # Redactor.cut_point(text, at, *, forward) -> where to cut instead
@@ -151,6 +152,7 @@ class _Run:
     displays: list[str] = field(default_factory=list)
     value: str | None = None
     error: str | None = None
+    figures: FigureRecorder | None = None  # keeps the images displayed; None: images are only named
 
     def pause(self) -> None:
         self.stdout.paused += 1
@@ -164,18 +166,22 @@ class _Run:
         self.error = limit.message if isinstance(error, CodeTimedOut) else short_traceback(error)
 
     def record_display(self, data: dict[str, Any]) -> None:
-        text = str(data.get("text/plain", ""))
-        rich = sorted(k for k in data if k != "text/plain")
+        text = str(data.get("text/plain", "")).rstrip()
+        image = self.figures.record(data) if self.figures is not None else ""
+        rich = sorted(k for k in data if k != "text/plain" and not (image and k.startswith("image/")))
         shown = f" ({', '.join(rich)} shown to the user)" if rich else ""
-        self.displays.append(f"{text.rstrip()}{shown}" or "(an empty display)")
+        line = " ".join(part for part in (text, image) if part)
+        if line or shown or not self.figures or not self.figures.captured.left_out:
+            self.displays.append(f"{line}{shown}" or "(an empty display)")
 
     def render(self, cut_point: CutPoint | None = None) -> str:
         parts = []
         for label, text in (("stdout", self.stdout.text(cut_point)), ("stderr", self.stderr.text(cut_point))):
             if text.strip():
                 parts.append(f"{label}:\n{strip_ansi(text).rstrip()}")
-        if self.displays:
-            parts.append("displayed:\n" + "\n".join(strip_ansi(d) for d in self.displays))
+        left_out = self.figures.summary_line() if self.figures is not None else ""
+        if self.displays or left_out:
+            parts.append("displayed:\n" + "\n".join(strip_ansi(d) for d in [*self.displays, left_out] if d))
         if self.value is not None:
             value = strip_ansi(self.value).rstrip()
             parts.append(f"value:\n{value}" if "\n" in value else f"value: {value}")
@@ -284,8 +290,7 @@ def _short_path(filename: str) -> str:
     return filename
 
 
-def _run_in_shell(shell: Any, code: str, limit: TimeLimit) -> _Run:
-    run = _Run()
+def _run_in_shell(shell: Any, code: str, limit: TimeLimit, run: _Run) -> _Run:
     outer = getattr(shell.displayhook, "exec_result", None)  # the %%monad cell's own result, reset by run_cell
     try:
         with _recording(run, shell), limit:
@@ -302,9 +307,8 @@ def _run_in_shell(shell: Any, code: str, limit: TimeLimit) -> _Run:
     return run
 
 
-def _run_plain(namespace: dict[str, Any], code: str, limit: TimeLimit) -> _Run:
+def _run_plain(namespace: dict[str, Any], code: str, limit: TimeLimit, run: _Run) -> _Run:
     """No kernel (a script, a test): exec the body and eval a final expression."""
-    run = _Run()
     lines = code.splitlines(keepends=True)
     linecache.cache[_PLAIN_FILENAME] = (len(code), None, lines, _PLAIN_FILENAME)
     try:
@@ -360,7 +364,13 @@ def python(ctx: ToolContext, code: str) -> str:
         ctx.outcome = "refused"
         return refusal
     limit = TimeLimit(ctx.python_timeout)
-    run = _run_in_shell(ctx.shell, code, limit) if is_shell(ctx.shell) else _run_plain(ctx.namespace, code, limit)
+    redact = (lambda text: ctx.redactor.redact(text).text) if ctx.redactor is not None else (lambda text: text)
+    run = _Run(figures=FigureRecorder(ctx.images_config, code, redact))
+    if is_shell(ctx.shell):
+        _run_in_shell(ctx.shell, code, limit, run)
+    else:
+        _run_plain(ctx.namespace, code, limit, run)
+    ctx.images.extend(run.figures.captured.images if run.figures is not None else ())
     ctx.outcome = "error" if run.error else "ok"
     return run.render(ctx.redactor.cut_point if ctx.redactor is not None else None)
 

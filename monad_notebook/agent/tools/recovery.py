@@ -1,4 +1,7 @@
-"""read_tool_output: page back a truncated or evicted tool result by its tool-call id.
+"""read_tool_output and view_image: bring back what eviction cleared, by its handle.
+
+``read_tool_output`` pages back a truncated or evicted tool result by its tool-call id;
+``view_image`` shows an image an earlier result displayed again, by its ``img_`` handle.
 
 Truncation and eviction hide bytes the model may still need. When the full output was
 spilled to the store, reading it back is deterministic, whereas re-running the tool may
@@ -13,6 +16,7 @@ import json
 from monad_notebook.agent.tools.base import ToolContext, tool
 from monad_notebook.context.lossless.truncation import read_call, truncate_tool_output
 from monad_notebook.errors import ToolError
+from monad_notebook.messages import IMAGE_PREFIX
 
 MAX_ID_CHARS = 256
 MAX_GREP_MATCHES = 200
@@ -43,6 +47,28 @@ def read_tool_output(ctx: ToolContext, id: str, offset: int = 0, limit: int = 20
     cap = ctx.output_max_chars
     text = _grep(id, raw, grep, cap) if grep else _page(id, raw, offset, limit, cap)
     return truncate_tool_output(text, tool_call_id=id, max_chars=cap, recoverable=False)
+
+
+@tool
+def view_image(ctx: ToolContext, id: str) -> str:
+    """Look again at an image (a chart) an earlier tool result displayed, by its handle.
+
+    Use the handle from an [image img_...] line or an [images cleared ...] note; the image is
+    attached to this result.
+
+    Args:
+        id: The image's handle, e.g. img_3f9a2c41d0.
+    """
+    handle = id.strip()
+    if not handle.startswith(IMAGE_PREFIX) or len(handle) > MAX_ID_CHARS or ctx.store is None:
+        raise ToolError(f"view_image: {json.dumps(id[:80])} is not an image handle; they look like img_3f9a2c41d0")
+    image = ctx.store.get_image(ctx.session, handle)
+    if image is None:
+        raise ToolError(f"view_image: no image {json.dumps(handle)} in this session; check the handle")
+    ctx.images.append(image)
+    if not ctx.sees_images:
+        return f"{image.line()}: this model does not see images, so only its description is shown"
+    return f"{image.line()}: attached below"
 
 
 def _load(ctx: ToolContext, tool_call_id: str) -> str | None:
@@ -140,3 +166,4 @@ def search_tool_outputs(ctx: ToolContext, text: str) -> str:
 
 
 TOOLS = [read_tool_output, search_tool_outputs]
+IMAGE_TOOLS = [view_image]  # images are kept whatever tool_output.persistRaw says

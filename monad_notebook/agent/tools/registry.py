@@ -32,14 +32,21 @@ def default_tools(*, python_approval: str) -> list[Tool]:
 
 
 def configured_tools(
-    *, python_approval: str, persist_raw: bool, recall_on: bool = False, extra: list[Tool] | None = None
+    *,
+    python_approval: str,
+    persist_raw: bool,
+    recall_on: bool = False,
+    sees_images: bool = False,
+    extra: list[Tool] | None = None,
 ) -> dict[str, Tool]:
-    """The session's tool set by name: kernel tools, memory, recovery (when raw outputs are kept),
-    recall (when on), ``extra``.
+    """The session's tool set by name: kernel tools, memory, view_image (when the model sees images),
+    recovery (when raw outputs are kept), recall (when on), ``extra``.
 
     A tool in ``extra`` replaces a built-in one of the same name.
     """
     tools = [*default_tools(python_approval=python_approval), *memory.TOOLS]
+    if sees_images:
+        tools.extend(recovery.IMAGE_TOOLS)
     if persist_raw:
         tools.extend(recovery.TOOLS)
     if recall_on:

@@ -25,6 +25,11 @@ warm cache at a deep discount batches widely (never less than ``clear_at_least``
 (``d`` = 1) gains nothing by waiting, since the next request pays full price anyway, so it
 clears as deep as is lossless: every eligible result, as soon as there is one.
 
+Images go first. An image costs hundreds of tokens for what a line of text can name, so a
+pass over results that carry images first clears only their images (the text stays, and a
+note names each image's handle for ``view_image``); only when that pass would not reclaim
+its batch does it clear whole results, text and images together.
+
 Everything here is pure: the caller saves ``plan.spill`` as raw outputs *before* the
 placeholders advertising them are sent, then records the placeholders.
 """
@@ -36,7 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from monad_notebook.context.lossless.truncation import read_call
-from monad_notebook.messages import Message
+from monad_notebook.messages import IMAGES_CLEARED, Message
 
 PLACEHOLDER_PREFIX = "[context-cleared]"
 
@@ -77,14 +82,27 @@ def rounds(messages: list[Message]) -> list[list[Message]]:
 def placeholder_for(message: Message, tokens: int, *, handle: bool) -> str:
     """The text sent instead of an evicted tool result: which tool, how big, how to get it back.
 
-    It stays short because every placeholder is resent on each later request.
+    It stays short because every placeholder is resent on each later request; the images a
+    result carried are named with their handles, which work whether or not its text was saved.
     """
     what = f"{PLACEHOLDER_PREFIX} {message.name or 'tool'} output ({tokens} tokens)"
     if handle:
-        return f"{what}: {read_call(message.tool_call_id)}"
-    if message.redacted:
-        return f"{what}, secrets redacted, not saved; re-run the tool if needed"
-    return f"{what}, not saved; re-run the tool if needed"
+        text = f"{what}: {read_call(message.tool_call_id)}"
+    elif message.redacted:
+        text = f"{what}, secrets redacted, not saved; re-run the tool if needed"
+    else:
+        text = f"{what}, not saved; re-run the tool if needed"
+    return f"{text}\n{_images_note(message)}" if message.images else text
+
+
+def images_placeholder(message: Message) -> str:
+    """What is sent instead of a result whose images alone were cleared: its text, then their handles."""
+    return f"{message.sent_content}\n{_images_note(message)}"
+
+
+def _images_note(message: Message) -> str:
+    lines = "\n".join(image.line() for image in message.images)
+    return f'{IMAGES_CLEARED}: view_image("<id>") shows one again]\n{lines}'
 
 
 def plan_eviction(
@@ -100,6 +118,7 @@ def plan_eviction(
     has_raw: Callable[[list[str]], set[str]],
     persist_raw: bool,
     cache_discount: float | None = None,
+    count_images: Callable[[Message], int] = lambda message: 0,
 ) -> EvictionPlan:
     """Plan one eviction pass over ``messages``; an empty plan when it should not fire.
 
@@ -114,6 +133,9 @@ def plan_eviction(
     the batch that costs least at that price (see the module's docstring): at 1 (a cold cache
     or none) any eligible result, so the window carries no stale result the next request
     would pay for in full.
+
+    ``count_images`` is what a result's images cost while they are sent (0 when the model
+    sees none): a pass that clears only images is tried first (see the module's docstring).
     """
     if keep_recent_rounds < 0:
         raise ValueError("keep_recent_rounds must not be negative")
@@ -121,22 +143,54 @@ def plan_eviction(
     if not over and cache_discount is None:
         return EvictionPlan()
     all_rounds = rounds(messages)
-    old_rounds = all_rounds[: max(0, len(all_rounds) - keep_recent_rounds)]
+    old = [m for round_ in all_rounds[: max(0, len(all_rounds) - keep_recent_rounds)] for m in round_[1:]]
+    images_only = _clear_images([m for m in old if m.sends_images], count_tokens, count_images)
     candidates = [
         (message, tokens)
-        for round_ in old_rounds
-        for message in round_[1:]
-        if not message.evicted and (tokens := count_tokens(message.content)) >= min_result_tokens
+        for message in old
+        if (not message.evicted or message.images_cleared)
+        and (tokens := count_tokens(message.sent_content) + count_images(message)) >= min_result_tokens
     ]
-    plan = _clear_all(candidates, count_tokens, has_raw, persist_raw)
-    if not plan.placeholders:
-        return plan
+    for plan in (images_only, _clear_all(candidates, count_tokens, has_raw, persist_raw)):
+        if plan.placeholders and _worth_it(
+            plan, over, messages, all_rounds, cache_discount, count_tokens, keep_recent_rounds, clear_at_least
+        ):
+            return plan
+    return EvictionPlan()
+
+
+def _worth_it(
+    plan: EvictionPlan,
+    over: bool,
+    messages: list[Message],
+    all_rounds: list[list[Message]],
+    cache_discount: float | None,
+    count_tokens: Callable[[str], int],
+    keep_recent_rounds: int,
+    clear_at_least: int,
+) -> bool:
+    """Over the threshold, the spec's batch; below it, the batch worth the resend it causes."""
     if over and plan.reclaimed_tokens >= clear_at_least:
-        return plan
+        return True
     batch = cheapest_batch(messages, plan, all_rounds, cache_discount, count_tokens, keep_recent_rounds)
     if batch > 0:  # a warm cache: the spec's batch is the least worth a resend
         batch = max(batch, clear_at_least)
-    return plan if plan.reclaimed_tokens >= batch else EvictionPlan()
+    return plan.reclaimed_tokens >= batch
+
+
+def _clear_images(
+    carrying: list[Message], count_tokens: Callable[[str], int], count_images: Callable[[Message], int]
+) -> EvictionPlan:
+    """A plan clearing the images of these results, their text kept (nothing to spill: images are stored)."""
+    plan = EvictionPlan()
+    for message in carrying:
+        text = images_placeholder(message)
+        saved = count_images(message) - (count_tokens(text) - count_tokens(message.sent_content))
+        if saved > 0:
+            plan.placeholders[message.id] = text
+            plan.evicted_tool_call_ids.append(message.tool_call_id)
+            plan.reclaimed_tokens += saved
+    return plan
 
 
 def _clear_all(
@@ -184,8 +238,9 @@ def cheapest_batch(
 
 
 def apply_plan(messages: list[Message], plan: EvictionPlan) -> None:
-    """Set the planned placeholders in place; content is untouched and a placeholder never changes."""
+    """Set the planned placeholders in place; content is untouched and a placeholder changes only
+    from images cleared to the whole result cleared."""
     for message in messages:
         text = plan.placeholders.get(message.id)
-        if text and not message.evicted:
+        if text and (not message.evicted or message.images_cleared):
             message.placeholder = text

@@ -45,6 +45,13 @@ class LosslessStage:
             recoverable=recoverable,
         )
 
+    def _images_cost(self, detail: str | None) -> Callable[[Message], int]:
+        """What a result's images cost while they are sent; nothing when the model sees none."""
+        if detail is None:
+            return lambda message: 0
+        count = self.counter.count_image
+        return lambda message: sum(count(i, detail) for i in message.images) if message.sends_images else 0
+
     def take_spill(self) -> dict[str, str]:
         spill, self._spill = self._spill, {}
         return spill
@@ -81,5 +88,6 @@ class LosslessStage:
             has_raw=has_raw,
             persist_raw=self.cfg.tool_output.persist_raw,
             cache_discount=cache_discount,
+            count_images=self._images_cost(window.frame.image_detail),
         )
         return plan if plan.placeholders else None

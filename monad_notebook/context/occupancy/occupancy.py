@@ -105,7 +105,7 @@ class Occupancy:
         return max(estimate, round(self.last_real + growth * scale))
 
     def message_tokens(self, message: Message) -> int:
-        key = (message.id, message.evicted)
+        key = (message.id, message.placeholder)
         count = self._token_cache.get(key)
         if count is None:
             count = self.counter.count_messages([message.to_openai()]) - self.counter.count_messages([])

@@ -26,7 +26,7 @@ class PromptRecords:
         Parts are in the headline's units: the tool schemas as the provider counts them (none,
         for a server that leaves them out), the rest scaled so that the parts add up.
         """
-        count_parts(prompt, occupancy.message_tokens, occupancy.counter.count_text)
+        count_parts(prompt, occupancy.message_tokens, occupancy.counter.count_text, occupancy.counter.count_image)
         _, tools = occupancy.raw_parts(prompt)
         total = occupancy.predict(prompt)
         tools_tokens = min(total, max(0, round(occupancy.calibration.fit.tools_weight * tools)))

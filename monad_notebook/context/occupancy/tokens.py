@@ -32,6 +32,9 @@ from typing import Any
 import tiktoken
 from tiktoken_ext.openai_public import ENDOFPROMPT, ENDOFTEXT, FIM_MIDDLE, FIM_PREFIX, FIM_SUFFIX
 
+from monad_notebook.messages import Image
+from monad_notebook.provider.vision import Detail, data_url_size, image_tokens
+
 log = logging.getLogger(__name__)
 
 CHARS_PER_TOKEN: dict[str, float] = {"prose": 4.7, "code": 4.3, "json": 3.4, "table": 2.0}
@@ -89,7 +92,7 @@ _TOKENS_PER_MESSAGE = 3  # <|start|>{role}\n ... <|end|>, per OpenAI's published
 _TOKENS_PER_NAME = 1
 _REPLY_PRIMING = 3
 _TOKENS_PER_TOOL_CALL = 4
-_IMAGE_TOKENS = 765  # one 1024x1024 image at high detail
+_IMAGE_TOKENS = 765  # an image whose size cannot be read: one 1024x1024 image at high detail
 _CACHE_ENTRIES = 8192
 _CACHE_MIN_CHARS = 64
 
@@ -351,10 +354,26 @@ class TokenCounter:
             if kind == "text":
                 total += self.count_text(str(part.get("text", "")))
             elif kind == "image_url":
-                total += _IMAGE_TOKENS
+                total += self._count_image_part(part.get("image_url"))
             else:
                 total += self.count_text(json.dumps(part, ensure_ascii=False, default=str))
         return total
+
+    def count_image(self, image: Image, detail: str = "auto") -> int:
+        """Input tokens one image costs this model (the provider's formula; see ``provider.vision``)."""
+        return image_tokens(self.model, image.width, image.height, _detail(detail))
+
+    def _count_image_part(self, value: Any) -> int:
+        url = value.get("url", "") if isinstance(value, dict) else ""
+        size = data_url_size(url) if isinstance(url, str) else None
+        if size is None:
+            return _IMAGE_TOKENS
+        detail = value.get("detail", "auto") if isinstance(value, dict) else "auto"
+        return image_tokens(self.model, *size, _detail(detail))
+
+
+def _detail(value: Any) -> Detail:
+    return value if value in ("low", "high") else "auto"
 
 
 def effective_input_tokens(last_real: int | None, estimate: int) -> int:

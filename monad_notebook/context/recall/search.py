@@ -366,7 +366,7 @@ def _visibility(window: Iterable[Message]) -> tuple[set[str], dict[str, str]]:
     partial: dict[str, str] = {}
     for message in window:
         if message.role == "tool":
-            if not message.evicted:
+            if not message.evicted or message.images_cleared:
                 partial[message.id] = message.content
         else:
             hidden.add(message.id)
