@@ -8,7 +8,8 @@
     │   ├── ModelNotFoundError   the endpoint does not serve that model
     │   ├── EndpointError        unreachable endpoint, or retries exhausted
     │   │   └── EndpointNotFoundError   the server has no such URL path (a wrong baseUrl)
-    │   └── ContextLengthError   the prompt did not fit the model's window
+    │   ├── ContextLengthError   the prompt did not fit the model's window
+    │   └── ImagesRefusedError   the endpoint does not take images (the session stops sending them)
     ├── StoreError           the database cannot be opened or written
     ├── SessionBusyError     another kernel is running a turn in the same session
     └── ToolError            a tool was called with bad arguments (reported to the model)
@@ -53,6 +54,10 @@ class EndpointNotFoundError(EndpointError):
 
 class ContextLengthError(ModelError):
     """The provider said the prompt exceeds the model's context window."""
+
+
+class ImagesRefusedError(ModelError):
+    """The endpoint refused a request because it carried images."""
 
 
 class StoreError(MonadError):

@@ -17,7 +17,7 @@ from monad_notebook.agent.tools.approval import QuestionInterrupted
 from monad_notebook.agent.tools.base import ToolOutput
 from monad_notebook.context.cascade import Cascade
 from monad_notebook.context.window import Window
-from monad_notebook.errors import ContextLengthError
+from monad_notebook.errors import ContextLengthError, ImagesRefusedError
 from monad_notebook.events import Emit
 from monad_notebook.foreground import FOREGROUND
 from monad_notebook.messages import Message, ToolCall
@@ -115,7 +115,8 @@ class Turn:
         return response
 
     def _call_model(self) -> tuple[ChatResponse, int]:
-        """Call the model; on a context-length error make room (evict, compact) and retry once.
+        """Call the model; on a context-length error make room (evict, compact) and retry once, and
+        on an endpoint refusing images, stop sending them and retry once.
 
         A request that would not fit the window even after making room is refused, never sent.
         """
@@ -139,6 +140,10 @@ class Turn:
                 raise
             except ContextLengthError:
                 if attempt == 2 or not io.cascade.make_room():
+                    raise
+                continue
+            except ImagesRefusedError as refused:
+                if not io.cascade.stop_images(str(refused).rstrip(".")):
                     raise
                 continue
             real = response.usage.prompt_tokens if response.usage and response.usage.prompt_tokens else None

@@ -16,6 +16,7 @@ The session talks to the cascade only, never to its stages.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from monad_notebook import events as ev
@@ -72,6 +73,7 @@ class Cascade:
         self.lossless = lossless
         self.lease = lease
         self.compactions = 0
+        self.images_refused_by: str | None = None  # the model whose endpoint refused images
         self.turn_stages = TurnStages(
             store=store,
             config=config,
@@ -102,11 +104,25 @@ class Cascade:
         if counter is not self.occupancy.counter:
             self.occupancy.use_counter(counter, self.stored_calibration(counter.model))
             self.window.new_model()
+        if self.images_refused_by == counter.model:
+            frame = replace(frame, image_detail=None)
         self.window.set_frame(frame)
         self.cost.pricing = pricing
         self.lossless = lossless
         self.turn_stages.reconfigure(self.lossless.redactor)
         self.lossy.reconfigure()
+
+    def stop_images(self, reason: str) -> bool:
+        """The endpoint refused a request for its images: describe them in text from now on.
+
+        Holds for this model in this kernel (a reload keeps it); False when no image was being sent.
+        """
+        if self.window.frame.image_detail is None:
+            return False
+        self.images_refused_by = self.occupancy.counter.model
+        self.window.set_frame(replace(self.window.frame, image_detail=None))
+        self.emit(ev.ERROR, message=f"{reason}. Images are described in text from now on in this session.")
+        return True
 
     @property
     def redactor(self) -> Any:

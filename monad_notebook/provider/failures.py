@@ -16,6 +16,7 @@ from monad_notebook.errors import (
     ContextLengthError,
     EndpointError,
     EndpointNotFoundError,
+    ImagesRefusedError,
     ModelError,
     ModelNotFoundError,
 )
@@ -29,6 +30,13 @@ _NO_SUCH_PATH = re.compile(
 _MODEL_WORD = re.compile(r"\bmodels?\b", re.I)
 _CONTEXT_LENGTH = re.compile(
     r"context[_ ]length|maximum context|context window|context size|prompt is too long|too many tokens", re.I
+)
+
+_IMAGES = re.compile(r"\bimage|\bvision\b|multi-?modal", re.I)
+_NOT_TAKEN = re.compile(
+    r"not supported|unsupported|(?:does not|doesn't|cannot|can't) (?:support|accept|process|handle)|only supported"
+    r"|not allowed|invalid content|mmproj",
+    re.I,
 )
 
 
@@ -68,6 +76,10 @@ def classify(exc: openai.APIError, *, url: str, model: str, api_key_env: str, ti
         return ContextLengthError(
             f"The prompt does not fit {model}'s context window ({message}); "
             "lower contextWindow for this model in agents.json so compaction starts earlier"
+        )
+    if status in (400, 415, 422, 500, 501) and _IMAGES.search(message) and _NOT_TAKEN.search(message):
+        return ImagesRefusedError(
+            f"{model} at {url} does not take images ({message}); set models.main.vision to false in agents.json"
         )
     if status is None or status in _RETRYABLE_STATUS or status >= 500:
         retry_after = _retry_after(exc) if isinstance(exc, openai.APIStatusError) else None

@@ -206,3 +206,34 @@ def test_descriptions_name_what_the_code_plotted():
     )
     assert describe('df.plot(kind="hist", title="Order sizes")') == "hist chart 'Order sizes'"
     assert describe("import numpy as np\nshow(picture)") == "image drawn by `show(picture)`"
+
+
+def test_an_endpoint_refusing_images_gets_the_request_again_without_them_and_the_user_is_told(store, shell):
+    from monad_notebook.testing import FakeOpenAIServer, tool_call
+
+    with FakeOpenAIServer() as server:
+        server.queue(tool_call("python", {"code": PLOT}), "a dip at week 2")
+        main = {"model": "gpt-4o", "baseUrl": server.base_url, "apiKeyEnv": "FAKE_KEY", "maxRetries": 0}
+        config = Config.model_validate(
+            {
+                "models": {"main": main, "fast": main, "embedding": {"provider": "none"}},
+                "tools": {"python": {"approval": "auto"}},
+            }
+        )
+        with pytest.MonkeyPatch.context() as env:
+            env.setenv("FAKE_KEY", "k")
+            s = Session("refusing", config=config, store=store, shell=shell)
+            seen = []
+            s.events.subscribe(lambda event: seen.append(event))
+            s.ask("plot churn")  # gpt-4o sees images ("auto"): the second request carries the chart
+            assert len([p for m in server.chat_requests[1]["messages"] for p in image_parts(m)]) == 1
+            server.fail(500, message="image input is not supported - hint: you may need to provide the mmproj")
+            server.queue("described in text")
+            reply = s.ask("and the chart again?")
+        refused, retried = server.chat_requests[2:]
+        assert [p for m in refused["messages"] for p in image_parts(m)]
+        assert not [p for m in retried["messages"] for p in image_parts(m)]
+        assert "[image img_" in json.dumps(retried["messages"])  # the description is still there
+        assert reply.text == "described in text"
+        (told,) = [e for e in seen if e.kind == "session.error"]
+        assert "does not take images" in told.data["message"] and "models.main.vision" in told.data["message"]

@@ -37,7 +37,9 @@ PARAGRAPH = (
 )
 
 
-def settings(server: LlamaServer, *, window: int | None = None, max_out: int = 8, **context: Any) -> dict:
+def settings(
+    server: LlamaServer, *, window: int | None = None, max_out: int = 8, vision: bool | str = "auto", **context: Any
+) -> dict:
     """agents.json for this server: both tiers on it, short greedy answers, one retry, no embeddings.
 
     Greedy, so a run's answers do not vary: sampled at the server's default temperature, the
@@ -50,6 +52,7 @@ def settings(server: LlamaServer, *, window: int | None = None, max_out: int = 8
         "maxOutputTokens": max_out,
         "maxRetries": 1,
         "temperature": 0,
+        "vision": vision,
     }
     return {
         "models": {"main": main, "fast": main, "embedding": {"provider": "none"}},
@@ -145,6 +148,33 @@ def test_an_overflow_the_client_did_not_see_coming_compacts_and_retries(small_ll
     assert [e.data["reason"] for e in started] == ["context length exceeded"]
     assert session.prompt_records[-1]["real_tokens"] < 512
     assert consistent(session, store)
+
+
+def test_a_server_that_takes_no_images_gets_the_request_again_with_their_descriptions(llama, store) -> None:
+    """llama-server without a vision projector answers an image with HTTP 500 "image input is not supported"."""
+    import io
+
+    from PIL import Image as PILImage
+
+    from monad_notebook.messages import Image, ToolCall
+
+    session = session_on(llama, store, vision=True)  # this model name is not known to see: the user said so
+    picture = io.BytesIO()
+    PILImage.new("RGB", (64, 48), (20, 120, 200)).save(picture, format="PNG")
+    chart = Image("img_0123456789", "image/png", 64, 48, picture.getvalue(), "bar chart 'Sales by region'")
+    window = session.window
+    window.begin_turn()
+    call = ToolCall("call_plot", "python", "{}")
+    result = session.cascade.tool_message(call, f"displayed:\n{chart.line()}", images=[chart])
+    session.commit_step([window.new_message("assistant", "", tool_calls=[call]), result])
+    seen: list[ev.Event] = []
+    session.events.subscribe(seen.append)
+    assert session.window.frame.image_detail == "auto"
+    reply = session.ask("What does the chart show?")
+    assert reply.text is not None and session.window.frame.image_detail is None
+    (told,) = [e for e in seen if e.kind == ev.ERROR]
+    assert "does not take images" in told.data["message"] and "image input is not supported" in told.data["message"]
+    assert not [p for p in session.prompt_records[-1]["parts"] if p["kind"] == "image"]
 
 
 def test_a_request_over_the_configured_window_is_refused_not_sent(small_llama, store) -> None:
