@@ -3,13 +3,14 @@
 Reads the stored transcript, never the window: each question and answer becomes a Markdown cell
 (through ``sanitize_markdown``), and each python call that ran without an error becomes a code
 cell, in order, with outputs rebuilt from its stored result (the full saved output where the
-window kept a cut copy). Calls that were skipped, refused or failed are left out, so the code
+window kept a cut copy) and the images it displayed, as kept. Calls that were skipped, refused or failed are left out, so the code
 cells replay the session's working state. The ``.ipynb`` is nbformat v4 JSON written here, so
 exporting needs no extra package.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -21,7 +22,7 @@ from typing import Any
 
 from monad_notebook import events as ev
 from monad_notebook.errors import UsageError
-from monad_notebook.messages import Message
+from monad_notebook.messages import Image, Message
 from monad_notebook.safe_markdown import sanitize_markdown
 from monad_notebook.store.base import Store
 
@@ -90,6 +91,7 @@ class CodeRun:
     seq: int
     code: str
     result: str
+    tool_call_id: str = ""
 
 
 def _outcomes(store: Store, session: str) -> dict[str, str]:
@@ -126,7 +128,7 @@ def code_runs(store: Store, session: str, messages: list[Message] | None = None)
                 continue
             text = store.get_raw_output(session, call.id) or tool.content
             if isinstance(code, str) and code.strip() and _ran(text, outcomes.get(call.id, "")):
-                runs.append(CodeRun(message.turn, message.seq, code, text))
+                runs.append(CodeRun(message.turn, message.seq, code, text, call.id))
     return runs
 
 
@@ -150,7 +152,7 @@ def _markdown(text: str) -> dict[str, Any]:
     return {"cell_type": "markdown", "metadata": {}, "source": _lines(text)}
 
 
-def _outputs(result: str, count: int) -> list[dict[str, Any]]:
+def _outputs(result: str, count: int, images: list[Image]) -> list[dict[str, Any]]:
     parsed = parse_run(result) or RunOutput({"stdout": result})
     outputs: list[dict[str, Any]] = []
     for name in ("stdout", "stderr"):
@@ -159,19 +161,23 @@ def _outputs(result: str, count: int) -> list[dict[str, Any]]:
     if "displayed" in parsed.sections:
         data = {"text/plain": _lines(parsed.sections["displayed"])}
         outputs.append({"output_type": "display_data", "data": data, "metadata": {}})
+    for image in images:  # the images the code displayed, as kept (scaled)
+        data = {image.mime: base64.b64encode(image.data).decode("ascii"), "text/plain": [image.line()]}
+        metadata = {image.mime: {"width": image.width, "height": image.height}}
+        outputs.append({"output_type": "display_data", "data": data, "metadata": metadata})
     if "value" in parsed.sections:
         data = {"text/plain": _lines(parsed.sections["value"])}
         outputs.append({"output_type": "execute_result", "execution_count": count, "data": data, "metadata": {}})
     return outputs
 
 
-def _code(run: CodeRun, count: int) -> dict[str, Any]:
+def _code(run: CodeRun, count: int, images: list[Image]) -> dict[str, Any]:
     return {
         "cell_type": "code",
         "execution_count": count,
         "metadata": {},
         "source": _lines(run.code.strip("\n")),
-        "outputs": _outputs(run.result, count),
+        "outputs": _outputs(run.result, count, images),
     }
 
 
@@ -181,6 +187,7 @@ def build_notebook(store: Store, session: str) -> dict[str, Any]:
     runs: dict[int, list[CodeRun]] = {}
     for run in code_runs(store, session, messages):
         runs.setdefault(run.seq, []).append(run)
+    images = store.load_images(session, [run.tool_call_id for kept in runs.values() for run in kept])
     stamp = time.strftime("%Y-%m-%d %H:%M")
     cells = [
         _markdown(
@@ -198,7 +205,7 @@ def build_notebook(store: Store, session: str) -> dict[str, Any]:
                 cells.append(_markdown(label + sanitize_markdown(message.content)))
             for run in runs.get(message.seq, []):
                 count += 1
-                cells.append(_code(run, count))
+                cells.append(_code(run, count, images.get(run.tool_call_id, [])))
     return {
         "cells": cells,
         "metadata": {

@@ -22,6 +22,7 @@ PART_ORDER = (
     "related_context",
     "message",
     "tool_result",
+    "image",
     "placeholder",
 )
 INJECTED_KINDS = frozenset({"memory", "summary", "plan", "related_context"})

@@ -237,3 +237,21 @@ def test_an_endpoint_refusing_images_gets_the_request_again_without_them_and_the
         assert reply.text == "described in text"
         (told,) = [e for e in seen if e.kind == "session.error"]
         assert "does not take images" in told.data["message"] and "models.main.vision" in told.data["message"]
+
+
+def test_export_writes_the_images_as_the_cells_outputs_and_prompt_lists_them(store, shell, tmp_path):
+    from monad_notebook.export import export_notebook
+    from monad_notebook.magics import render_prompt_record
+
+    model = ScriptedModel([ScriptedModel.tool_call("python", {"code": PLOT}), "ok"], vision=True)
+    s = session(store, shell, model)
+    s.ask("plot it")
+    listing = render_prompt_record(s.prompt_records, None)
+    (line,) = [row for row in listing.splitlines() if row.strip().startswith("image ")]
+    assert "[image img_" in line and int(line.split()[2].replace(",", "")) > 85
+    path, cells = export_notebook(store, "plots", tmp_path / "plots.ipynb")
+    notebook = json.loads(path.read_text())
+    (code,) = [c for c in notebook["cells"] if c["cell_type"] == "code"]
+    (shown,) = [o for o in code["outputs"] if "image/png" in o.get("data", {})]
+    kept = next(iter(store.load_images("plots", [m.tool_call_id for m in s.history() if m.role == "tool"]).values()))
+    assert base64.b64decode(shown["data"]["image/png"]) == kept[0].data

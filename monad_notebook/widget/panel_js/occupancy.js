@@ -11,6 +11,7 @@ const KIND_LABELS = {
   related_context: "related context",
   message: "messages",
   tool_result: "tool results",
+  image: "images",
   placeholder: "cleared (placeholders)",
 };
 const INFO_TOAST_MS = 5000;
