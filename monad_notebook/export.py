@@ -3,9 +3,9 @@
 Reads the stored transcript, never the window: each question and answer becomes a Markdown cell
 (through ``sanitize_markdown``), and each python call that ran without an error becomes a code
 cell, in order, with outputs rebuilt from its stored result (the full saved output where the
-window kept a cut copy) and the images it displayed, as kept. Calls that were skipped, refused or failed are left out, so the code
-cells replay the session's working state. The ``.ipynb`` is nbformat v4 JSON written here, so
-exporting needs no extra package.
+window kept a cut copy) and the images it displayed, as kept. Calls that were skipped, refused
+or failed are left out, so the code cells replay the session's working state. The ``.ipynb``
+is nbformat v4 JSON written here, so exporting needs no extra package.
 """
 
 from __future__ import annotations

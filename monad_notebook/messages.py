@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -52,6 +53,14 @@ IMAGES_CLEARED = "[images cleared from the prompt"  # how an image-only eviction
 def new_image_id() -> str:
     """A short handle the model can quote back (``img_3f9a2c41d0``)."""
     return IMAGE_PREFIX + uuid.uuid4().hex[:10]
+
+
+_IMAGE_LINE = re.compile(r"\[image img_[0-9a-f]{10}\b[^\n]{0,400}?\)\]")
+
+
+def image_lines(text: str) -> list[str]:
+    """The ``[image img_...: description (WxH png)]`` lines a result's text names its images by."""
+    return _IMAGE_LINE.findall(text) if "[image img_" in text else []
 
 
 @dataclass(frozen=True)

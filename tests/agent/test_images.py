@@ -249,9 +249,37 @@ def test_export_writes_the_images_as_the_cells_outputs_and_prompt_lists_them(sto
     listing = render_prompt_record(s.prompt_records, None)
     (line,) = [row for row in listing.splitlines() if row.strip().startswith("image ")]
     assert "[image img_" in line and int(line.split()[2].replace(",", "")) > 85
-    path, cells = export_notebook(store, "plots", tmp_path / "plots.ipynb")
+    path, _ = export_notebook(store, "plots", tmp_path / "plots.ipynb")
     notebook = json.loads(path.read_text())
     (code,) = [c for c in notebook["cells"] if c["cell_type"] == "code"]
     (shown,) = [o for o in code["outputs"] if "image/png" in o.get("data", {})]
     kept = next(iter(store.load_images("plots", [m.tool_call_id for m in s.history() if m.role == "tool"]).values()))
     assert base64.b64decode(shown["data"]["image/png"]) == kept[0].data
+
+
+def test_five_compactions_later_the_chart_is_named_in_the_summary_found_by_recall_and_viewable(store, shell):
+    from monad_notebook.messages import ToolCall
+    from tests.context.embedders import KeywordEmbedder
+
+    model = ScriptedModel([ScriptedModel.tool_call("python", {"code": PLOT}), "It dips at week 2."], vision=True)
+    config = Config.model_validate(
+        {
+            "tools": {"python": {"approval": "auto"}},
+            "models": {"fast": {"model": "scripted-demo"}},
+            "context": {"summarize": {"keepRecent": 2}},
+        }
+    )
+    s = Session("plots", config=config, store=store, model=model, shell=shell, embedder=KeywordEmbedder())
+    s.ask("plot weekly churn by region")
+    result = next(m for m in s.history() if m.role == "tool")
+    handle = store.load_images("plots", [result.tool_call_id])[result.tool_call_id][0].id
+    for i in range(6):
+        model.queue(f"noted {i}")
+        s.ask(f"unrelated question {i} about the warehouse budget and staffing")
+        assert s.compact()
+    assert s.cascade.compactions >= 5 and handle in s.summary.text and "Weekly churn by region" in s.summary.text
+    s.wait_for_background()
+    found = s.cascade.recall("the chart of weekly churn by region")
+    assert any(handle in p.hit.snippet for p in found)
+    view = s.execute_tool(ToolCall("v", "view_image", json.dumps({"id": handle})))
+    assert view.images and view.images[0].data == store.get_image("plots", handle).data

@@ -18,7 +18,7 @@ from monad_notebook.context.compaction.summarize import (
     parse_sections,
     render_sections,
 )
-from monad_notebook.messages import Message
+from monad_notebook.messages import Message, image_lines
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 _PLAN = re.compile(r"\b(?:next|i will|i'll|let me|then i|plan|going to)\b", re.I)
@@ -98,6 +98,9 @@ class ExtractiveSummarizer:
                 lines_out = [line for line in message.content.splitlines() if line.strip()]
                 first = next((line for line in lines_out if not line.startswith("Traceback")), lines_out[-1])
                 lines.append(f"- `{message.name or 'tool'}` → {self._line(first)}")
+                lines.extend(
+                    f"- `{message.name or 'tool'}` showed {self._line(i)}" for i in image_lines(message.content)
+                )
         return "\n".join(_newest(lines, self.max_section_chars))
 
     def _open_tasks(self, previous: str, span: list[Message]) -> str:

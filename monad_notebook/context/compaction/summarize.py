@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from monad_notebook.context.compaction.ledger import parse_ledger, parse_notes, render_ledger, strip_ledger
 from monad_notebook.errors import ModelError
-from monad_notebook.messages import Message
+from monad_notebook.messages import Message, image_lines
 from monad_notebook.provider import ChatModel, ChatResponse
 
 log = logging.getLogger(__name__)
@@ -45,7 +45,9 @@ update what changed, drop what was superseded.
 - Quote identifiers verbatim in backticks: file paths, variable, DataFrame and column names, \
 commands, URLs, error types, numbers with units.
 - Files & State: files read or written; variables and DataFrames in the kernel, with shapes \
-or columns when known. Keep any "Identifiers (verbatim):" list as it is.
+or columns when known; each chart shown, as one bullet with its `img_` handle and what it \
+showed (from its IMAGE line and what the assistant said of it). Keep any "Identifiers \
+(verbatim):" list as it is.
 - Open Tasks: what the user asked for that is not done yet, and errors not yet resolved.
 - Next Step: the single next action.
 - Terse bullet points, no preamble, at most about {target} tokens."""
@@ -167,7 +169,8 @@ def clip(text: str, limit: int) -> str:
 
 def _render_message(message: Message, text_clip: int, tool_clip: int) -> str:
     if message.role == "tool":
-        return f"TOOL RESULT ({message.name or 'tool'}): {clip(message.content, tool_clip)}"
+        shown = "".join(f"\nIMAGE {line}" for line in image_lines(message.content))  # whatever the clip cuts
+        return f"TOOL RESULT ({message.name or 'tool'}): {clip(message.content, tool_clip)}{shown}"
     lines = [f"{message.role.upper()}: {clip(message.content, text_clip)}"] if message.content.strip() else []
     for call in message.tool_calls:
         lines.append(f"{message.role.upper()} CALLS {call.name}({clip(call.arguments, tool_clip)})")
