@@ -219,6 +219,12 @@ def rich_state() -> dict:
         },
         {"kind": "placeholder", "role": "tool", "tokens": 20, "text": "[context-cleared] read_tool_output('c1')"},
         {"kind": "tool_result", "role": "tool", "tokens": 950, "text": "region  revenue\nNorth 1.2M\nSouth 1.5M\n" * 6},
+        {
+            "kind": "image",
+            "role": "user",
+            "tokens": 765,
+            "text": "[image img_3f9a2c41d0: line chart 'Weekly churn by region' (x: week, y: churn) (1024x768 png)]",
+        },
     ]
     state.inspector_open = True
     state.set_records([{"turn": 3, "step": 1, "total_tokens": 3100, "parts": parts}])

@@ -85,6 +85,8 @@ def test_every_text_is_readable_and_the_layout_fits_the_width(browser, site, sho
     assert box(page, "[data-role=inspector-body]")["height"] <= INSPECTOR_MAX
     preview = box(page, "[data-role=part] .monad-preview")
     assert preview["width"] >= 0.8 * box(page, "[data-role=inspector-body]")["width"]
+    assert page.locator("[data-role=window-grid] .monad-kind-image").count() > 0  # images: a category of their own
+    assert "images" in page.locator("[data-role=grid-legend]").inner_text()
     grid, legend = box(page, "[data-role=window-grid]"), box(page, "[data-role=grid-legend]")
     if width < 500:
         assert legend["y"] >= grid["y"] + grid["height"]  # stacked
