@@ -64,7 +64,12 @@ def _patches(width: int, height: int) -> int:
     w, h = width * shrink, height * shrink
     w_fit = math.floor(w / _PATCH) / (w / _PATCH)  # whole patches across
     w, h = w * w_fit, h * w_fit
-    return min(_MAX_PATCHES, math.ceil(w / _PATCH) * math.ceil(h / _PATCH))
+    return min(_MAX_PATCHES, _ceil(w / _PATCH) * _ceil(h / _PATCH))
+
+
+def _ceil(value: float) -> int:
+    """Ceiling that ignores float noise (1408.0000001 px is 44 patches, not 45)."""
+    return math.ceil(round(value, 6))
 
 
 def _tiles(width: int, height: int) -> int:

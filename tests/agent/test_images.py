@@ -283,3 +283,30 @@ def test_five_compactions_later_the_chart_is_named_in_the_summary_found_by_recal
     assert any(handle in p.hit.snippet for p in found)
     view = s.execute_tool(ToolCall("v", "view_image", json.dumps({"id": handle})))
     assert view.images and view.images[0].data == store.get_image("plots", handle).data
+    s.handoff("plots-2")  # a fresh session from the summary, which names the chart by its handle
+    fresh = Session("plots-2", config=config, store=store, model=ScriptedModel([], vision=True), shell=shell)
+    assert handle in fresh.summary.text
+    again = fresh.execute_tool(ToolCall("w", "view_image", json.dumps({"id": handle})))
+    assert again.images and again.images[0].data == view.images[0].data
+
+
+def test_two_hundred_figures_in_one_cell_keep_eight_and_the_turn_goes_on(store, shell):
+    code = (
+        "import matplotlib\nmatplotlib.use('agg')\nimport matplotlib.pyplot as plt\n"
+        "from IPython.display import display\n"
+        "for i in range(200):\n"
+        "    fig, ax = plt.subplots(figsize=(1, 1), dpi=40)\n"
+        "    ax.plot([0, i])\n"
+        "    display(fig)\n"
+        "    plt.close(fig)\n"
+        "print('drawn')"
+    )
+    model = ScriptedModel([ScriptedModel.tool_call("python", {"code": code}), "200 lines"], vision=True)
+    s = session(store, shell, model)
+    reply = s.ask("draw them all")
+    result = next(m for m in s.history() if m.role == "tool")
+    assert reply.text == "200 lines" and "drawn" in result.content
+    assert len(store.load_images("plots", [result.tool_call_id])[result.tool_call_id]) == 8
+    assert "[192 more image(s) shown to the user, not kept" in result.content
+    assert result.content.count("<Figure") == 8  # the figures beyond the first eight are counted, not listed
+    assert len([p for m in model.calls[1].messages for p in image_parts(m)]) == 8

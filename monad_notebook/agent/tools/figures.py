@@ -76,7 +76,8 @@ def describe(code: str) -> str:
     if axes:
         parts.append(f"({', '.join(axes)})")
     if not titles and not axes:
-        line = next((s.strip() for s in code.splitlines() if s.strip() and not _is_setup(s)), "")
+        lines = [s.strip() for s in code.splitlines() if s.strip() and not _is_setup(s)]
+        line = next((s for s in lines if any(p.search(s) for p, _ in _KINDS)), lines[0] if lines else "")
         if line:
             parts.append(f"drawn by `{line[:80]}`")
     text = " ".join(parts)

@@ -167,12 +167,14 @@ class _Run:
 
     def record_display(self, data: dict[str, Any]) -> None:
         text = str(data.get("text/plain", "")).rstrip()
+        left_out = self.figures.captured.left_out if self.figures is not None else 0
         image = self.figures.record(data) if self.figures is not None else ""
+        if self.figures is not None and self.figures.captured.left_out > left_out:
+            return  # an image beyond context.images.maxPerResult: counted in one line at the end
         rich = sorted(k for k in data if k != "text/plain" and not (image and k.startswith("image/")))
         shown = f" ({', '.join(rich)} shown to the user)" if rich else ""
         line = " ".join(part for part in (text, image) if part)
-        if line or shown or not self.figures or not self.figures.captured.left_out:
-            self.displays.append(f"{line}{shown}" or "(an empty display)")
+        self.displays.append(f"{line}{shown}" or "(an empty display)")
 
     def render(self, cut_point: CutPoint | None = None) -> str:
         parts = []

@@ -16,7 +16,8 @@ import json
 from monad_notebook.agent.tools.base import ToolContext, tool
 from monad_notebook.context.lossless.truncation import read_call, truncate_tool_output
 from monad_notebook.errors import ToolError
-from monad_notebook.messages import IMAGE_PREFIX
+from monad_notebook.messages import IMAGE_PREFIX, Image
+from monad_notebook.store.base import Store
 
 MAX_ID_CHARS = 256
 MAX_GREP_MATCHES = 200
@@ -62,13 +63,26 @@ def view_image(ctx: ToolContext, id: str) -> str:
     handle = id.strip()
     if not handle.startswith(IMAGE_PREFIX) or len(handle) > MAX_ID_CHARS or ctx.store is None:
         raise ToolError(f"view_image: {json.dumps(id[:80])} is not an image handle; they look like img_3f9a2c41d0")
-    image = ctx.store.get_image(ctx.session, handle)
+    image = _image_in_lineage(ctx.store, ctx.session, handle)
     if image is None:
         raise ToolError(f"view_image: no image {json.dumps(handle)} in this session; check the handle")
     ctx.images.append(image)
     if not ctx.sees_images:
         return f"{image.line()}: this model does not see images, so only its description is shown"
     return f"{image.line()}: attached below"
+
+
+def _image_in_lineage(store: Store, session: str, handle: str) -> Image | None:
+    """The image in this session, else in the one it was handed off from (whose summary named it)."""
+    seen: set[str] = set()
+    while session and session not in seen:
+        seen.add(session)
+        image = store.get_image(session, handle)
+        if image is not None:
+            return image
+        record = store.get_session(session)
+        session = record.parent if record is not None else ""
+    return None
 
 
 def _load(ctx: ToolContext, tool_call_id: str) -> str | None:
