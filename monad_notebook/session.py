@@ -237,6 +237,7 @@ class Session:
             "summary": bool(self.window.summary and self.window.summary.text),
             **self.cascade.indexing(),
             **self.usage_snapshot(),
+            "images": self.window.frame.image_detail or "",
             "mcp_servers": self.settings.mcp.statuses(),
         }
 

@@ -320,6 +320,7 @@ def test_status_reads_as_sentences_and_says_python_asks_first(ip, server, capsys
     out = capsys.readouterr().out
     assert 'Session "default" talks to gpt-4.1-mini' in out and "none has been summarized yet" in out
     assert 'Python code waits for your approval before it runs (tools.python.approval is "ask").' in out
+    assert 'The charts the agent\'s code displays are sent to the model (detail "auto")' in out  # gpt-4.1-mini sees
     assert all(line.endswith(".") for line in out.strip().splitlines())
 
 

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 KNOWN = {
     "mcp_servers",
+    "images",
     "session",
     "model",
     "config",
@@ -102,6 +103,16 @@ def mcp_sentence(server: Any, allowed: bool = False) -> str:
     return f"MCP server {server.name}: {server.state}{detail}."
 
 
+def images_sentence(detail: str) -> str:
+    """How the charts the agent's code displays reach the model ("" detail: they do not)."""
+    if detail:
+        return (
+            f'The charts the agent\'s code displays are sent to the model (detail "{detail}"); '
+            "eviction clears old ones first."
+        )
+    return "The model gets the charts the agent's code displays as one-line descriptions (models.main.vision is off)."
+
+
 def status_sentences(
     status: dict[str, Any], *, approval: str, allowed_for_session: bool, allowed_servers: set[str] = frozenset()
 ) -> str:
@@ -127,6 +138,8 @@ def status_sentences(
     if reclaimed:
         lines.append(f"Clearing old tool results has saved {reclaimed:,} tokens; each stays readable by its handle.")
     lines.append(cost_sentence(status))
+    if "images" in status:
+        lines.append(images_sentence(str(status["images"])))
     lines.append(python_sentence(approval, allowed_for_session))
     lines += [mcp_sentence(server, server.name in allowed_servers) for server in status.get("mcp_servers") or []]
     extra = {k: v for k, v in status.items() if k not in KNOWN and k not in COST_KEYS}

@@ -107,8 +107,12 @@ def test_the_image_is_stored_as_bytes_beside_its_result_and_reloads_with_the_win
 
 
 def test_a_text_only_model_gets_the_description_and_no_image(store, shell):
+    from monad_notebook.cell.status import images_sentence
+
     model = ScriptedModel([ScriptedModel.tool_call("python", {"code": PLOT}), "ok"])  # vision "auto": off
-    session(store, shell, model).ask("plot it")
+    s = session(store, shell, model)
+    s.ask("plot it")
+    assert "one-line descriptions (models.main.vision is off)" in images_sentence(s.status()["images"])
     sent = model.calls[1].messages
     assert not [p for m in sent for p in image_parts(m)]
     tool = next(m for m in sent if m["role"] == "tool")
