@@ -413,6 +413,7 @@ class Provider:
     """
 
     name = "gpt-4o"
+    vision = False  # the trace shows no image (images.py measures them): no view_image schema in the prompt
 
     def __init__(self, counter: TokenCounter, window: int, result: Result) -> None:
         self.counter = counter

@@ -45,6 +45,7 @@ ORDER = [
     "reference_trace",
     "fidelity",
     "cost",
+    "images",
     "panel_latency",
     "hostile_inputs",
     "reliability_long",
@@ -55,6 +56,7 @@ QUICK: dict[str, dict[str, list[str]]] = {
     "tails": {"--sizes": ["1000"], "--turns": ["4"], "--queries": ["4"]},
     "fragments": {"--size": ["5000"], "--writes": ["5"]},
     "cost": {"--steps": ["60"], "--windows": ["32000"], "--discounts": ["0.1"]},
+    "images": {"--steps": ["45"], "--windows": ["32000"], "--discounts": ["0.1"]},
     "store_versions": {"--steps": ["150"]},
     "real_server": {"--turns": ["3"]},
     "retrieval": {
