@@ -317,9 +317,27 @@ def _langchain_counter(counter: TokenCounter) -> Callable[[list[Any]], int]:
     return count
 
 
+def send_trimmed(
+    log: Log, edited: list[Any], count: Callable[[list[Any]], int], counter: TokenCounter, tools: list[Any]
+) -> None:
+    """``trim_messages`` to the window (the newest that fit, from a human message on), then one request."""
+    from langchain_core.messages import convert_to_openai_messages, trim_messages
+
+    kept = trim_messages(
+        edited,
+        max_tokens=log.window - counter.count_messages([], tools),
+        token_counter=count,
+        strategy="last",
+        start_on="human",
+        include_system=True,
+    )
+    final = convert_to_openai_messages(kept)
+    log.send(final, counter.count_messages(final, tools))
+
+
 def run_langchain_clear(trace: Trace, pauses: Pauses, window: int, tools: list[Any], counter: TokenCounter) -> Log:
     from langchain.agents.middleware import ClearToolUsesEdit
-    from langchain_core.messages import SystemMessage, convert_to_openai_messages, trim_messages
+    from langchain_core.messages import SystemMessage
 
     log = Log("LangChain ClearToolUsesEdit + trim", window, Clock())
     head = counter.count_messages([], tools)
@@ -330,16 +348,7 @@ def run_langchain_clear(trace: Trace, pauses: Pauses, window: int, tools: list[A
     def request() -> None:
         edited = list(history)
         edit.apply(edited, count_tokens=lambda messages: head + count(messages))
-        kept = trim_messages(
-            edited,
-            max_tokens=window - head,
-            token_counter=count,
-            strategy="last",
-            start_on="human",
-            include_system=True,
-        )
-        final = convert_to_openai_messages(kept)
-        log.send(final, counter.count_messages(final, tools))
+        send_trimmed(log, edited, count, counter, tools)
 
     return _drive(trace, pauses, log, request, lambda messages: history.extend(map(to_langchain, messages)))
 

@@ -79,6 +79,7 @@ from benchmarks.cost import (
     PrefixCache,
     _drive,
     _langchain_counter,
+    send_trimmed,
 )
 from benchmarks.reference_trace import DecliningModel, Provider, Result, to_langchain, tool_schemas
 from benchmarks.trace import Trace, generate_trace, replay_events
@@ -226,7 +227,7 @@ def _run_trimmed(
     edit: Callable[[list[Any], Callable[[list[Any]], int]], list[Any]],
 ) -> Log:
     """History as LangChain messages; before each request ``edit`` it, then ``trim_messages`` to the window."""
-    from langchain_core.messages import SystemMessage, convert_to_openai_messages, trim_messages
+    from langchain_core.messages import SystemMessage
 
     log = Log(name, window, Clock())
     head = counter.count_messages([], tools)
@@ -234,17 +235,7 @@ def _run_trimmed(
     history: list[Any] = [SystemMessage(SYSTEM_PROMPT)]
 
     def request() -> None:
-        edited = edit(history, lambda messages: head + count(messages))
-        kept = trim_messages(
-            edited,
-            max_tokens=window - head,
-            token_counter=count,
-            strategy="last",
-            start_on="human",
-            include_system=True,
-        )
-        final = convert_to_openai_messages(kept)
-        log.send(final, counter.count_messages(final, tools))
+        send_trimmed(log, edit(history, lambda messages: head + count(messages)), count, counter, tools)
 
     def add(messages: Messages) -> None:
         history.extend(map(to_langchain, with_charts(messages, charts)))
