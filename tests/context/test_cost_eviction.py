@@ -147,14 +147,3 @@ def test_without_a_cache_discount_an_old_result_is_cleared_even_when_smaller_tha
     assert 'read_tool_output({"id": "call_0"})' in str(answer["messages"])
     assert "result 0: lorem ipsum" in session.store.get_raw_output(session.name, "call_0")
     session.close()
-
-
-def test_images_still_sent_count_in_the_resend_and_the_growth_of_a_warm_batch():
-    t = transcript(8)
-    draft = plan(t.messages, occupancy=90_000, keep_recent_rounds=2)
-    kept = {m.id for r in rounds(t.messages)[-2:] for m in r[1:]}  # the recent results, still sent with their charts
-    text_only = cheapest_batch(t.messages, draft, rounds(t.messages), 0.5, count_tokens, 2)
-    charts = cheapest_batch(
-        t.messages, draft, rounds(t.messages), 0.5, count_tokens, 2, lambda m: 765 if m.id in kept else 0
-    )
-    assert charts > text_only

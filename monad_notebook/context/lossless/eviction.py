@@ -156,9 +156,7 @@ def plan_eviction(
         """Over the threshold, the spec's batch; below it, the batch worth the resend it causes."""
         if over and plan.reclaimed_tokens >= clear_at_least:
             return True
-        batch = cheapest_batch(
-            messages, plan, all_rounds, cache_discount, count_tokens, keep_recent_rounds, count_images
-        )
+        batch = cheapest_batch(messages, plan, all_rounds, cache_discount, count_tokens, keep_recent_rounds)
         if batch > 0:  # a warm cache: the spec's batch is the least worth a resend
             batch = max(batch, clear_at_least)
         return plan.reclaimed_tokens >= batch
@@ -215,26 +213,21 @@ def cheapest_batch(
     discount: float | None,
     count_tokens: Callable[[str], int],
     keep_recent_rounds: int,
-    count_images: Callable[[Message], int] = lambda message: 0,
 ) -> float:
     """Tokens a pass should reclaim before it pays for the uncached resend it causes (inf: never early).
 
-    The resend and the growth per round count the images still sent with their results.
+    Resend and growth are counted in text only: counting the images still sent as well makes a
+    warm cache wait for larger batches, which billed more on ``benchmarks/images.py``.
     """
     if discount is None or discount <= 0:
         return math.inf
     if discount >= 1:
         return 0.0
-
-    def sent(message: Message) -> int:
-        cleared = plan.placeholders.get(message.id)
-        return count_tokens(cleared) if cleared else count_tokens(message.sent_content) + count_images(message)
-
     first = next(i for i, m in enumerate(messages) if m.id in plan.placeholders)
-    resend = sum(sent(m) for m in messages[first:])
+    resend = sum(count_tokens(plan.placeholders.get(m.id) or m.sent_content) for m in messages[first:])
     latest = all_rounds[-max(1, keep_recent_rounds) :]
-    growth = sum(count_tokens(m.sent_content) + count_images(m) for round_ in latest for m in round_)
-    return math.sqrt(2 * (1 - discount) * resend * growth / max(1, len(latest)) / discount)
+    growth = sum(count_tokens(m.sent_content) for round_ in latest for m in round_) / max(1, len(latest))
+    return math.sqrt(2 * (1 - discount) * resend * growth / discount)
 
 
 def apply_plan(messages: list[Message], plan: EvictionPlan) -> None:
