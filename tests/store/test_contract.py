@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from monad_notebook.errors import StoreError
 from monad_notebook.events import EVICTED, HANDOFF_SUGGESTED, TURN_FINISHED, TURN_STARTED, Event
-from monad_notebook.messages import Message, ToolCall
+from monad_notebook.messages import Image, Message, ToolCall
 from monad_notebook.store.base import Chunk, Claim, LedgerEntry, MemoryFact, Store, Summary
 from monad_notebook.store.rows import sql_str
 from tests.store.sessions import HOSTILE_NAMES, fill_session, turn
@@ -62,6 +62,22 @@ def test_creating_an_existing_session_says_to_pick_another_name(store: Store) ->
     with pytest.raises(StoreError, match="already exists"):
         store.create_session("s")
     assert len(store.list_sessions()) == 1
+
+
+def test_images_keep_their_bytes_and_order_per_result_and_follow_branch_and_reset(store: Store) -> None:
+    store.create_session("s")
+    chart = Image("img_0000000001", "image/png", 3, 2, b"\x89PNG\r\n\x1a\n\x00\xff", "bar chart 'Sales'")
+    photo = Image("img_0000000002", "image/jpeg", 640, 480, bytes(range(256)), "")
+    store.save_images("s", {"c1": [chart, photo], "c2": []})
+    store.save_images("s", {"v1": [chart]})  # shown again by view_image: the same image under another result
+    assert store.load_images("s", ["c1", "c2", "v1", "none"]) == {"c1": [chart, photo], "v1": [chart]}
+    assert store.get_image("s", "img_0000000002") == photo and store.get_image("s", "img_0000000009") is None
+    assert store.get_image("other", "img_0000000001") is None  # never another session's
+    store.clone_session("s", "t")
+    store.reset_session("s")
+    assert store.load_images("s", ["c1"]) == {} and store.load_images("t", ["c1"]) == {"c1": [chart, photo]}
+    store.delete_session("t")
+    assert store.get_image("t", "img_0000000001") is None
 
 
 def test_raw_outputs_upsert_per_tool_call_and_report_which_exist(store: Store) -> None:
