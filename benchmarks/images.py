@@ -130,7 +130,7 @@ class Chart:
 
     @property
     def url(self) -> str:
-        return self.kept.data_url()
+        return self.kept.data_url
 
     def baseline_text(self) -> str:
         """What a tool without image handling appends to its result: the display's text/plain."""

@@ -9,6 +9,7 @@ one line inside its text, sent to a model that can see while the result is not e
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import re
 import time
@@ -74,8 +75,9 @@ class Image:
     data: bytes = field(repr=False)
     description: str = ""  # what was plotted, in one line (from the code's title and axis labels)
 
+    @functools.cached_property
     def data_url(self) -> str:
-        """The image as Chat Completions' ``image_url`` takes it inline."""
+        """The image as Chat Completions' ``image_url`` takes it inline (encoded once: every request sends it)."""
         return f"data:{self.mime};base64,{base64.b64encode(self.data).decode('ascii')}"
 
     def line(self) -> str:

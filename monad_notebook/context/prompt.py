@@ -19,9 +19,8 @@ IMAGES_NOTE = "(the images the tool results above displayed to the user)"
 
 @dataclass
 class PromptPart:
-    kind: (
-        str  # system | memory | summary | message | tool_result | placeholder | image | related_context | plan | tools
-    )
+    # system | memory | summary | message | tool_result | placeholder | image | related_context | plan | tools
+    kind: str
     role: str
     text: str
     source: Message | None = None  # the window message, when the part is one sent unchanged
@@ -154,7 +153,7 @@ def _image_content(group: list[PromptPart], detail: str) -> list[dict[str, Any]]
     for part in group:
         content.append({"type": "text", "text": part.text})
         if part.image is not None:
-            content.append({"type": "image_url", "image_url": {"url": part.image.data_url(), "detail": detail}})
+            content.append({"type": "image_url", "image_url": {"url": part.image.data_url, "detail": detail}})
     return content
 
 

@@ -87,12 +87,14 @@ def data_url_size(url: str) -> tuple[int, int] | None:
     if not head.startswith("data:image/") or not head.endswith(";base64"):
         return None
     try:
-        data = base64.b64decode(payload[: 4 * (len(payload[:96_000]) // 4)])
+        head = base64.b64decode(payload[:32])  # a PNG's size is in its first 24 bytes
+        if head[:8] == b"\x89PNG\r\n\x1a\n" and len(head) >= 24:
+            return struct.unpack(">II", head[16:24])
+        if head[:2] != b"\xff\xd8":
+            return None
+        return _jpeg_size(base64.b64decode(payload[: 4 * (len(payload[:96_000]) // 4)]))
     except (binascii.Error, ValueError):
         return None
-    if data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) >= 24:
-        return struct.unpack(">II", data[16:24])
-    return _jpeg_size(data) if data[:2] == b"\xff\xd8" else None
 
 
 def _jpeg_size(data: bytes) -> tuple[int, int] | None:

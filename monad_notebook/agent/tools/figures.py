@@ -180,15 +180,16 @@ class FigureRecorder:
         self.captured = Captured()
         self._description: str | None = None
 
-    def record(self, data: dict[str, object]) -> str:
-        """The line a display's image stands as in the result text ('' when it shows none)."""
+    def record(self, data: dict[str, object]) -> str | None:
+        """The line a display's image stands as in the result text ('' when it shows none; None when
+        it is one more image than ``maxPerResult``, counted in :meth:`summary_line` instead)."""
         mime = next((m for m in RASTER if m in data), None)
         if mime is None:
             vector = next((m for m in VECTOR if m in data), None)
             return f"[{vector} shown to the user; vector images are not kept or sent]" if vector else ""
         if len(self.captured.images) >= self.config.max_per_result:
             self.captured.left_out += 1
-            return ""
+            return None
         try:
             payload, kept_mime, width, height = scaled(decode(data[mime]), self.config.max_side)
         except ImageRefused as refused:

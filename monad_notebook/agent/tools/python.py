@@ -23,6 +23,7 @@ from typing import Any
 from monad_notebook.agent.tools.base import Tool, ToolContext, tool
 from monad_notebook.agent.tools.figures import FigureRecorder
 from monad_notebook.agent.tools.time_limit import CodeTimedOut, TimeLimit
+from monad_notebook.config_schema import ImagesConfig
 
 CutPoint = Callable[..., int]  # Redactor.cut_point(text, at, *, forward) -> where to cut instead
 
@@ -152,7 +153,7 @@ class _Run:
     displays: list[str] = field(default_factory=list)
     value: str | None = None
     error: str | None = None
-    figures: FigureRecorder | None = None  # keeps the images displayed; None: images are only named
+    figures: FigureRecorder = field(default_factory=lambda: FigureRecorder(ImagesConfig(), ""))
 
     def pause(self) -> None:
         self.stdout.paused += 1
@@ -167,9 +168,8 @@ class _Run:
 
     def record_display(self, data: dict[str, Any]) -> None:
         text = str(data.get("text/plain", "")).rstrip()
-        left_out = self.figures.captured.left_out if self.figures is not None else 0
-        image = self.figures.record(data) if self.figures is not None else ""
-        if self.figures is not None and self.figures.captured.left_out > left_out:
+        image = self.figures.record(data)
+        if image is None:
             return  # an image beyond context.images.maxPerResult: counted in one line at the end
         rich = sorted(k for k in data if k != "text/plain" and not (image and k.startswith("image/")))
         shown = f" ({', '.join(rich)} shown to the user)" if rich else ""
@@ -181,7 +181,7 @@ class _Run:
         for label, text in (("stdout", self.stdout.text(cut_point)), ("stderr", self.stderr.text(cut_point))):
             if text.strip():
                 parts.append(f"{label}:\n{strip_ansi(text).rstrip()}")
-        left_out = self.figures.summary_line() if self.figures is not None else ""
+        left_out = self.figures.summary_line()
         if self.displays or left_out:
             parts.append("displayed:\n" + "\n".join(strip_ansi(d) for d in [*self.displays, left_out] if d))
         if self.value is not None:
@@ -372,7 +372,7 @@ def python(ctx: ToolContext, code: str) -> str:
         _run_in_shell(ctx.shell, code, limit, run)
     else:
         _run_plain(ctx.namespace, code, limit, run)
-    ctx.images.extend(run.figures.captured.images if run.figures is not None else ())
+    ctx.images.extend(run.figures.captured.images)
     ctx.outcome = "error" if run.error else "ok"
     return run.render(ctx.redactor.cut_point if ctx.redactor is not None else None)
 
