@@ -1,6 +1,7 @@
 """Fidelity: of 100 identifiers seen once in a long session, how many can the agent still reach?
 
     python benchmarks/fidelity.py [--turns 60] [--window 16000] [--summarizers good weak failing] [--misses] [--ablate]
+                                  [--also]
 
 A real ``Session`` (LanceDB in a temp dir, the offline embedder, default context settings
 but for the window and a ``toolOutput.maxChars`` of 8,000 that suits it) is driven by a
@@ -22,6 +23,11 @@ compaction followed by at least four more.
 Every identifier is probed twice: by its tuning probe (the questions recall was tuned on) and by
 its held-out probe (written apart, in other words and forms: ``fidelity_session.py``). Both are
 reported; the goals hold for both.
+
+``--also`` asks each probe again with the other probe as the ``recall`` tool's second phrasing:
+the held-out probe with the tuning probe's words is the upper bound of a rewrite into the
+session's words; the tuning probe with the held-out words shows what a poor second phrasing
+costs.
 
 ``--misses`` lists each identifier recall did not bring back: where it was, its probe, what
 recall answered, and the rank of the message holding it in each search alone (words, vectors).
@@ -173,6 +179,8 @@ class Run:
     index_wait: float = 0.0
     misses: list[str] = field(default_factory=list)
     ablation: dict[str, tuple[int, int]] = field(default_factory=dict)  # steps left out -> reachable (tuning, held-out)
+    # asked with another phrasing in ``also``: row -> (reachable, by recall, recall ms p50, p95)
+    also: dict[str, tuple[int, int, float, float]] = field(default_factory=dict)
 
 
 def config(window: int, embedding: str = "local") -> Config:
@@ -194,6 +202,7 @@ def run(
     *,
     misses: bool = False,
     ablate: bool = False,
+    also: bool = False,
 ) -> Run:
     counter = TokenCounter("gpt-4o")
     result = Run(quality)
@@ -225,6 +234,8 @@ def run(
         result.misses = explain_misses(result, script, session, store)
     if ablate:
         result.ablation = ablation(result, script, session, counter)
+    if also:
+        result.also = with_also(result, script, session, counter)
     result.seconds = time.perf_counter() - started
     session.close()
     store.close()
@@ -268,10 +279,13 @@ def measure(
         result.ago[plant.value] = 0 if folded_by is None else len(boundaries) - folded_by
 
 
-def _recalled(result: Run, session: Session, counter: TokenCounter, call_id: str, probe: str, plant: Plant) -> set[str]:
-    """{"recall"} when the recall tool's answer to ``probe`` holds the identifier; timed and counted."""
+def _recalled(
+    result: Run, session: Session, counter: TokenCounter, call_id: str, probe: str, plant: Plant, also: str = ""
+) -> set[str]:
+    """{"recall"} when the recall tool's answer to ``probe`` (with ``also``) holds the identifier; timed and counted."""
     started = time.perf_counter()
-    answer = session.execute_tool(ToolCall(call_id, "recall", json.dumps({"query": probe}))).text
+    arguments = {"query": probe, **({"also": [also]} if also else {})}
+    answer = session.execute_tool(ToolCall(call_id, "recall", json.dumps(arguments))).text
     result.recall_ms.append((time.perf_counter() - started) * 1000)
     result.recall_tokens.append(counter.count_text(answer))
     return {"recall"} if plant.value in answer else set()
@@ -299,6 +313,30 @@ def ablation(result: Run, script: Script, session: Session, counter: TokenCounte
                 reach[which] += bool(base | recalled)
         rows[left_out or "none"] = (reach[0], reach[1])
     stages.recall = full
+    return rows
+
+
+def with_also(result: Run, script: Script, session: Session, counter: TokenCounter) -> dict[str, tuple]:
+    """Each probe asked again with the other probe as the ``recall`` tool's ``also`` phrasing.
+
+    The held-out probe with the tuning probe's words is the upper bound of a rewrite into the
+    session's words (what a model would have to write; no model wrote these). The tuning probe
+    with the held-out words beside it shows what a poor second phrasing costs.
+    """
+    rows = {}
+    for label, ask in (
+        ("held-out probe, tuning probe's words in also", lambda p: (p.held_out, p.probe)),
+        ("tuning probe, held-out probe's words in also", lambda p: (p.probe, p.held_out)),
+    ):
+        probe = Run(result.quality)
+        reach = recalled = 0
+        for number, plant in enumerate(script.plants):
+            query, other = ask(plant)
+            got = _recalled(probe, session, counter, f"also_{number}", query, plant, also=other)
+            reach += bool(result.found[plant.value] - {"recall"} | got)
+            recalled += bool(got)
+        ms = sorted(probe.recall_ms)
+        rows[label] = (reach, recalled, statistics.median(ms), ms[int(0.95 * (len(ms) - 1))])
     return rows
 
 
@@ -436,6 +474,15 @@ def report(script: Script, runs: list[Run]) -> str:
                 *(f"| {step} | {tuning} | {held} |" for step, (tuning, held) in r.ablation.items()),
                 "",
             ]
+        if r.also:
+            lines += [
+                "Asked with a second phrasing in the recall tool's `also` (the same final session; of 100):",
+                "",
+                "| asked | reachable | by recall | recall p50 / p95 |",
+                "|---|---:|---:|---:|",
+                *(f"| {row} | {a} | {b} | {p50:.0f} / {p95:.0f} ms |" for row, (a, b, p50, p95) in r.also.items()),
+                "",
+            ]
         if r.misses:
             lines += [f"Recall missed {len(r.misses)} (rank in each search alone; * its best chunk lacks it):"]
             lines += [*r.misses, ""]
@@ -487,6 +534,9 @@ def main() -> None:
     parser.add_argument("--misses", action="store_true", help="list what recall missed, and why")
     parser.add_argument("--ablate", action="store_true", help="ask again with each rerank step switched off in turn")
     parser.add_argument(
+        "--also", action="store_true", help="ask again with the other probe as a second phrasing (recall's `also`)"
+    )
+    parser.add_argument(
         "--onnx-model",
         nargs=3,
         metavar=("MODEL_ONNX", "TOKENIZER_JSON", "DIMS"),
@@ -507,7 +557,9 @@ def main() -> None:
     runs = []
     with tempfile.TemporaryDirectory() as tmp:
         for quality in args.summarizers:
-            runs.append(run(script, quality, args.window, Path(tmp), misses=args.misses, ablate=args.ablate))
+            runs.append(
+                run(script, quality, args.window, Path(tmp), misses=args.misses, ablate=args.ablate, also=args.also)
+            )
             print(report(script, runs[-1:]), flush=True)
     print(goals(script, runs))
 

@@ -362,9 +362,9 @@ class Cascade:
         """How far recall's index is behind: messages not yet indexed, and whether earlier history is still checked."""
         return {"unindexed": self.turn_stages.unindexed, "recall_checking": self.turn_stages.checking_history}
 
-    def recall(self, query: str) -> list[Passage]:
+    def recall(self, query: str, also: Sequence[str] = ()) -> list[Passage]:
         """The ``recall`` tool's search: the best passages the window does not show."""
-        return self.turn_stages.search(self.window, query, self.config().context.recall.max_results)
+        return self.turn_stages.search(self.window, query, self.config().context.recall.max_results, also)
 
     # --- hooks ----------------------------------------------------------------------
 

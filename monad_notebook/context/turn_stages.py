@@ -10,7 +10,7 @@ the recall tool hold the foreground gate (``foreground.py``), so that work waits
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from monad_notebook import events as ev
 from monad_notebook.config import Config, EmbeddingConfig
@@ -115,12 +115,15 @@ class TurnStages:
         if self.indexer is not None:
             self.indexer.index_pending(session, messages)
 
-    def search(self, window: Window, query: str, k: int) -> list[Passage]:
-        """Recall's passages for ``query`` that ``window`` does not show; [] when recall is off."""
+    def search(self, window: Window, query: str, k: int, also: Sequence[str] = ()) -> list[Passage]:
+        """Recall's passages that ``window`` does not show; [] when recall is off.
+
+        ``also``: other phrasings of ``query``, searched with it.
+        """
         if self.recall is None:
             return []
         with FOREGROUND.held():
-            return self.recall.search(window.session, query, k, window=window.messages)
+            return self.recall.search(window.session, query, k, also=also, window=window.messages)
 
     def on_summary_saved(self, session: str, span: list[Message], summary: Summary) -> None:
         """The folded span's last chance: promote durable facts (best-effort, never raises)."""

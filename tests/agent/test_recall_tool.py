@@ -37,7 +37,9 @@ def show_log(ctx, name: str) -> str:
     return pipeline_log() if name == "pipeline" else f"log {name}: " + "nothing happened today. " * 80
 
 
-def session_with(store: LanceStore, script: list, **context: object) -> tuple[Session, ScriptedModel]:
+def session_with(
+    store: LanceStore, script: list, tools: tuple = (), **context: object
+) -> tuple[Session, ScriptedModel]:
     config = Config.model_validate(
         {
             "models": {"main": {"contextWindow": 6000}},
@@ -50,7 +52,7 @@ def session_with(store: LanceStore, script: list, **context: object) -> tuple[Se
         }
     )
     model = ScriptedModel(script, context_window=6000)
-    return Session("recall", config=config, store=store, model=model, extra_tools=[show_log]), model
+    return Session("recall", config=config, store=store, model=model, extra_tools=[show_log, *tools]), model
 
 
 def last_tool_result(model: ScriptedModel) -> str:
@@ -122,6 +124,71 @@ def test_nothing_found_and_a_blank_question_get_one_clear_line(store):
     assert results[1] == "error: recall: describe what you are looking for in a few words"
 
 
+FIELDS = [
+    "order discount",
+    "shipping cost",
+    "refund amount",
+    "product category",
+    "store region",
+    "payment method",
+    "invoice date",
+    "delivery delay",
+    "basket size",
+    "coupon code",
+    "return reason",
+    "warehouse stock",
+]
+
+
+@tool
+def show_dictionary(ctx, batch: int) -> str:
+    """Print one batch's data dictionary.
+
+    Args:
+        batch: Which batch.
+    """
+    return "\n".join(f"the {f} for batch {batch} is kept in column {f.replace(' ', '_')}_{batch}" for f in FIELDS)
+
+
+def test_a_question_in_another_language_is_found_through_the_phrasing_the_agent_adds_in_the_sessions_words(store):
+    question = "¿en qué columna está la antigüedad del cliente?"
+    script = [
+        tool_call("show_log", {"name": "pipeline"}, id="call_log"),
+        *(tool_call("show_dictionary", {"batch": b}) for b in range(20)),
+        "Shown.",
+        tool_call("recall", {"query": question}),
+        tool_call("recall", {"query": question, "also": ["customer tenure in days"]}),
+        "Found it.",
+    ]
+    session, model = session_with(store, script, (show_dictionary,), recall={"maxResults": 2})
+    session.ask("show the pipeline log and every batch's dictionary")
+    session.cascade.wait(60)
+
+    session.ask("¿dónde guardamos la antigüedad del cliente?")
+
+    alone, with_also = [m["content"] for m in model.calls[-1].messages if m["role"] == "tool"][-2:]
+    assert "cust_tenure_days_v2" not in alone
+    assert "cust_tenure_days_v2" in with_also
+    assert with_also.startswith(f'2 earlier passage(s) for "{question}" / "customer tenure in days", best first')
+
+
+def test_other_phrasings_that_are_too_many_blank_or_not_text_get_one_clear_line(store):
+    asked = [
+        {"query": "the churn extract", "also": ["a b c d", "churn", "attrition", "leavers"]},
+        {"query": "the churn extract", "also": ["  "]},
+        {"query": "the churn extract", "also": [7]},
+    ]
+    session, model = session_with(store, [*(tool_call("recall", a) for a in asked), "ok"])
+    session.ask("hello")
+
+    results = [m["content"] for m in model.calls[-1].messages if m["role"] == "tool"]
+    assert results == [
+        "error: recall: 'also' takes at most 3 other phrasings, got 4",
+        "error: recall: describe what you are looking for in a few words in each of 'also'",
+        "error: recall: 'also' takes strings, got int",
+    ]
+
+
 def test_with_recall_off_the_tool_is_not_offered_and_nothing_is_indexed(store):
     session, model = session_with(store, ["hi"], recall={"enabled": False})
     session.ask("hello")
@@ -171,7 +238,7 @@ def test_an_answer_says_how_many_stored_messages_it_could_not_search_yet():
 
     recall_tool = next(t for t in TOOLS if t.name == "recall")
     waiting = [3]
-    ctx = ToolContext("s", {}, Path.cwd(), recall=lambda question: [], recall_unindexed=lambda: waiting[0])
+    ctx = ToolContext("s", {}, Path.cwd(), recall=lambda question, also: [], recall_unindexed=lambda: waiting[0])
     answer = recall_tool.run(ctx, {"query": "the churn extract"})
     assert "Not searched yet: 3 stored message(s) are still being indexed" in answer
     waiting[0] = 0

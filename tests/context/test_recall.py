@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from monad_notebook.context.lossless.truncation import truncate_tool_output
 from monad_notebook.context.recall.chunks import OVERLAP_CHARS, chunk_spans, embedding_inputs, message_chunks
 from monad_notebook.context.recall.indexing import RecallIndexer
-from monad_notebook.context.recall.search import Recall, focus, fuse
+from monad_notebook.context.recall.search import Passage, Recall, focus, fuse, fuse_rankings
 from monad_notebook.errors import ModelError
 from monad_notebook.messages import Message
 from monad_notebook.provider.local_embedder import LocalEmbedder, local_model_files
@@ -82,6 +82,17 @@ def test_a_passage_both_searches_find_ranks_before_the_best_of_either():
     assert {p.hit.message_id for p in fused} == {"words-only", "both", "meaning-only"}
     both = fused[0]
     assert both.by_words and both.cosine == 0.5
+
+
+def test_a_passage_one_phrasing_ranks_first_stays_ahead_of_what_every_phrasing_ranks_low():
+    def ranking(*ids: str) -> list[Passage]:
+        return [Passage(EmbeddingHit(i, 0.4, i), 1.0, cosine=0.4) for i in ids]
+
+    merged = fuse_rankings([ranking("users-words", "a", "b", "c"), ranking("x", "y", "z", "sessions-words")])
+
+    assert [p.hit.message_id for p in merged][:2] == ["users-words", "x"]
+    assert {p.hit.message_id for p in merged} == {"users-words", "a", "b", "c", "x", "y", "z", "sessions-words"}
+    assert all(p.cosine == 0.4 for p in merged)
 
 
 def indexed_truncated_result(store, head: str) -> Message:

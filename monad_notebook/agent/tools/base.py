@@ -11,7 +11,7 @@ import inspect
 import re
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,7 +45,8 @@ class ToolContext:
     output_max_chars: int = ToolOutputConfig().max_chars  # what a tool paging saved text shows at once
     memory: MemoryService | None = None
     memory_scope: str = ""  # where facts the agent saves go: its agent's scope, else global
-    recall: Callable[[str], list[Passage]] | None = None  # the session's recall search; None: recall is off
+    # the session's recall search (question, its other phrasings); None: recall is off
+    recall: Callable[[str, Sequence[str]], list[Passage]] | None = None
     recall_snippet_chars: int = RecallConfig().snippet_chars
     recall_unindexed: Callable[[], int] = lambda: 0  # stored messages recall cannot find yet
     images_config: ImagesConfig = field(default_factory=ImagesConfig)

@@ -6,6 +6,11 @@ raw extract?"), searches every earlier message and saved tool output of the sess
 words and by meaning, and answers with short verbatim passages, each saying where it came
 from and, for a saved tool output, the ``read_tool_output`` call that pages the text around it.
 
+A user asks in their own words, which need not be the session's ("customers who left" for
+what the session called churn): ``also`` carries up to three other phrasings the model
+writes, such as the words the session more likely used, and each is searched with the
+question (``Recall.search``).
+
 The answer is bounded: ``context.recall.maxResults`` passages of at most ``snippetChars``
 characters each plus one header line apiece (about 1,200 tokens at the defaults).
 """
@@ -16,7 +21,7 @@ import json
 
 from monad_notebook.agent.tools.base import Tool, ToolContext, tool
 from monad_notebook.context.lossless.truncation import read_call
-from monad_notebook.context.recall.search import Passage, focus, query_terms
+from monad_notebook.context.recall.search import MAX_ALSO, Passage, focus, query_terms
 from monad_notebook.errors import ToolError
 
 MAX_QUERY_CHARS = 1000
@@ -25,7 +30,7 @@ READ_LIMIT = 1600
 
 
 @tool
-def recall(ctx: ToolContext, query: str) -> str:
+def recall(ctx: ToolContext, query: str, also: list[str] | None = None) -> str:
     """Search this session's earlier messages and tool outputs by describing what you are looking for.
 
     Use it when a detail you need (a file path, a variable or column name, a command, a number)
@@ -34,25 +39,42 @@ def recall(ctx: ToolContext, query: str) -> str:
 
     Args:
         query: A question or description in plain words, e.g. "which file held the raw churn extract?".
+        also: Up to 3 other ways to ask it, searched together with the query: other words for its
+            nouns and verbs that the session may have used ("churn" for "customers who left"), or
+            the shape the name may have ("churn_*.parquet").
     """
-    if len(query.strip()) < 3:
-        raise ToolError("recall: describe what you are looking for in a few words")
+    question = _phrasing(query, "query")
+    others = [_phrasing(text, "also") for text in also or ()]
+    if len(others) > MAX_ALSO:
+        raise ToolError(f"recall: 'also' takes at most {MAX_ALSO} other phrasings, got {len(others)}")
     search = ctx.recall
     if search is None:
         return "Recall is off for this session."
-    question = " ".join(query.split())[:MAX_QUERY_CHARS]
-    passages = search(question)
+    passages = search(question, others)
     lag = _not_indexed_note(ctx.recall_unindexed())
+    asked = json.dumps(question, ensure_ascii=False) + "".join(
+        f" / {json.dumps(o, ensure_ascii=False)}" for o in others
+    )
     if not passages:
-        return f"Nothing earlier in this session matches {json.dumps(question)}; try other words for it.{lag}"
+        return f"Nothing earlier in this session matches {asked}; try other words for it.{lag}"
     saved = _saved(ctx, passages)
     chars = ctx.recall_snippet_chars
-    terms = query_terms(question)
-    lines = [f"{len(passages)} earlier passage(s) for {json.dumps(question)}, best first (quoted text is verbatim):"]
+    terms = query_terms(" ".join([question, *others]))
+    lines = [f"{len(passages)} earlier passage(s) for {asked}, best first (quoted text is verbatim):"]
     for number, passage in enumerate(passages, 1):
         header, snippet = _entry(passage, terms, chars, saved)
         lines += [f"{number}. {header}", f"   {snippet}"]
     return "\n".join(lines) + lag
+
+
+def _phrasing(text: object, argument: str) -> str:
+    """One phrasing, whitespace collapsed and cut to ``MAX_QUERY_CHARS``; a clear error when it says nothing."""
+    where = "" if argument == "query" else f" in each of {argument!r}"
+    if not isinstance(text, str):
+        raise ToolError(f"recall: {argument!r} takes strings, got {type(text).__name__}")
+    if len(text.strip()) < 3:
+        raise ToolError(f"recall: describe what you are looking for in a few words{where}")
+    return " ".join(text.split())[:MAX_QUERY_CHARS]
 
 
 def _not_indexed_note(waiting: int) -> str:

@@ -50,6 +50,7 @@ VECTOR_FLOOR = 0.2  # below this cosine a vector hit is noise, even when asked f
 VECTOR_FULL = 0.6  # at or above this cosine a vector hit counts in full
 _TOKEN = re.compile(r"[\w][\w.:/-]*[\w]")
 MAX_NAMES = 6
+MAX_ALSO = 3  # other phrasings of one question searched with it
 T = TypeVar("T")
 STEPS = ("word_meaning", "names_first", "one_of_each")  # in the order they run
 
@@ -119,9 +120,22 @@ class Recall:
         self.words = words if "word_meaning" in self.steps else None
 
     def search(
-        self, session: str, query: str, k: int, *, window: Iterable[Message] = (), shown: int | None = None
+        self,
+        session: str,
+        query: str,
+        k: int,
+        *,
+        also: Sequence[str] = (),
+        window: Iterable[Message] = (),
+        shown: int | None = None,
     ) -> list[Passage]:
         """Up to ``k`` passages for ``query``, best first, none the window already shows.
+
+        ``also``: other ways to ask the same thing (up to ``MAX_ALSO``), such as the words the
+        session may have used instead of the user's. Each phrasing is gathered and fused on its
+        own, and the rankings are fused again by rank, so a passage one phrasing finds well keeps
+        its place whatever the others find; the steps then run once, on the question's parts
+        from every phrasing.
 
         ``shown``: how many of them the caller will show at most (default ``k``), which sets how
         many each search brings. A caller that asks for more than it shows, to filter them, does
@@ -131,10 +145,24 @@ class Recall:
 
         Either search failing leaves the other's results; both failing raises the last error.
         """
-        if k <= 0 or not query.strip():
+        phrasings = list(dict.fromkeys(q for q in (query, *also[:MAX_ALSO]) if q.strip()))
+        if k <= 0 or not phrasings:
             return []
         hidden, partial = _visibility(window)
         wanted = CANDIDATES * (min(k, shown) if shown else k)
+        rankings = [self._gathered(session, q, wanted, hidden, partial) for q in phrasings]
+        passages = rankings[0] if len(rankings) == 1 else fuse_rankings(rankings)
+        text = " ".join(phrasings)
+        question = Question(text, query_terms(text), identifier_terms(text))
+        for step in self.steps:
+            if step in RERANK:
+                passages = RERANK[step](passages, question)
+        return passages[:k]
+
+    def _gathered(
+        self, session: str, query: str, wanted: int, hidden: set[str], partial: dict[str, str]
+    ) -> list[Passage]:
+        """One phrasing's passages: both searches (and the word ranking) fused, before the steps."""
         terms = query_terms(query)
         words = " ".join(terms) or query
         wide = max(wanted, WORD_POOL) if self.words is not None and self.embedder is not None else wanted
@@ -155,12 +183,7 @@ class Recall:
         matched: list[EmbeddingHit] = []
         if term_vectors is not None and self.words is not None:
             matched = _first_of_each(rank_by_words(matching, term_vectors, [*pool, *word_hits], self.words))
-        question = Question(query, terms, identifier_terms(query))
-        passages = fuse(by_words, by_meaning, terms, matched[:wanted])
-        for step in self.steps:
-            if step in RERANK:
-                passages = RERANK[step](passages, question)
-        return passages[:k]
+        return fuse(by_words, by_meaning, terms, matched[:wanted])
 
     def _nearest(
         self, session: str, query: str, terms: list[str], k: int, hidden: set[str], partial: dict[str, str]
@@ -240,6 +263,22 @@ def fuse(
         _count(passages, best_rank, hit, rank, weight).cosine = hit.score
     for rank, hit in enumerate(by_word_meaning):
         _count(passages, best_rank, hit, rank, 1.0)
+    return ranked(passages.values())
+
+
+def fuse_rankings(rankings: Sequence[list[Passage]]) -> list[Passage]:
+    """Several phrasings' fused rankings as one, by rank: each passage keeps its best-placed chunk and its cosine.
+
+    Ranks, not scores, are summed: one phrasing's scores say nothing about another's.
+    """
+    passages: dict[str, Passage] = {}
+    best_rank: dict[str, int] = {}
+    for ranking in rankings:
+        for rank, found in enumerate(ranking):
+            passage = _count(passages, best_rank, found.hit, rank, 1.0)
+            if found.cosine is not None:
+                passage.cosine = max(passage.cosine or 0.0, found.cosine)
+            passage.by_words |= found.by_words
     return ranked(passages.values())
 
 
