@@ -243,3 +243,19 @@ def test_an_answer_says_how_many_stored_messages_it_could_not_search_yet():
     assert "Not searched yet: 3 stored message(s) are still being indexed" in answer
     waiting[0] = 0
     assert "Not searched yet" not in recall_tool.run(ctx, {"query": "the churn extract"})
+
+
+def test_long_other_phrasings_are_cut_so_what_was_asked_leaves_room_for_the_passages():
+    from pathlib import Path
+
+    from monad_notebook.agent.tools.base import ToolContext
+    from monad_notebook.agent.tools.recall import TOOLS
+
+    recall_tool = next(t for t in TOOLS if t.name == "recall")
+    searched = []
+    ctx = ToolContext("s", {}, Path.cwd(), recall=lambda question, also: searched.append((question, also)) or [])
+    answer = recall_tool.run(ctx, {"query": "churn " * 400, "also": ["customers who left " * 100] * 3})
+
+    question, also = searched[0]
+    assert len(question) == 1000 and [len(a) for a in also] == [200, 200, 200]
+    assert TokenCounter("gpt-4o").count_text(answer) <= 500

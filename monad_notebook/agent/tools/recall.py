@@ -25,6 +25,7 @@ from monad_notebook.context.recall.search import MAX_ALSO, Passage, focus, query
 from monad_notebook.errors import ToolError
 
 MAX_QUERY_CHARS = 1000
+MAX_ALSO_CHARS = 200  # an other phrasing is a few words; cut, so the answer's header stays short
 READ_BEFORE = 400
 READ_LIMIT = 1600
 
@@ -43,8 +44,8 @@ def recall(ctx: ToolContext, query: str, also: list[str] | None = None) -> str:
             nouns and verbs that the session may have used ("churn" for "customers who left"), or
             the shape the name may have ("churn_*.parquet").
     """
-    question = _phrasing(query, "query")
-    others = [_phrasing(text, "also") for text in also or ()]
+    question = _phrasing(query, "query", MAX_QUERY_CHARS)
+    others = [_phrasing(text, "also", MAX_ALSO_CHARS) for text in also or ()]
     if len(others) > MAX_ALSO:
         raise ToolError(f"recall: 'also' takes at most {MAX_ALSO} other phrasings, got {len(others)}")
     search = ctx.recall
@@ -67,14 +68,14 @@ def recall(ctx: ToolContext, query: str, also: list[str] | None = None) -> str:
     return "\n".join(lines) + lag
 
 
-def _phrasing(text: object, argument: str) -> str:
-    """One phrasing, whitespace collapsed and cut to ``MAX_QUERY_CHARS``; a clear error when it says nothing."""
+def _phrasing(text: object, argument: str, limit: int) -> str:
+    """One phrasing, whitespace collapsed and cut to ``limit`` characters; a clear error when it says nothing."""
     where = "" if argument == "query" else f" in each of {argument!r}"
     if not isinstance(text, str):
         raise ToolError(f"recall: {argument!r} takes strings, got {type(text).__name__}")
     if len(text.strip()) < 3:
         raise ToolError(f"recall: describe what you are looking for in a few words{where}")
-    return " ".join(text.split())[:MAX_QUERY_CHARS]
+    return " ".join(text.split())[:limit]
 
 
 def _not_indexed_note(waiting: int) -> str:
