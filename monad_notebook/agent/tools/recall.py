@@ -57,7 +57,10 @@ def recall(ctx: ToolContext, query: str, also: list[str] | None = None) -> str:
         f" / {json.dumps(o, ensure_ascii=False)}" for o in others
     )
     if not passages:
-        return f"Nothing earlier in this session matches {asked}; try other words for it.{lag}"
+        return (
+            f"Nothing earlier in this session matches {asked}; try other words for it,"
+            f" or give in `also` the words the session may have used.{lag}"
+        )
     saved = _saved(ctx, passages)
     chars = ctx.recall_snippet_chars
     terms = query_terms(" ".join([question, *others]))
