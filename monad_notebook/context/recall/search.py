@@ -34,7 +34,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from monad_notebook.context.recall.wordmatch import MAX_TERMS, STOP_WORDS, WordVectors, rank_by_words, stem
+from monad_notebook.context.recall.wordmatch import MAX_TERMS, STOP_WORDS, WordVectors, rank_by_words
 from monad_notebook.messages import Message
 from monad_notebook.provider.local_embedder import Embedder
 from monad_notebook.store.base import EmbeddingHit, Store
@@ -337,11 +337,11 @@ def names_in(text: str, names: Sequence[str]) -> bool:
 
 
 def coverage(text: str, terms: Sequence[str]) -> float:
-    """The share of ``terms`` that ``text`` holds (by their first letters, so plurals and tenses count)."""
+    """The share of ``terms`` that ``text`` holds (``churn`` in churned too; the full-text index stems the rest)."""
     if not terms:
         return 0.0
     lowered = text.lower()
-    return sum(stem(term) in lowered for term in terms) / len(terms)
+    return sum(term in lowered for term in terms) / len(terms)
 
 
 def distinct(items: Iterable[T], text: Callable[[T], str]) -> list[T]:
@@ -419,18 +419,17 @@ def focus(text: str, terms: list[str], chars: int) -> tuple[int, int]:
     lowered = text.lower()
     hits: list[tuple[int, str]] = []
     for term in terms:
-        first = stem(term)
-        at = lowered.find(first)
+        at = lowered.find(term)
         while at >= 0 and len(hits) < 200:
-            hits.append((at, first))
-            at = lowered.find(first, at + 1)
+            hits.append((at, term))
+            at = lowered.find(term, at + 1)
     if not hits:
         return 0, chars
     hits.sort()
     best, best_start = -1, 0
     for at, _ in hits:
         start = max(0, min(at - chars // 3, len(text) - chars))
-        found = len({stem for pos, stem in hits if start <= pos < start + chars})
+        found = len({term for pos, term in hits if start <= pos < start + chars})
         if found > best:
             best, best_start = found, start
     return best_start, best_start + chars

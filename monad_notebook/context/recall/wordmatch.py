@@ -42,11 +42,6 @@ _STOP_TEXT = (
 STOP_WORDS = frozenset(_STOP_TEXT.split())  # matched by no passage; left out of full-text queries too
 
 
-def stem(term: str) -> str:
-    """A word's first letters, which its plurals and tenses share (recall's words match by these)."""
-    return term[:5] if len(term) > 6 else term
-
-
 def words_of(text: str) -> set[str]:
     """The distinct words of ``text`` worth matching: its runs of 3 to 30 letters, lowercased, stop words left out.
 
@@ -122,8 +117,8 @@ def rank_by_words(
 ) -> list[EmbeddingHit]:
     """``hits`` with words, best word-by-word match to ``terms`` first (see the module doc).
 
-    ``term_vectors``: one row per term. A word starting with a term's first letters (its
-    stem: plurals, tenses) matches it fully.
+    ``term_vectors``: one row per term. A word starting with the term (``churn``: churned,
+    churns) matches it fully; other forms match by their vectors, which place them close.
     """
     per_hit = [sorted(words_of(hit.snippet)) for hit in hits]
     kept = [(hit, words) for hit, words in zip(hits, per_hit, strict=True) if words]
@@ -132,9 +127,8 @@ def rank_by_words(
     vocabulary = sorted({w for _, words in kept for w in words})
     similar = term_vectors @ vectors.matrix(vocabulary, term_vectors.shape[1]).T
     for row, term in enumerate(terms):
-        first = stem(term)
-        start = bisect.bisect_left(vocabulary, first)
-        end = bisect.bisect_left(vocabulary, first + "\uffff", start)
+        start = bisect.bisect_left(vocabulary, term)
+        end = bisect.bisect_left(vocabulary, term + "\uffff", start)
         similar[row, start:end] = 1.0
     column = {word: at for at, word in enumerate(vocabulary)}
     columns = [column[w] for _, words in kept for w in words]
