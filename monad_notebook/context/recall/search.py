@@ -6,7 +6,9 @@ A forgotten identifier cannot be searched for by its exact text, only by what su
     gather    BM25 full-text over the session's chunks (``context/recall/chunks.py``; snake_case
               and dotted names are split into words by the index), and the embedder's vectors,
               which find paraphrases; each brings four times the passages the caller shows
-    fuse      reciprocal-rank fusion, each hit weighted by how well it matches
+    fuse      reciprocal-rank fusion, each hit weighted by how well it matches; with other
+              phrasings of the question (the ``recall`` tool's ``also``), each is gathered and
+              fused on its own, then the rankings are fused by rank
     steps     named rerank steps, in order, each switchable (``context.recall.steps``):
               ``word_meaning``, ``names_first``, ``one_of_each``
 
