@@ -40,9 +40,7 @@ def recall(ctx: ToolContext, query: str, also: list[str] | None = None) -> str:
 
     Args:
         query: A question or description in plain words, e.g. "which file held the raw churn extract?".
-        also: Up to 3 other ways to ask it, searched together with the query: other words for its
-            nouns and verbs that the session may have used ("churn" for "customers who left"), or
-            the shape the name may have ("churn_*.parquet").
+        also: Up to 3 rephrasings in words the session may have used ("churn" for "customers who left").
     """
     question = _phrasing(query, "query", MAX_QUERY_CHARS)
     others = [_phrasing(text, "also", MAX_ALSO_CHARS) for text in also or ()]
