@@ -87,10 +87,10 @@ def data_url_size(url: str) -> tuple[int, int] | None:
     if not head.startswith("data:image/") or not head.endswith(";base64"):
         return None
     try:
-        head = base64.b64decode(payload[:32])  # a PNG's size is in its first 24 bytes
-        if head[:8] == b"\x89PNG\r\n\x1a\n" and len(head) >= 24:
-            return struct.unpack(">II", head[16:24])
-        if head[:2] != b"\xff\xd8":
+        first = base64.b64decode(payload[:32])  # a PNG's size is in its first 24 bytes
+        if first[:8] == b"\x89PNG\r\n\x1a\n" and len(first) >= 24:
+            return struct.unpack(">II", first[16:24])
+        if first[:2] != b"\xff\xd8":
             return None
         return _jpeg_size(base64.b64decode(payload[: 4 * (len(payload[:96_000]) // 4)]))
     except (binascii.Error, ValueError):

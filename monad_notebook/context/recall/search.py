@@ -14,8 +14,8 @@ A forgotten identifier cannot be searched for by its exact text, only by what su
 
 Each step is a small function whose docstring says what question it answers. LanceDB's own
 hybrid query and reranker interface are not used: its rerankers see one ranked list of rows,
-while these steps need the question's parsed parts (its words, the identifiers it names, the
-kind it asks for) and the session's word vectors, and the fusion must skip what the window
+while the fusion and these steps need the question's parsed parts (its words, the identifiers
+it names, each of its phrasings) and the session's word vectors, and must skip what the window
 shows inside both searches. The ``recall`` tool answers with the passages; the per-turn
 ``<related_context>`` block (``retrieval.py``) runs the same object and keeps the ones it trusts.
 
@@ -59,10 +59,8 @@ STEPS = ("word_meaning", "names_first", "one_of_each")  # in the order they run
 
 @dataclass(frozen=True)
 class Question:
-    """What the rerank steps read of a question: its content words and the identifiers it names."""
+    """What the rerank steps read of a question: the identifiers it names, in any of its phrasings."""
 
-    text: str
-    terms: list[str]
     names: list[str]
 
 
@@ -154,8 +152,7 @@ class Recall:
         wanted = CANDIDATES * (min(k, shown) if shown else k)
         rankings = [self._gathered(session, q, wanted, hidden, partial) for q in phrasings]
         passages = rankings[0] if len(rankings) == 1 else fuse_rankings(rankings)
-        text = " ".join(phrasings)
-        question = Question(text, query_terms(text), identifier_terms(text))
+        question = Question(identifier_terms(" ".join(phrasings)))
         for step in self.steps:
             if step in RERANK:
                 passages = RERANK[step](passages, question)
