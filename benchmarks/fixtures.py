@@ -193,8 +193,9 @@ def fetch_gemma() -> Path:
 
     weights = fetch_gemma_weights()
     say(f"converting {weights} to a Q8_0 GGUF (under a minute)")
+    started = time.perf_counter()
     settle(target, GEMMA_GGUF_SHA256, lambda partial: convert(weights, partial))
-    say(f"gemma ready: {target}")
+    say(f"gemma ready: {target} (converted in {time.perf_counter() - started:.0f} s)")
     return target
 
 
@@ -410,7 +411,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "fetch":
             for name in NAMES if args.name == "all" else (args.name,):
-                say(f"{name}: {fetch(name)}")
+                started = time.perf_counter()
+                path = fetch(name)
+                say(f"{name}: {path} ({time.perf_counter() - started:.0f} s)")
         elif args.command == "serve":
             serve(args.name, args.port)
         else:
