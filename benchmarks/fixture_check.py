@@ -11,11 +11,16 @@
 from __future__ import annotations
 
 import json
+import sys
 import time
 import urllib.request
+from pathlib import Path
 
 import numpy as np
-from fixtures import chat_server, embedding_server, fetch, say
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.fixtures import chat_server, embedding_server, fetch, say
 
 QUERY_PREFIX = "task: search result | query: "
 PASSAGE_PREFIX = "title: none | text: "

@@ -20,10 +20,14 @@ import json
 import statistics
 import sys
 import urllib.request
+from pathlib import Path
 
 import numpy as np
-from fixture_check import PASSAGE_PREFIX, QUERY_PREFIX, post
-from fixtures import FixtureError, embedding_server, fetch, fetch_gemma_weights, say
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.fixture_check import PASSAGE_PREFIX, QUERY_PREFIX, post
+from benchmarks.fixtures import FixtureError, embedding_server, fetch, fetch_gemma_weights, say
 
 PAIRS = [
     ("which file did the sales data come from?", "df = pd.read_csv('data/sales_2023.csv') loaded 48,210 orders."),
@@ -87,7 +91,7 @@ def served_tokens(base_url: str, text: str) -> list[int]:
 
 
 def compare_with_reference(base_url: str, queries: list[str], passages: list[str], vectors: np.ndarray) -> None:
-    from gemma_reference import GemmaReference
+    from benchmarks.gemma_reference import GemmaReference
 
     say("fp32 reference (numpy forward pass of the safetensors), one text at a time ...")
     reference = GemmaReference(fetch_gemma_weights())

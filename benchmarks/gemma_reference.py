@@ -12,10 +12,14 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 
 import numpy as np
-from gemma_gguf import DENSE, read_safetensors
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.gemma_gguf import DENSE, read_safetensors
 
 WINDOW_LIMIT = 256
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmarks import fixtures
+from benchmarks import fixture_server, fixtures
 from benchmarks.fixtures import FixtureError, Piece
 from benchmarks.gemma_gguf import read_safetensors, sentencepiece_pieces
 
@@ -160,9 +160,8 @@ def fake_builds(tmp_path: Path, monkeypatch, *modes: str) -> Path:
         binary.write_text(f"#!{sys.executable}\n" + FAKE_SERVER.format(mode=mode))
         binary.chmod(0o755)
         builds.append(binary)
-    llama = fixtures.llama_module()
-    monkeypatch.setattr(llama, "find_binaries", lambda: builds)
-    monkeypatch.setattr(fixtures, "_UNRUNNABLE", set())
+    monkeypatch.setattr(fixture_server.llama_module(), "find_binaries", lambda: builds)
+    monkeypatch.setattr(fixture_server, "_UNRUNNABLE", set())
     monkeypatch.setenv("FAKE_ARGV", str(tmp_path / "argv.jsonl"))
     return tmp_path / "argv.jsonl"
 
@@ -178,10 +177,10 @@ def test_a_build_this_cpu_cannot_run_gives_way_to_the_next_and_the_chat_server_r
 
     with fixtures.chat_server(tmp_path / "model.gguf") as base_url:
         port = int(base_url.removesuffix("/v1").rsplit(":", 1)[1])
-        assert fixtures.llama_module().is_healthy(port)
+        assert fixture_server.llama_module().is_healthy(port)
         assert base_url == f"http://127.0.0.1:{port}/v1"
 
-    assert not fixtures.llama_module().is_healthy(port)
+    assert not fixture_server.llama_module().is_healthy(port)
     first, second = ran(argv_file)
     assert first[:2] == second[:2] == ["-m", str(tmp_path / "model.gguf")]
     assert " ".join(second).endswith("-c 8192 --jinja -fa on -np 1 -t 1 -tb 1")
@@ -216,7 +215,7 @@ def test_a_server_that_dies_while_in_use_is_named_as_the_cause(tmp_path, monkeyp
     fake_builds(tmp_path, monkeypatch, "serve")
 
     stopped = r"the server on model\.gguf stopped: llama-server exited with code"
-    with pytest.raises(FixtureError, match=stopped), fixtures.running(tmp_path / "model.gguf", []) as server:
+    with pytest.raises(FixtureError, match=stopped), fixture_server.running(tmp_path / "model.gguf", []) as server:
         server.process.kill()
         server.process.wait()
         raise ConnectionError("connection refused")
