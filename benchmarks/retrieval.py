@@ -254,7 +254,7 @@ def identifier_recall(embedder: LocalEmbedder, distractors: int) -> list[str]:
     with tempfile.TemporaryDirectory() as tmp:
         store = LanceStore(Path(tmp) / "db")
         indexer = RecallIndexer(store, embedder)
-        indexer.index_pending("orders", messages)
+        indexer.add("orders", messages, {})
         indexer.flush()
         finder = Retrieval(Recall(store, embedder), RetrievalConfig(enabled=True))
         at1 = at5 = in_block = 0
@@ -425,7 +425,7 @@ def needle_recall(embedder: LocalEmbedder, distractors: int) -> list[str]:
         messages, fact_ids = needle_messages("needles", distractors)
         indexer = RecallIndexer(store, embedder)
         start = time.perf_counter()
-        indexer.index_pending("needles", messages)
+        indexer.add("needles", messages, {})
         indexer.flush()
         indexing = time.perf_counter() - start
         at1 = at5 = 0

@@ -29,7 +29,19 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-HELPERS = {"run_all", "trace", "fidelity_session"}
+# Not benchmarks: what they use, and the fixture tools (they fetch large models; see "Benchmark fixtures").
+HELPERS = {
+    "run_all",
+    "trace",
+    "fidelity_session",
+    "recall_lag_facts",
+    "fixtures",
+    "fixture_server",
+    "fixture_check",
+    "gemma_gguf",
+    "gemma_reference",
+    "gemma_check",
+}
 LONG = {"reliability_long", "cost"}
 ORDER = [
     "startup",
@@ -42,6 +54,7 @@ ORDER = [
     "token_estimate",
     "real_server",
     "retrieval",
+    "recall_lag",
     "reference_trace",
     "fidelity",
     "cost",
@@ -67,6 +80,7 @@ QUICK: dict[str, dict[str, list[str]]] = {
         "--recall-scale": ["5000"],
     },
     "fidelity": {"--turns": ["12"], "--summarizers": ["failing"]},
+    "recall_lag": {"--sessions": ["2"], "--paced-sessions": ["1"], "--turns": ["5"], "--sets": ["tuning"]},
     "reference_trace": {"--steps": ["60"], "--windows": ["32000"], "--sizes": ["1000"], "--turns": ["5"]},
     "panel_latency": {"--events": ["300"]},
     "reliability_long": {"--kills": ["10"], "--compactions": ["3"], "--procs": ["2"], "--seconds": ["15"]},

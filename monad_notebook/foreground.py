@@ -89,6 +89,11 @@ class Foreground:
             with self._cond:
                 self._interrupts.discard(interrupt)
 
+    def wake(self) -> None:
+        """Have every ``wait_free`` look at its ``cancelled`` again now."""
+        with self._cond:
+            self._cond.notify_all()
+
     @property
     def busy(self) -> bool:
         return self._held > 0

@@ -165,7 +165,7 @@ class Session:
             memory_scope=self.memory_scope,
             recall=self.cascade.recall,
             recall_snippet_chars=self.config.context.recall.snippet_chars,
-            recall_unindexed=lambda: self.cascade.indexing()["unindexed"],
+            recall_indexing=self.cascade.indexing,
             images_config=self.config.context.images,
             sees_images=self.window.frame.image_detail is not None,
         )

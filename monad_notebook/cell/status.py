@@ -25,6 +25,8 @@ KNOWN = {
     "window_messages",
     "summary",
     "unindexed",
+    "unsearchable",
+    "index_eta_seconds",
     "recall_checking",
     "occupancy",
     "context_window",
@@ -79,13 +81,30 @@ def cost_sentence(status: dict[str, Any]) -> str:
     )
 
 
-def _indexing_sentences(unindexed: int, checking: bool) -> list[str]:
-    """What recall cannot find yet: messages queued for indexing, and earlier history not yet checked."""
-    if not (unindexed or checking):
-        return []
-    doing = [f"indexing {_plural(unindexed, 'message')}"] if unindexed else []
-    doing += ["checking this session's earlier history for messages never indexed"] if checking else []
-    return [f"In the background, recall is still {' and '.join(doing)}; it finds those messages once they are indexed."]
+def indexing_sentences(status: dict[str, Any]) -> list[str]:
+    """How far recall's index is behind: messages not searchable yet, messages found by their words only
+    while their vectors are made (and about how long that takes), earlier history not yet checked."""
+    waiting, unsearchable = int(status.get("unindexed") or 0), int(status.get("unsearchable") or 0)
+    lines = []
+    if unsearchable:
+        lines.append(
+            f"Recall cannot search {_plural(unsearchable, 'stored message')} yet: their words are being indexed."
+        )
+    by_words = waiting - unsearchable
+    if by_words > 0:
+        eta = float(status.get("index_eta_seconds") or 0.0)
+        soon = f"in about {_duration(eta)}" if eta >= 1 else "within a second"
+        lines.append(
+            f"Recall finds {_plural(by_words, 'message')} by their words only for now: "
+            f"their meaning is being indexed in the background, done {soon} at the present pace."
+        )
+    if status.get("recall_checking"):
+        lines.append("Recall is still comparing this session's earlier history with its index.")
+    return lines
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
 
 
 def mcp_sentence(server: Any, allowed: bool = False) -> str:
@@ -133,7 +152,7 @@ def status_sentences(
             else "none has been summarized yet."
         ),
     ]
-    lines += _indexing_sentences(int(status.get("unindexed") or 0), bool(status.get("recall_checking")))
+    lines += indexing_sentences(status)
     reclaimed = int(status.get("reclaimed") or 0)
     if reclaimed:
         lines.append(f"Clearing old tool results has saved {reclaimed:,} tokens; each stays readable by its handle.")

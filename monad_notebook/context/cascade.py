@@ -75,6 +75,7 @@ class Cascade:
         self.compactions = 0
         self.images_refused_by: str | None = None  # the model whose endpoint refused images
         self.turn_stages = TurnStages(
+            session=window.session,
             store=store,
             config=config,
             redactor=self.lossless.redactor,
@@ -143,7 +144,7 @@ class Cascade:
 
     def commit(self, messages: list[Message]) -> None:
         """Persist a step (one write per table: spilled full texts, then messages), put it in the
-        window, and queue it for recall's index."""
+        window, and index it for recall (its words at once, its vectors in the background)."""
         session = self.window.session
         spilled = self.lossless.take_spill()
         if spilled:
@@ -153,7 +154,7 @@ class Cascade:
             self.store.save_images(session, images)
         self.window.wrote(self.store.append_messages(messages))
         self.window.extend(messages)
-        self.turn_stages.index(session, messages)
+        self.turn_stages.index(messages, spilled)
 
     # --- per step -------------------------------------------------------------------
 
@@ -359,8 +360,8 @@ class Cascade:
         return self.turn_stages.scope
 
     def indexing(self) -> dict[str, Any]:
-        """How far recall's index is behind: messages not yet indexed, and whether earlier history is still checked."""
-        return {"unindexed": self.turn_stages.unindexed, "recall_checking": self.turn_stages.checking_history}
+        """How far recall's index is behind (``TurnStages.indexing``)."""
+        return self.turn_stages.indexing()
 
     def recall(self, query: str, also: Sequence[str] = ()) -> list[Passage]:
         """The ``recall`` tool's search: the best passages the window does not show."""

@@ -3,14 +3,16 @@
 They append to the prompt, so they run once per turn (never per step): :meth:`TurnStages.blocks`
 returns the turn's blocks, which the window holds until the next turn replaces them (a related-context
 block stays on its message longer, while that keeps the provider's cache: ``Window.set_blocks``).
-Indexing new messages for recall (chunks for full-text search, and their vectors) happens on
-a worker thread, in batches, whenever the recall tool or retrieval is on; the retrieval stage and
-the recall tool hold the foreground gate (``foreground.py``), so that work waits for them.
+Whenever the recall tool or retrieval is on, each committed step's words are written for
+full-text search at once and its vectors made on a worker thread (``recall/indexing.py``); the
+retrieval stage and the recall tool hold the foreground gate (``foreground.py``), so that work
+waits for them, and first have a small backlog of vectors made, so they search all of it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from monad_notebook import events as ev
 from monad_notebook.config import Config, EmbeddingConfig
@@ -34,6 +36,7 @@ class TurnStages:
     def __init__(
         self,
         *,
+        session: str,
         store: Store,
         config: Callable[[], Config],
         redactor: Redactor,
@@ -42,6 +45,7 @@ class TurnStages:
         fast_model: Callable[[], ChatModel],
         embedders: Callable[[EmbeddingConfig], Embedder | None] = make_embedder,
     ) -> None:
+        self.session = session
         self.store = store
         self._embedders = embedders
         self.config = config
@@ -74,10 +78,12 @@ class TurnStages:
             self._words = shared_word_vectors(self._embedder.name) if self._embedder is not None else None
             self.indexer = RecallIndexer(self.store, self._embedder, words=self._words)
         self.indexer.embed_max_chars = cfg.recall.embed_max_chars
+        self.indexer.meet(self.session)
         words = self._words if cfg.recall.embed_max_chars > 0 else None
         pipeline = Recall(self.store, self._embedder, words, cfg.recall.steps)
         self.recall = pipeline if cfg.recall.enabled else None
-        self.retrieval = Retrieval(pipeline, cfg.retrieval) if cfg.retrieval.enabled else None
+        unembedded = self.indexer.unembedded
+        self.retrieval = Retrieval(pipeline, cfg.retrieval, unembedded) if cfg.retrieval.enabled else None
 
     @property
     def agent(self) -> str | None:
@@ -102,6 +108,7 @@ class TurnStages:
                 blocks["plan"] = plan
         if self.retrieval is not None:
             with FOREGROUND.held():
+                self._settle()
                 related = self.retrieval.related_context(
                     window.session, user.content, window.messages, query_id=user.id
                 )
@@ -110,10 +117,18 @@ class TurnStages:
                 self.emit(ev.REINJECTED, chars=len(related), hits=related.count("\n- "))
         return blocks
 
-    def index(self, session: str, messages: list[Message]) -> None:
-        """Queue newly stored messages for recall indexing (background, batched)."""
+    def index(self, messages: list[Message], full_texts: dict[str, str]) -> None:
+        """Newly stored messages: their words searchable now, their vectors made in the background.
+
+        ``full_texts``: the saved full text of the truncated tool results among them, by call id.
+        """
         if self.indexer is not None:
-            self.indexer.index_pending(session, messages)
+            self.indexer.add(self.session, messages, full_texts)
+
+    def _settle(self) -> None:
+        """Before a search: the session's small backlog of vectors made first, so the search sees all of it."""
+        if self.indexer is not None:
+            self.indexer.settle(self.session)
 
     def search(self, window: Window, query: str, k: int, also: Sequence[str] = ()) -> list[Passage]:
         """Recall's passages that ``window`` does not show; [] when recall is off.
@@ -123,21 +138,25 @@ class TurnStages:
         if self.recall is None:
             return []
         with FOREGROUND.held():
+            self._settle()
             return self.recall.search(window.session, query, k, also=also, window=window.messages)
 
     def on_summary_saved(self, session: str, span: list[Message], summary: Summary) -> None:
         """The folded span's last chance: promote durable facts (best-effort, never raises)."""
         self.promotion.on_summary_saved(session, span, self.agent)
 
-    @property
-    def unindexed(self) -> int:
-        """Stored messages recall cannot find yet (queued, or earlier history being caught up)."""
-        return self.indexer.waiting if self.indexer is not None else 0
-
-    @property
-    def checking_history(self) -> bool:
-        """Recall is still to compare the session's stored history with its index."""
-        return self.indexer is not None and self.indexer.checking
+    def indexing(self) -> dict[str, Any]:
+        """How far recall's index is behind: messages without their vectors (found by words meanwhile), messages
+        not searchable at all yet, the seconds the vectors still take, and whether earlier history is still checked."""
+        indexer = self.indexer
+        if indexer is None:
+            return {"unindexed": 0, "unsearchable": 0, "index_eta_seconds": 0.0, "recall_checking": False}
+        return {
+            "unindexed": indexer.waiting,
+            "unsearchable": indexer.unsearchable,
+            "index_eta_seconds": round(indexer.eta_seconds, 1),
+            "recall_checking": indexer.checking,
+        }
 
     def flush(self, timeout: float | None = None) -> None:
         if self.indexer is not None:

@@ -301,8 +301,11 @@ class SearchIndex(Protocol):
     def save_embeddings(self, session: str, rows: list[tuple[Message | Chunk, list[float]]], model: str) -> None:
         """Store each message's or chunk's vector (and its text as the snippet) in one write; bad vectors raise."""
 
-    def embedded_ids(self, session: str, *, model: str, dims: int, among: Iterable[str] | None = None) -> set[str]:
-        """Ids of the session's messages with a vector from ``model`` at this width (only those in ``among``)."""
+    def embedded_ids(
+        self, session: str, *, model: str, dims: int | None = None, among: Iterable[str] | None = None
+    ) -> set[str]:
+        """Ids of the session's messages with a vector from ``model`` at this width, or at any when ``dims`` is None
+        (only those in ``among``)."""
 
     def search_embeddings(
         self,

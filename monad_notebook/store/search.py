@@ -199,9 +199,12 @@ class LanceSearch:
         self.tables.add(table, data)
         self._indexed(table, FILTER_INDEXES, "search works, only slower")
 
-    def embedded_ids(self, session: str, *, model: str, dims: int, among: Iterable[str] | None = None) -> set[str]:
+    def embedded_ids(
+        self, session: str, *, model: str, dims: int | None = None, among: Iterable[str] | None = None
+    ) -> set[str]:
         where = f"session = {sql_str(session)} AND model = {sql_str(model)}"
-        return self.tables.distinct(embeddings_table(dims), where, "message_id", among)
+        tables = [embeddings_table(dims)] if dims is not None else self.tables.embedding_tables()
+        return set().union(*(self.tables.distinct(table, where, "message_id", among) for table in tables))
 
     def search_embeddings(
         self,

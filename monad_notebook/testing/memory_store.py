@@ -395,10 +395,12 @@ class MemoryStore:
                 (_embedded(item), model, [float(v) for v in vector]) for item, vector in rows
             )
 
-    def embedded_ids(self, session: str, *, model: str, dims: int, among: Iterable[str] | None = None) -> set[str]:
+    def embedded_ids(
+        self, session: str, *, model: str, dims: int | None = None, among: Iterable[str] | None = None
+    ) -> set[str]:
         with self._lock:
             rows = self._vectors.get(_name(session), [])
-            ids = {c.message_id for c, m, v in rows if m == model and len(v) == dims}
+            ids = {c.message_id for c, m, v in rows if m == model and dims in (None, len(v))}
         return ids if among is None else ids & set(among)
 
     def search_embeddings(

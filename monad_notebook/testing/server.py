@@ -76,6 +76,7 @@ class FakeOpenAIServer:
         self.require_key = require_key
         self.known_models = set(known_models) if known_models is not None else None
         self.chunk_delay = 0.0  # seconds between streamed chunks
+        self.embedding_delay = 0.0  # seconds every embeddings request takes, as a remote model's would
         self.report_usage = True  # False: behave like servers that never send a usage chunk
         # "openai" / "anthropic": report the prefix shared with the previous chat request as cached,
         # under that provider's usage field, as a provider's prefix cache would
@@ -326,6 +327,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
     def _embeddings(self, body: dict[str, Any]) -> None:
+        if self.fake.embedding_delay:
+            time.sleep(self.fake.embedding_delay)
         inputs = body.get("input")
         texts = [inputs] if isinstance(inputs, str) else list(inputs or [])
         dims = int(body.get("dimensions") or self.fake.embedding_dims)

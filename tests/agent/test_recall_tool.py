@@ -230,19 +230,21 @@ def test_closing_a_session_right_after_a_turn_still_indexes_that_turn(store):
     assert [h.snippet for h in hits] == ["the churn raw extract is data/raw/churn_q3.parquet"]
 
 
-def test_an_answer_says_how_many_stored_messages_it_could_not_search_yet():
+def test_an_answer_says_what_it_could_not_search_yet_and_what_it_searched_by_words_only():
     from pathlib import Path
 
     from monad_notebook.agent.tools.base import ToolContext
     from monad_notebook.agent.tools.recall import TOOLS
 
     recall_tool = next(t for t in TOOLS if t.name == "recall")
-    waiting = [3]
-    ctx = ToolContext("s", {}, Path.cwd(), recall=lambda question, also: [], recall_unindexed=lambda: waiting[0])
+    lag = {"unindexed": 5, "unsearchable": 3}
+    ctx = ToolContext("s", {}, Path.cwd(), recall=lambda question, also: [], recall_indexing=lambda: lag)
     answer = recall_tool.run(ctx, {"query": "the churn extract"})
     assert "Not searched yet: 3 stored message(s) are still being indexed" in answer
-    waiting[0] = 0
-    assert "Not searched yet" not in recall_tool.run(ctx, {"query": "the churn extract"})
+    assert "Searched by their words only: 2 recent message(s)" in answer
+    lag.update(unindexed=0, unsearchable=0)
+    answer = recall_tool.run(ctx, {"query": "the churn extract"})
+    assert "Not searched yet" not in answer and "words only" not in answer
 
 
 def test_long_other_phrasings_are_cut_so_what_was_asked_leaves_room_for_the_passages():

@@ -43,10 +43,19 @@ class KeywordEmbedder:
 
 
 def index(
-    store, embedder, session: str, messages: list[Message], timeout: float = 60, words: WordVectors | None = None
+    store,
+    embedder,
+    session: str,
+    messages: list[Message],
+    timeout: float = 60,
+    words: WordVectors | None = None,
+    full_texts: dict[str, str] | None = None,
 ) -> RecallIndexer:
+    """A new indexer meets ``session`` and indexes ``messages`` as a committed step (``full_texts``: the saved
+    text of truncated results), and everything is waited for."""
     indexer = RecallIndexer(store, embedder, words=words)
-    indexer.index_pending(session, messages)
+    indexer.meet(session)
+    indexer.add(session, messages, full_texts or {})
     assert indexer.flush(timeout=timeout)
     assert indexer.last_error is None
     return indexer

@@ -1,8 +1,9 @@
-"""Background work steps aside while the user waits for a search, and loses nothing by it.
+"""Background work steps aside while the user waits on the kernel, never for good, and loses nothing by it.
 
-The retrieval stage and the recall tool hold the foreground gate; the recall indexer does not
-start a read, an embedding or a write while it is held, stops the offline embedding in flight,
-and the store's optimize does not start a pass.
+A turn, the retrieval stage and the recall tool hold the foreground gate; while it is held the
+recall indexer keeps only its share of the time (so its backlog still drains when turns follow
+each other without a pause), a search stops the offline embedding in flight, and the store's
+optimize does not start a pass.
 """
 
 from __future__ import annotations
@@ -44,49 +45,57 @@ def notes(count: int, start: int = 0) -> list[Message]:
     return [Message("user", f"cat note {i}", session="s", seq=i, turn=i) for i in range(start, start + count)]
 
 
-def test_the_indexer_does_not_embed_while_a_search_holds_the_foreground_and_indexes_everything_after(store):
-    embedder = TimedEmbedder()
+class SlowEmbedder(TimedEmbedder):
+    """Takes ``seconds`` per call, one chunk a call, as the offline model does on a busy core."""
+
+    chunks_per_call = 1
+    seconds = 0.02
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        vectors = super().embed(texts)
+        time.sleep(self.seconds)
+        return vectors
+
+
+def test_while_a_turn_holds_the_foreground_without_a_pause_embedding_keeps_only_its_share_and_never_stops(store):
+    embedder = SlowEmbedder()
     indexer = RecallIndexer(store, embedder)
-    messages = notes(20)
+    messages = notes(200)
+    held_for = 1.5
     with FOREGROUND.held():
-        indexer.index_pending("s", messages)
-        time.sleep(indexer.linger + 0.5)
-        released = time.monotonic()
-        assert embedder.started == []
-        assert store.search_chunks("s", "note", 30) == []
+        indexer.add("s", messages, {})
+        searchable = len(store.search_chunks("s", "note", 300))
+        started = time.monotonic()
+        time.sleep(held_for)
+        during = [at for at, _, _ in embedder.started if at >= started]
 
-    assert indexer.flush(timeout=30)
-    assert embedder.started and all(at >= released for at, _, _ in embedder.started)
+    assert searchable == 200  # the words at once
+    busy = len(during) * SlowEmbedder.seconds
+    assert 0 < busy <= indexer.share * held_for + 0.2  # its share, never none
+    assert indexer.flush(timeout=60)
     assert store.embedded_ids("s", model=embedder.name, dims=embedder.dims) == {m.id for m in messages}
-    assert len(store.search_chunks("s", "note", 30)) == 20
 
 
-def test_the_indexer_does_not_read_the_store_while_a_search_holds_the_foreground(store, monkeypatch):
-    asked: list[bool] = []
-    chunked_ids = store.chunked_ids
-
-    def spied(session: str, among: object = None) -> set[str]:
-        asked.append(FOREGROUND.busy)
-        return chunked_ids(session, among=among)
-
-    monkeypatch.setattr(store, "chunked_ids", spied)
+def test_indexing_a_committed_step_reads_nothing_from_the_store(store, monkeypatch):
     indexer = RecallIndexer(store, TimedEmbedder())
-    indexer.index_pending("s", notes(1))
+    indexer.meet("s")
     assert indexer.flush(timeout=30)
-    asked.clear()
-    with FOREGROUND.held():
-        indexer.index_pending("s", notes(3, start=1))
-        time.sleep(indexer.linger + 0.5)
-        assert asked == []
+    reads: list[str] = []
+    for name in ("chunked_ids", "embedded_ids", "message_ids", "load_messages", "get_raw_outputs", "chunk_texts"):
+        original = getattr(store, name)
+        monkeypatch.setattr(store, name, lambda *a, _o=original, _n=name, **k: reads.append(_n) or _o(*a, **k))
 
+    indexer.add("s", notes(3), {})
     assert indexer.flush(timeout=30)
-    assert asked and not any(asked)
+
+    assert reads == []
+    assert len(store.embedded_ids("s", model="keywords", dims=KeywordEmbedder.dims)) == 3
 
 
 def test_the_indexer_embeds_in_small_batches_so_a_search_waits_for_at_most_one(store):
     embedder = TimedEmbedder()
     indexer = RecallIndexer(store, embedder)
-    indexer.index_pending("s", notes(40))
+    indexer.add("s", notes(40), {})
     assert indexer.flush(timeout=30)
 
     assert max(len(call) for call in embedder.calls) <= 8
@@ -106,7 +115,7 @@ def test_the_offline_embedder_gets_one_chunk_per_call_so_a_search_waits_for_one_
     embedder = Recording()
     indexer = RecallIndexer(store, embedder)
     messages = notes(5)
-    indexer.index_pending("s", messages)
+    indexer.add("s", messages, {})
     assert indexer.flush(timeout=60)
 
     assert [len(call) for call in embedder.calls] == [1] * 5
@@ -160,7 +169,7 @@ def test_an_interrupted_embedding_runs_again_after_the_search_and_at_last_to_its
     for session, embedder in (("s", twice), ("t", always)):
         indexer = RecallIndexer(store, embedder)
         messages = [Message("user", "cat note", session=session, seq=0, turn=0)]
-        indexer.index_pending(session, messages)
+        indexer.add(session, messages, {})
         assert indexer.flush(timeout=30)
         assert store.embedded_ids(session, model=embedder.name, dims=embedder.dims) == {messages[0].id}
 
@@ -171,24 +180,25 @@ def test_an_interrupted_embedding_runs_again_after_the_search_and_at_last_to_its
 def test_a_gate_held_for_too_long_delays_indexing_but_never_stops_it(store):
     embedder = TimedEmbedder()
     indexer = RecallIndexer(store, embedder)
-    indexer.max_yield = 0.2
     messages = notes(3)
     with FOREGROUND.held():
-        indexer.index_pending("s", messages)
+        indexer.add("s", messages, {})
         assert indexer.flush(timeout=10)
     assert store.embedded_ids("s", model=embedder.name, dims=embedder.dims) == {m.id for m in messages}
 
 
-def test_stopping_an_indexer_that_waits_for_the_foreground_returns_at_once(store):
-    embedder = TimedEmbedder()
+def test_stopping_an_indexer_that_works_beside_a_held_foreground_returns_at_once(store):
+    embedder = SlowEmbedder()
     indexer = RecallIndexer(store, embedder)
     with FOREGROUND.held():
-        indexer.index_pending("s", notes(3))
+        indexer.add("s", notes(300), {})
         time.sleep(indexer.linger + 0.2)
         started = time.monotonic()
         indexer.stop(timeout=10)
         assert time.monotonic() - started < 1.0
-    assert embedder.started == []
+    calls = len(embedder.started)
+    time.sleep(0.2)
+    assert len(embedder.started) == calls < 300
 
 
 def test_a_turns_question_is_embedded_with_the_foreground_held(store):
@@ -234,7 +244,7 @@ def test_the_indexer_embeds_at_a_lower_priority_than_the_turns_thread(store):
             return super().embed(texts)
 
     indexer = RecallIndexer(store, PriorityEmbedder())
-    indexer.index_pending("s", notes(3))
+    indexer.add("s", notes(3), {})
     assert indexer.flush(timeout=30)
 
     assert priorities and min(priorities) > os.getpriority(os.PRIO_PROCESS, threading.get_native_id())

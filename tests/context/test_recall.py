@@ -64,7 +64,7 @@ def test_a_truncated_result_is_indexed_from_its_saved_full_text_at_the_offsets_r
     message = tool_result("s", full, "call_big", 5)
     store.save_raw_outputs("s", {"call_big": full})
 
-    index(store, None, "s", [message])
+    index(store, None, "s", [message], full_texts={"call_big": full})
 
     hit = store.search_chunks("s", "tenure", 5)[0]
     assert hit.tool_call_id == "call_big" and "cust_tenure_days_v2" in hit.snippet
@@ -100,7 +100,7 @@ def indexed_truncated_result(store, head: str) -> Message:
     full = head + "\n" + log_output(600, "stage 300: tenure lives in cust_tenure_days_v2", 300)
     message = tool_result("s", full, "call_big", 5)
     store.save_raw_outputs("s", {"call_big": full})
-    index(store, None, "s", [message])
+    index(store, None, "s", [message], full_texts={"call_big": full})
     return message
 
 
@@ -277,9 +277,9 @@ def test_stopping_the_indexer_drops_queued_work_and_nothing_is_written_afterward
     embedder.gate = threading.Event()
     indexer = RecallIndexer(store, embedder)
     indexer.embed_batch = 2
-    indexer.index_pending("s", [Message("user", f"cat note {i}", session="s", seq=i) for i in range(10)])
+    indexer.add("s", [Message("user", f"cat note {i}", session="s", seq=i) for i in range(10)], {})
     assert embedder.entered.wait(10)
-    indexer.index_pending("s", [Message("user", "queued cat", session="s", seq=99)])
+    indexer.add("s", [Message("user", "queued cat", session="s", seq=99)], {})
 
     stopper = threading.Thread(target=indexer.stop, kwargs={"timeout": 10})
     stopper.start()
@@ -291,22 +291,24 @@ def test_stopping_the_indexer_drops_queued_work_and_nothing_is_written_afterward
     time.sleep(0.3)
 
     assert store.tables.table_version("embeddings_7") == version
-    assert "queued cat" not in {h.snippet for h in store.search_chunks("s", "queued", 5)}
+    assert "queued cat" in {h.snippet for h in store.search_chunks("s", "queued", 5)}  # its words went at once
     assert len(embedder.calls) == 1
-    indexer.index_pending("s", [Message("user", "after stop", session="s", seq=100)])
+    indexer.add("s", [Message("user", "after stop", session="s", seq=100)], {})
     assert indexer.flush(timeout=1)
 
 
 @pytest.mark.lance
-def test_steps_that_come_back_to_back_share_one_write(store):
-    indexer = RecallIndexer(store, None)
+def test_each_step_is_searchable_by_its_words_at_once_and_back_to_back_steps_share_one_vector_write(store):
+    embedder = KeywordEmbedder()
+    indexer = RecallIndexer(store, embedder)
     for i in range(3):
-        indexer.index_pending("s", [Message("user", f"step {i} note", session="s", seq=i)])
+        indexer.add("s", [Message("user", f"step {i} cat note", session="s", seq=i)], {})
+        assert len(store.search_chunks("s", f"step {i}", 5)) >= 1  # no waiting: the words are written
         time.sleep(0.05)
     assert indexer.flush(timeout=10)
 
-    assert store.tables.table_stats()["recall_text"]["fragments"] == 1
-    assert len(store.chunked_ids("s")) == 3
+    assert store.tables.table_stats()["embeddings_7"]["fragments"] == 1
+    assert len(store.embedded_ids("s", model=embedder.name, dims=embedder.dims)) == 3
 
 
 def etl_log(seed: int, planted: str | None = None, lines: int = 300) -> str:
@@ -325,14 +327,16 @@ def etl_log(seed: int, planted: str | None = None, lines: int = 300) -> str:
 def test_a_question_in_other_words_finds_the_line_inside_the_middle_of_a_long_saved_output(store):
     planted, value = "exported the quarterly invoices -> out/q3_inv_8812.csv", "out/q3_inv_8812.csv"
     question = "which file got the billing statements for those three months?"
-    messages = []
+    messages, full_texts = [], {}
     for n in range(12):
         messages.append(Message("user", "Look at the nightly logs.", session="s", seq=2 * n, turn=n))
-        full = etl_log(n, planted if n == 6 else None)
+        full = full_texts[f"call_{n}"] = etl_log(n, planted if n == 6 else None)
         messages.append(tool_result("s", full, f"call_{n}", 2 * n + 1))
-        store.save_raw_outputs("s", {f"call_{n}": full})
+    store.save_raw_outputs("s", full_texts)
     embedder = LocalEmbedder()
-    index(store, embedder, "s", messages, timeout=600)  # about 900 chunks to embed on a busy machine
+    index(
+        store, embedder, "s", messages, timeout=600, full_texts=full_texts
+    )  # about 900 chunks to embed on a busy machine
     assert value not in messages[13].content
 
     passages = Recall(store, embedder).search("s", question, 6)
@@ -452,14 +456,14 @@ def test_a_session_reopened_with_recall_on_says_it_is_catching_up_and_then_its_e
     second.ask("where was the churn raw extract?")
     second.close()
 
-    assert "recall is still indexing" in busy and "recall is still" not in settled
+    assert "by their words only" in busy and "Recall finds" not in settled
     answer = model.calls[-1].messages[-1]["content"]
     assert "data/raw/churn_0.parquet" in answer
 
 
-def test_until_the_earlier_history_is_checked_the_status_says_so_rather_than_nothing(store):
+def test_after_a_restart_the_status_counts_what_waits_for_its_vectors_and_how_long_it_takes(store):
     from monad_notebook import Session
-    from monad_notebook.cell.status import status_sentences
+    from monad_notebook.cell.status import indexing_sentences, status_sentences
     from monad_notebook.config import Config
     from monad_notebook.testing import ScriptedModel
 
@@ -472,26 +476,22 @@ def test_until_the_earlier_history_is_checked_the_status_says_so_rather_than_not
     model = ScriptedModel(["ok", "ok"], context_window=100_000)
     second = Session("s", config=Config(), store=store, model=model, embedder=embedder)
     second.ask("hello again")
+    assert embedder.entered.wait(10)
     waiting = status_sentences(second.status(), approval="ask", allowed_for_session=False)
     embedder.gate.set()
     second.ask("and now?")
     second.wait_for_background(30)
     settled = status_sentences(second.status(), approval="ask", allowed_for_session=False)
     second.close()
-    held = KeywordEmbedder()
-    held.gate = threading.Event()
-    brand_new = Session(
-        "new", config=Config(), store=store, model=ScriptedModel(["ok"], context_window=100_000), embedder=held
-    )
-    brand_new.ask("hello")
-    new_session_status = status_sentences(brand_new.status(), approval="ask", allowed_for_session=False)
-    held.gate.set()
-    brand_new.close()
 
-    assert "checking this session's earlier history" in waiting
-    assert "earlier history" not in new_session_status
-    assert "recall is still" not in settled
+    assert "Recall finds 4 messages by their words only for now" in waiting
+    assert "at the present pace" in waiting
+    assert "Recall" not in settled
     assert "data/raw/churn.parquet" in "".join(h.snippet for h in store.search_chunks("s", "churn raw extract", 3))
+    assert indexing_sentences({"recall_checking": True}) == [
+        "Recall is still comparing this session's earlier history with its index."
+    ]
+    assert "in about 2 min" in indexing_sentences({"unindexed": 900, "index_eta_seconds": 125.0})[0]
 
 
 class LearningEmbedder(KeywordEmbedder):
@@ -508,23 +508,19 @@ class LearningEmbedder(KeywordEmbedder):
 
 
 @pytest.mark.lance
-def test_a_new_kernels_first_batch_reads_only_its_own_ids_not_the_whole_sessions(store):
+def test_a_new_kernels_first_step_is_searchable_at_once_while_its_history_is_checked_in_the_background(store):
     earlier = stored_notes(store, 2000)
     index(store, KeywordEmbedder(), "s", earlier)
     indexer = RecallIndexer(store, KeywordEmbedder())
-    indexer.backfill_quiet = indexer.backfill_max_delay = 60  # the history check waits for a pause
     new = Message("user", "revenue by region", session="s", seq=2000)
     store.append_messages([new])
-    before = store.tables.rows_read
 
-    indexer.index_pending("s", [new])
-    deadline = time.monotonic() + 30
-    while not store.search_chunks("s", "revenue region", 1) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    indexer.meet("s")
+    indexer.add("s", [new], {})
 
     assert [h.message_id for h in store.search_chunks("s", "revenue region", 1)] == [new.id]
-    assert store.tables.rows_read - before < 20
-    assert indexer.checking
+    assert indexer.flush(timeout=30)
+    assert not indexer.checking and indexer.waiting == 0
     indexer.stop(10)
 
 
@@ -541,14 +537,14 @@ def test_a_new_kernel_does_not_embed_again_what_a_model_of_unknown_width_already
 def test_with_words_only_a_new_kernel_reads_no_message_texts_again(store, monkeypatch):
     earlier = stored_notes(store, 6)
     first = RecallIndexer(store, KeywordEmbedder(), embed_max_chars=0)
-    first.index_pending("s", earlier)
+    first.add("s", earlier, {})
     assert first.flush(timeout=30)
     indexer = RecallIndexer(store, KeywordEmbedder(), embed_max_chars=0)
     loaded: list[object] = []
     original = store.load_messages
     monkeypatch.setattr(store, "load_messages", lambda *a, **k: loaded.append(k) or original(*a, **k))
 
-    indexer.index_pending("s", [])
+    indexer.add("s", [], {})
     assert indexer.flush(timeout=30)
 
     assert loaded == []

@@ -32,7 +32,7 @@ def history(session: str, *texts: str, role: str = "user") -> list[Message]:
 
 def indexed(store: LanceStore, embedder: KeywordEmbedder, messages: list[Message]) -> list[Message]:
     indexer = RecallIndexer(store, embedder)
-    indexer.index_pending(messages[0].session, messages)
+    indexer.add(messages[0].session, messages, {})
     assert indexer.flush(timeout=30)
     assert indexer.last_error is None
     return messages
@@ -195,23 +195,25 @@ def test_the_indexer_embeds_original_content_even_after_eviction(store, embedder
 
 
 @pytest.mark.lance
-def test_the_indexer_writes_once_per_batch_and_skips_what_is_already_embedded(store, embedder) -> None:
+def test_the_indexer_writes_once_per_batch_and_a_new_one_leaves_what_is_embedded(store, embedder) -> None:
     first, *messages = history("s", *[f"cat note {i}" for i in range(71)])
+    store.append_messages([first, *messages])
     indexed(store, embedder, [first])
     before = store.tables.table_version("embeddings_7")
 
     indexer = RecallIndexer(store, embedder, batch_size=32)
-    indexer.index_pending("s", messages)
+    indexer.add("s", messages, {})
     assert indexer.flush(timeout=30)
     after = store.tables.table_version("embeddings_7")
-    again = RecallIndexer(store, embedder)
-    again.index_pending("s", [first, *messages])
+    again = RecallIndexer(store, embedder)  # a new kernel meets the session
+    again.meet("s")
     assert again.flush(timeout=30)
 
     assert after - before == 3
     assert store.tables.table_version("embeddings_7") == after
     assert sum(len(c) for c in embedder.calls) == 71
     assert store.embedded_ids("s", model=embedder.name, dims=embedder.dims) == {first.id} | {m.id for m in messages}
+    assert again.waiting == 0 and not again.checking
 
 
 def test_jobs_queued_while_the_indexer_is_busy_are_merged_into_one_batch(store, embedder) -> None:
@@ -219,11 +221,11 @@ def test_jobs_queued_while_the_indexer_is_busy_are_merged_into_one_batch(store, 
     indexer = RecallIndexer(store, embedder, batch_size=32)
     indexer.embed_batch = 32
     embedder.gate = threading.Event()
-    indexer.index_pending("s", messages[:1])
+    indexer.add("s", messages[:1], {})
     assert embedder.entered.wait(10)
 
     for i in range(1, 31, 3):
-        indexer.index_pending("s", messages[i : i + 3])
+        indexer.add("s", messages[i : i + 3], {})
     embedder.gate.set()
     assert indexer.flush(timeout=30)
 
@@ -233,11 +235,11 @@ def test_jobs_queued_while_the_indexer_is_busy_are_merged_into_one_batch(store, 
 def test_an_indexing_failure_is_logged_not_raised_and_later_work_continues(store, embedder, caplog) -> None:
     indexer = RecallIndexer(store, embedder)
     embedder.fail = True
-    indexer.index_pending("s", history("s", "cat lost"))
+    indexer.add("s", history("s", "cat lost"), {})
     assert indexer.flush(timeout=30)
     embedder.fail = False
     kept = history("s", "cat kept")
-    indexer.index_pending("s", kept)
+    indexer.add("s", kept, {})
     assert indexer.flush(timeout=30)
 
     assert indexer.last_error is not None and "down" in indexer.last_error
@@ -324,7 +326,7 @@ def test_paraphrased_questions_bring_back_most_buried_facts(store) -> None:
     embedder = LocalEmbedder()
     messages, fact_ids = needle_session("needles")
     indexer = RecallIndexer(store, embedder)
-    indexer.index_pending("needles", messages)
+    indexer.add("needles", messages, {})
     assert indexer.flush(timeout=120) and indexer.last_error is None
     finder = Retrieval(Recall(store, embedder), RetrievalConfig(enabled=True))
 
@@ -391,7 +393,7 @@ def test_with_the_local_model_every_order_asked_by_id_comes_back(store) -> None:
     embedder = LocalEmbedder()
     notes = orders("orders")
     indexer = RecallIndexer(store, embedder)
-    indexer.index_pending("orders", [m for _, m in notes])
+    indexer.add("orders", [m for _, m in notes], {})
     assert indexer.flush(timeout=120) and indexer.last_error is None
     finder = Retrieval(Recall(store, embedder), RetrievalConfig(enabled=True, max_results=1))
 

@@ -68,13 +68,13 @@ def test_the_indexer_learns_the_words_of_what_it_indexes_and_of_a_sessions_earli
     earlier = [Message("user", f"the churn extract landed {i}", session="s", seq=i) for i in range(3)]
     store.append_messages(earlier)
     first = RecallIndexer(store, KeywordEmbedder())  # an earlier kernel, indexing without word vectors
-    first.index_pending("s", earlier)
+    first.add("s", earlier, {})
     assert first.flush(30)
     words = WordVectors("keywords")
     indexer = RecallIndexer(store, KeywordEmbedder(), words=words)
-    indexer.backfill_quiet = 0.0
+    indexer.meet("s")
 
-    indexer.index_pending("s", [Message("assistant", "the refund totals look right", session="s", seq=3)])
+    indexer.add("s", [Message("assistant", "the refund totals look right", session="s", seq=3)], {})
     assert indexer.flush(30) and indexer.last_error is None
 
     assert words.unknown(["churn", "extract", "landed", "refund", "totals", "look", "right"]) == []
@@ -86,7 +86,7 @@ def test_with_words_only_nothing_is_embedded_for_words_either(store):
     words = WordVectors("keywords")
     indexer = RecallIndexer(store, embedder, embed_max_chars=0, words=words)
 
-    indexer.index_pending("s", [Message("user", "the churn extract landed", session="s", seq=0)])
+    indexer.add("s", [Message("user", "the churn extract landed", session="s", seq=0)], {})
     assert indexer.flush(30)
 
     assert len(words) == 0 and embedder.calls == []

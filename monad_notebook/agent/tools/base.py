@@ -48,7 +48,7 @@ class ToolContext:
     # the session's recall search (question, its other phrasings); None: recall is off
     recall: Callable[[str, Sequence[str]], list[Passage]] | None = None
     recall_snippet_chars: int = RecallConfig().snippet_chars
-    recall_unindexed: Callable[[], int] = lambda: 0  # stored messages recall cannot find yet
+    recall_indexing: Callable[[], dict[str, Any]] = dict  # how far recall's index is behind (``Cascade.indexing``)
     images_config: ImagesConfig = field(default_factory=ImagesConfig)
     sees_images: bool = False  # the model is sent images (models.main.vision)
     redacted: bool = False  # set once a tool's own redaction took something out

@@ -18,6 +18,7 @@ characters each plus one header line apiece (about 1,200 tokens at the defaults)
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from monad_notebook.agent.tools.base import Tool, ToolContext, tool
 from monad_notebook.context.lossless.truncation import read_call
@@ -50,7 +51,7 @@ def recall(ctx: ToolContext, query: str, also: list[str] | None = None) -> str:
     if search is None:
         return "Recall is off for this session."
     passages = search(question, others)
-    lag = _not_indexed_note(ctx.recall_unindexed())
+    lag = _not_indexed_note(ctx.recall_indexing())
     asked = json.dumps(question, ensure_ascii=False) + "".join(
         f" / {json.dumps(o, ensure_ascii=False)}" for o in others
     )
@@ -79,14 +80,23 @@ def _phrasing(text: object, argument: str, limit: int) -> str:
     return " ".join(text.split())[:limit]
 
 
-def _not_indexed_note(waiting: int) -> str:
-    """What the search could not see yet: messages stored but not indexed (indexing runs in the background)."""
-    if waiting <= 0:
-        return ""
-    return (
-        f"\nNot searched yet: {waiting} stored message(s) are still being indexed; "
-        "search_tool_outputs finds exact text in saved outputs now, or ask again shortly."
-    )
+def _not_indexed_note(indexing: dict[str, Any]) -> str:
+    """What the search could not see in full yet: messages not searchable at all, and messages it searched by
+    their words only because their vectors are still being made (in the background)."""
+    unsearchable = int(indexing.get("unsearchable") or 0)
+    by_words = int(indexing.get("unindexed") or 0) - unsearchable
+    note = ""
+    if unsearchable > 0:
+        note += (
+            f"\nNot searched yet: {unsearchable} stored message(s) are still being indexed; "
+            "search_tool_outputs finds exact text in saved outputs now, or ask again shortly."
+        )
+    if by_words > 0:
+        note += (
+            f"\nSearched by their words only: {by_words} recent message(s) whose meaning is still being indexed; "
+            "a question in other words may miss them, ask again shortly."
+        )
+    return note
 
 
 def _saved(ctx: ToolContext, passages: list[Passage]) -> set[str]:

@@ -1,10 +1,11 @@
 """Semantic reinjection: bring back what eviction and summarization hid, when a turn needs it.
 
-Once per turn the new user message is put to recall (``recall.py``: full-text and vector
+Once per turn the new user message is put to recall (``search.py``: full-text and vector
 search over the session's whole history, fused) and the passages it trusts come back as a
-``<related_context>`` block: those the vectors place above ``minScore``, and those holding
+``<related_context>`` block: those the vectors place above ``minScore``, those holding
 verbatim a name the request gives (an id, a snake_case column, a file name), which a
-sentence embedding cannot tell from its neighbours.
+sentence embedding cannot tell from its neighbours, and, while a message still waits for
+its vectors, one that holds at least ``WORDS_TRUSTED`` of the request's words.
 
 Best-effort by design: retrieval is an optimisation, so a missing embedder, a store hiccup
 or an embedding failure yields no block, never a failed turn.
@@ -13,14 +14,15 @@ or an embedding failure yields no block, never a failed turn.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from monad_notebook.config import RetrievalConfig
-from monad_notebook.context.recall.search import Passage, Recall, identifier_terms
+from monad_notebook.context.recall.search import Passage, Recall, coverage, identifier_terms, query_terms
 from monad_notebook.messages import Message
 
 log = logging.getLogger(__name__)
 
+WORDS_TRUSTED = 0.5  # a passage without vectors yet holding this share of the request's words is a match
 OPEN_TAG, CLOSE_TAG = "<related_context>", "</related_context>"
 INTRO = (
     "Earlier messages from this session that may bear on the request below, found by similarity"
@@ -31,11 +33,15 @@ INTRO = (
 class Retrieval:
     """Finds earlier messages of one session that relate to a new user message."""
 
-    def __init__(self, recall: Recall, cfg: RetrievalConfig) -> None:
-        """``recall``: the session's one recall pipeline, the ``recall`` tool's too."""
+    def __init__(
+        self, recall: Recall, cfg: RetrievalConfig, unembedded: Callable[[str], set[str]] = lambda _: set()
+    ) -> None:
+        """``recall``: the session's one recall pipeline, the ``recall`` tool's too; ``unembedded``: the ids
+        of a session's messages still waiting for their vectors (found by their words meanwhile)."""
         self.recall = recall
         self.embedder = recall.embedder
         self.cfg = cfg
+        self.unembedded = unembedded
 
     def related_context(
         self, session: str, query: str, window: Iterable[Message] = (), *, query_id: str | None = None
@@ -55,10 +61,13 @@ class Retrieval:
         return format_related(passages, self.cfg.snippet_chars) if passages else None
 
     def _trusted(self, session: str, query: str, window: list[Message], query_id: str | None) -> list[Passage]:
-        """Recall's passages naming the query's identifiers (first), then those above ``minScore``."""
+        """Recall's passages naming the query's identifiers (first), then those above ``minScore``, and those
+        still without vectors that hold enough of the query's words."""
         limit = self.cfg.max_results
         terms = identifier_terms(query)
         asked = query.strip()
+        unembedded = self.unembedded(session)
+        words = query_terms(query) if unembedded else []
         named, near = [], []
         for passage in self.recall.search(session, query, 2 * limit + 1, window=window, shown=limit):
             hit = passage.hit
@@ -66,7 +75,9 @@ class Retrieval:
                 continue
             if any(term in hit.snippet for term in terms):
                 named.append(passage)
-            elif passage.cosine is not None and passage.cosine >= self.cfg.min_score:
+            elif (passage.cosine is not None and passage.cosine >= self.cfg.min_score) or (
+                hit.message_id in unembedded and coverage(hit.snippet, words) >= WORDS_TRUSTED
+            ):
                 near.append(passage)
         return [*named, *near][:limit]
 
