@@ -60,7 +60,7 @@ export class NotebookLink {
     }
     let reply: JSONObject;
     try {
-      reply = { ok: true, ...this.answer(request) };
+      reply = { ok: true, ...this.answer(comm, request) };
     } catch (error) {
       reply = { ok: false, error: `the notebook could not do it: ${String(error)}` };
     }
@@ -70,7 +70,7 @@ export class NotebookLink {
     comm.send({ id: request.id, ...reply });
   }
 
-  private answer(request: Request): JSONObject {
+  private answer(comm: Kernel.IComm, request: Request): JSONObject {
     switch (request.op) {
       case 'hello':
         return {
@@ -90,8 +90,14 @@ export class NotebookLink {
         const pending = read.cells.map(cell => this.reviews.pendingFor(cell.id));
         return { total: read.total, cells: read.cells, pending, path: this.panel.context.path };
       }
-      case 'propose':
-        return this.reviews.propose(request.proposal as unknown as IProposal);
+      case 'propose': {
+        const proposal = request.proposal as unknown as IProposal;
+        const shown = this.reviews.propose(proposal);
+        if (!('error' in shown)) {
+          this._askedBy.set(proposal.id, comm);
+        }
+        return shown;
+      }
       case 'run':
         return this.run(String(request.cell_id ?? ''));
       default:
@@ -116,12 +122,18 @@ export class NotebookLink {
     return { status: 'queued' };
   }
 
+  /** A decision goes back on the comm that proposed it: each session of the kernel has its own. */
   private tellDecision(decided: IDecided): void {
-    this._comm?.send({ type: 'decision', ...decided });
+    const comm = this._askedBy.get(decided.proposal) ?? this._comm;
+    this._askedBy.delete(decided.proposal);
+    if (comm && !comm.isDisposed) {
+      comm.send({ type: 'decision', ...decided });
+    }
   }
 
   private reviews: Reviews;
   private _comm: Kernel.IComm | null = null;
+  private _askedBy = new Map<string, Kernel.IComm>();
   private _mine = false;
   private _kernels = new WeakSet<Kernel.IKernelConnection>();
 }

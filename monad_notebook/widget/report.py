@@ -17,7 +17,7 @@ SPARK = "▁▂▃▄▅▆▇█"
 HISTORY_KINDS = frozenset(
     {ev.USAGE, ev.EVICTED, ev.COMPACTION_STARTED, ev.COMPACTION_FINISHED, ev.REINJECTED, ev.RESET}
 )
-MARKER_LETTERS = {"evicted": "E", "compaction": "C", "reinjected": "R", "handoff": "H"}
+MARKER_LETTERS = {"evicted": "E", "compaction": "C", "reinjected": "R", "handoff": "H", "notebook": "N"}
 FACT_SOURCES = {"manual": "saved by you", "tool": "saved by the agent", "promotion": "from compaction"}
 
 
