@@ -109,7 +109,7 @@ class ReviewView extends Widget {
   private _note: HTMLElement;
 }
 
-/** "Accept all" / "Reject all" in the notebook's toolbar while two or more changes wait. */
+/** "Accept all" / "Reject all" above the notebook (its content header) while two or more changes wait. */
 class ReviewBar extends Widget {
   constructor(acceptAll: () => void, rejectAll: () => void) {
     super();
@@ -124,7 +124,7 @@ class ReviewBar extends Widget {
   }
 
   set pending(count: number) {
-    this._count.textContent = `${count} changes proposed by the agent`;
+    this._count.textContent = `${count} proposed changes`;
     this.setHidden(count < 2);
   }
 
@@ -145,7 +145,7 @@ export class Reviews {
       () => this.decideAll(true),
       () => this.decideAll(false)
     );
-    panel.toolbar.addItem('monad-review', this._bar);
+    panel.contentHeader.addWidget(this._bar);
   }
 
   /** The ids of the proposals waiting for a decision. */
@@ -211,6 +211,7 @@ export class Reviews {
       item.view.dispose();
       return;
     }
+    item.watch(); // the change about to be written is not the user's edit
     const done = this.apply(item.proposal);
     if ('error' in done) {
       this.settle(item, 'outdated', done.error);
