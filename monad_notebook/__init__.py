@@ -32,11 +32,6 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'monad_notebook' has no attribute {name!r}")
 
 
-def _jupyter_labextension_paths() -> list[dict[str, str]]:
-    """Where the prebuilt JupyterLab extension is, for ``jupyter labextension develop --overwrite .``."""
-    return [{"src": "labextension", "dest": "monad-notebook"}]
-
-
 def load_ipython_extension(ipython: Any) -> None:
     """Register the magics at once; import the session's heavy parts (LanceDB, openai) in the background.
 

@@ -7,6 +7,7 @@ can be tested in-process; the real extension is driven in a browser in ``tests/e
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from monad_notebook.notebook.frontend import NotebookFrontend
@@ -96,13 +97,19 @@ class FakeExtension:
         cell = {"id": proposal["new_id"], "type": proposal["cell_type"], "source": proposal["source"]}
         self.cells.insert(at + (1 if proposal["position"] == "below" else 0), {**cell, "execution_count": None})
 
+    def tell(self, message: dict[str, Any]) -> None:
+        """A message from the page reaches the kernel on its subshell's thread, never the turn's."""
+        thread = threading.Thread(target=self.frontend._on_frontend, args=(message,))
+        thread.start()
+        thread.join()
+
     def click(self, proposal_id: str, accept: bool) -> None:
         """The user's Accept or Reject, told to the kernel as the extension tells it."""
         proposal = self.pending.pop(proposal_id)
         if accept:
             self.apply(proposal)
         decision = "accepted" if accept else "rejected"
-        self.frontend._on_frontend({"type": "decision", "proposal": proposal_id, "decision": decision, "detail": ""})
+        self.tell({"type": "decision", "proposal": proposal_id, "decision": decision, "detail": ""})
 
     def type_into(self, cell_id: str, source: str) -> None:
         """The user edits a cell; a change waiting on it is set aside, as the extension does."""
@@ -113,5 +120,4 @@ class FakeExtension:
         if waiting:
             self.pending.pop(waiting)
             detail = "the user edited the cell while the change waited"
-            told = {"type": "decision", "proposal": waiting, "decision": "outdated", "detail": detail}
-            self.frontend._on_frontend(told)
+            self.tell({"type": "decision", "proposal": waiting, "decision": "outdated", "detail": detail})

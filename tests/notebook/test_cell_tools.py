@@ -16,6 +16,7 @@ from monad_notebook.agent.tools.python import DECLINED
 from monad_notebook.config import Config
 from monad_notebook.notebook.frontend import NotebookFrontend
 from monad_notebook.testing import MemoryStore, ScriptedModel, tool_call, tool_calls
+from monad_notebook.widget.report import render_text, state_from_session
 from tests.notebook.fake_extension import FakeExtension, FakeKernel
 
 FIXED = "df.groupby('region')['total'].sum()"
@@ -133,6 +134,27 @@ def test_proposals_wait_for_the_user_and_each_decision_is_stored_and_told_with_t
     assert [(p["change"], p["added"], p["removed"]) for p in proposed] == [("insert", 1, 0), ("change", 1, 1)]
     notebook_events = [e.data for e in session.store.list_events("nb") if e.kind.startswith("notebook.")]
     assert "df.head()" not in json.dumps(notebook_events) and "total" not in json.dumps(notebook_events)
+
+
+def test_the_panel_marks_each_proposal_and_its_decision_on_the_timeline_also_when_opened_later():
+    model = ScriptedModel(
+        [
+            tool_call("read_cell", {"cell_id": "group"}),
+            tool_call("overwrite_cell_source", {"cell_id": "group", "cell_source": FIXED}),
+            "Proposed.",
+        ]
+    )
+    session, notebook = open_notebook(model)
+    session.ask("fix it")
+    (proposal,) = notebook.pending
+    notebook.click(proposal, accept=True)
+    state = state_from_session(session)
+    labels = [m["label"] for m in state.markers if m["kind"] == "notebook"]
+    assert labels == [
+        f"turn 1 · step 2: proposed {proposal}: change to cell group, +1 \u22121 lines",
+        f"turn 1 · step 3: {proposal} accepted",
+    ]
+    assert f"N turn 1 · step 3: {proposal} accepted" in render_text(state)
 
 
 def test_a_change_to_a_cell_edited_since_it_was_read_and_an_unknown_or_unread_cell_each_get_one_line():
