@@ -4,7 +4,7 @@ The agent reads the notebook (a secret in a cell stays out of what the model rec
 new cell, a new source for one cell and an edit of another; the user edits that other cell while
 its change waits, rejects one proposal and accepts the other. A save while they wait writes none
 of them; a save after writes exactly the accepted one; the agent is told every decision with the
-next message. The review is screenshotted and its contrast measured at 420 and 1400 px, in the
+next message. A cell the agent runs is queued and has run by the next turn. The review is screenshotted and its contrast measured at 420 and 1400 px, in the
 light theme in JupyterLab and the dark theme in Notebook 7.
 """
 
@@ -76,11 +76,16 @@ def test_the_agent_proposes_cells_the_user_decides_at_each_and_the_save_holds_wh
                 tool_call("insert_cell", {"cell_type": "code", "cell_source": NEW_CELL}),
                 tool_call("overwrite_cell_source", {"cell_id": "cell-1", "cell_source": NEW_ROWS}),
                 tool_call("edit_cell_source", {"cell_id": "cell-3", "old_string": "'old'", "new_string": "'new'"}),
+                tool_call("execute_cell", {"cell_id": "cell-2"}),
             ),
             "I proposed three changes.",
+            tool_call("read_cell", {"cell_id": "cell-2"}),
             "Noted.",
         )
-        agents = {"models": {"main": {"model": "gpt-4.1-mini", "baseUrl": model.base_url, "maxRetries": 0}}}
+        agents = {
+            "models": {"main": {"model": "gpt-4.1-mini", "baseUrl": model.base_url, "maxRetries": 0}},
+            "tools": {"python": {"approval": "auto"}},
+        }
         (isolated_env / "agents.json").write_text(json.dumps(agents))
         notebook = isolated_env / "work.ipynb"
         write_notebook(notebook, CELLS)
@@ -147,8 +152,12 @@ def test_the_agent_proposes_cells_the_user_decides_at_each_and_the_save_holds_wh
     sent = json.dumps(requests)
     assert TOKEN not in sent and TOKEN[:12] not in sent  # the secret cell never reaches the model
     listing = next(m["content"] for m in requests[1]["messages"] if m["role"] == "tool")
-    assert "[2] id cell-2 · code · ran as" in listing and "API_TOKEN = '[REDACTED:" in listing
-    told = requests[-1]["messages"][-1]["content"]
+    assert "[2] id cell-2 · code · ran as [3]" in listing and "API_TOKEN = '[REDACTED:" in listing
+    queued = [m["content"] for m in requests[2]["messages"] if m["role"] == "tool"][-1]
+    assert queued.startswith("queued: cell cell-2 runs when this turn ends")
+    reread = [m["content"] for m in requests[-1]["messages"] if m["role"] == "tool"][-1]
+    assert reread.startswith("[2] id cell-2 · code · ran as [6]")  # the queued run came after the turn
+    told = next(m["content"] for m in reversed(requests[-1]["messages"]) if m["role"] == "user")
     assert ("accepted; it is in the notebook now" in told) and ("rejected by the user; nothing changed" in told)
     assert "not applied: the user edited the cell while the change waited" in told and told.endswith("Thanks.")
     assert [e for e in errors if "extensions/monad-notebook/" in e] == []  # Notebook 7 has its own, unrelated

@@ -14,6 +14,7 @@ from monad_notebook import events as ev
 from monad_notebook.agent.tools.approval import Answer, ApprovalGate
 from monad_notebook.agent.tools.python import DECLINED
 from monad_notebook.config import Config
+from monad_notebook.export import export_notebook
 from monad_notebook.notebook.frontend import NotebookFrontend
 from monad_notebook.testing import MemoryStore, ScriptedModel, tool_call, tool_calls
 from monad_notebook.widget.report import render_text, state_from_session
@@ -132,6 +133,9 @@ def test_proposals_wait_for_the_user_and_each_decision_is_stored_and_told_with_t
     assert decided == [(first, "rejected", "cell"), (second, "accepted", "cell")]
     proposed = [e.data for e in session.store.list_events("nb", kind=ev.NOTEBOOK_PROPOSED)]
     assert [(p["change"], p["added"], p["removed"]) for p in proposed] == [("insert", 1, 0), ("change", 1, 1)]
+    exported = json.loads(export_notebook(session.store, "nb", "exported.ipynb")[0].read_text())
+    questions = ["".join(c["source"]) for c in exported["cells"] if "Question" in "".join(c["source"])]
+    assert questions == ["**Question**\n\nfix the groupby", "**Question**\n\nthanks"]  # the user's words only
     notebook_events = [e.data for e in session.store.list_events("nb") if e.kind.startswith("notebook.")]
     assert "df.head()" not in json.dumps(notebook_events) and "total" not in json.dumps(notebook_events)
 
