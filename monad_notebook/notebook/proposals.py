@@ -170,8 +170,9 @@ class Ledger:
     def record(self, proposal: Proposal, decision: str, *, via: str, detail: str = "", tell: bool = True) -> Decided:
         """Record a decision; ``tell`` False when the agent reads it in the tool result that waited for it."""
         decided = Decided(proposal, decision, via, detail)
-        if tell:
-            with self._lock:
+        with self._lock:
+            self.pending.pop(proposal.id, None)
+            if tell:
                 self._untold.append(decided)
         self._emit(NOTEBOOK_DECIDED, proposal=proposal.id, decision=decision, via=via, detail=detail)
         return decided

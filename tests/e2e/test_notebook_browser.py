@@ -4,8 +4,9 @@ The agent reads the notebook (a secret in a cell stays out of what the model rec
 new cell, a new source for one cell and an edit of another; the user edits that other cell while
 its change waits, rejects one proposal and accepts the other. A save while they wait writes none
 of them; a save after writes exactly the accepted one; the agent is told every decision with the
-next message. A cell the agent runs is queued and has run by the next turn. The review is screenshotted and its contrast measured at 420 and 1400 px, in the
-light theme in JupyterLab and the dark theme in Notebook 7.
+next message. A cell the agent runs is queued and has run by the next turn. The review is
+screenshotted and its contrast measured at 420 and 1400 px, in the light theme in JupyterLab and the
+dark theme in Notebook 7.
 """
 
 from __future__ import annotations

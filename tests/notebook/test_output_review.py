@@ -109,6 +109,22 @@ def test_the_saved_file_is_read_and_a_change_is_shown_to_copy_once_accepted(vsco
     assert json.loads(vscode.file.read_text())["cells"][0]["source"] == "x = 1"  # the kernel never writes the file
 
 
+def test_a_rejected_change_leaves_the_cell_free_for_the_next_proposal(vscode, capsys):
+    change = {"cell_id": "load", "old_string": "x = 1", "new_string": "x = 3"}
+    model = ScriptedModel(
+        [
+            tool_call("read_cell", {"cell_id": "load"}),
+            tool_call("edit_cell_source", change),
+            tool_call("edit_cell_source", change),
+            "ok",
+        ]
+    )
+    session = vscode.start(model, ["n", "y"])
+    session.ask("change x")
+    _, rejected, accepted = results(model)
+    assert "rejected by the user" in rejected and "accepted; this frontend cannot change cell load" in accepted
+
+
 def test_a_cell_changed_in_the_saved_file_since_it_was_read_is_refused(vscode):
     model = ScriptedModel(
         [
