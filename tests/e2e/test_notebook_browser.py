@@ -29,6 +29,7 @@ CELLS = [
     "label = 'old'",
     "%%monad --session nb\nTidy my notebook.",
     "%%monad\nThanks.",
+    "%monad status",
 ]
 NEW_ROWS = "rows = [3, 1, 2, 4]\ntotal = sum(rows)"
 NEW_CELL = "ordered = sorted(rows)\nordered"
@@ -137,9 +138,15 @@ def test_the_agent_proposes_cells_the_user_decides_at_each_and_the_save_holds_wh
 
             run_cell(page, 6 if accept_insert else 5)
             page.get_by_text("Noted.").wait_for(timeout=60_000)
+            run_cell(page, 7 if accept_insert else 6)
+            status = page.locator(".jp-OutputArea-output").filter(has_text="The agent reads work.ipynb")
+            status.wait_for(timeout=30_000)
+            status_text = status.inner_text()
             page.close()
         requests = model.chat_requests
 
+    app_name = {"lab": "JupyterLab", "notebook": "Jupyter Notebook"}[app]
+    assert f"The agent reads work.ipynb as open in {app_name} (unsaved edits included)" in status_text
     original = [(f"cell-{n}", source) for n, source in enumerate(CELLS)]
     assert pending_save == original  # a save while changes wait writes none of them
     sources = dict(after)
@@ -148,7 +155,7 @@ def test_the_agent_proposes_cells_the_user_decides_at_each_and_the_save_holds_wh
         assert [source for _, source in after].count(NEW_CELL) == 1 and sources["cell-1"] == CELLS[1]
         assert [cid for cid, _ in after].index("cell-4") + 1 == [source for _, source in after].index(NEW_CELL)
     else:
-        assert sources["cell-1"] == NEW_ROWS and NEW_CELL not in sources.values() and len(after) == 6
+        assert sources["cell-1"] == NEW_ROWS and NEW_CELL not in sources.values() and len(after) == len(CELLS)
 
     sent = json.dumps(requests)
     assert TOKEN not in sent and TOKEN[:12] not in sent  # the secret cell never reaches the model
