@@ -78,6 +78,18 @@ def test_a_secret_in_a_cell_or_its_output_never_reaches_the_model():
     assert whole.count("[REDACTED:") == 2 and "x = 1\n" * 1999 in whole  # read_cell: the whole source, redacted
 
 
+def test_a_long_notebook_takes_the_path_of_every_result_truncated_with_a_handle_that_pages_the_rest_back():
+    cells = [(f"c{n}", "code", f"# cell {n}\n" + "value = 1\n" * 300) for n in range(20)] + [CELLS[-1]]
+    model = ScriptedModel([tool_call("read_notebook", {"limit": 30}), "long."])
+    session, _ = open_notebook(model, cells)
+    session.ask("read it all")
+    (sent,) = tool_results(model)
+    assert len(sent) < 30_000 and 'read_tool_output({"id": ' in sent and "# cell 10\n" not in sent
+    (result,) = [m for m in session.history() if m.role == "tool"]
+    kept = session.store.get_raw_output("nb", result.tool_call_id)
+    assert "# cell 19" in kept and kept.count("value = 1") == 20 * 300
+
+
 def test_outputs_are_read_as_text_and_images_take_the_images_path():
     png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
     model = ScriptedModel([tool_call("read_cell", {"cell_id": "group"}), "ok"])
