@@ -17,7 +17,7 @@ import pytest
 
 from monad_notebook import events as ev
 from monad_notebook.testing import FakeOpenAIServer, tool_call, tool_calls
-from tests.e2e.browser import ARTIFACTS
+from tests.e2e.browser import ARTIFACTS, counting_server
 from tests.e2e.jupyter import DARK_THEME, NO_NEWS, jupyter_server, write_notebook
 from tests.e2e.panel_page import AUDIT
 
@@ -32,7 +32,7 @@ CELLS = [
     "%monad status",
 ]
 NEW_ROWS = "rows = [3, 1, 2, 4]\ntotal = sum(rows)"
-NEW_CELL = "ordered = sorted(rows)\nordered"
+NEW_CELL = 'ordered = sorted(rows)  # <img src="http://HOST/leak.png">\nordered'
 KERNEL_IDLE = "window.jupyterapp?.shell?.currentWidget?.context?.sessionContext?.session?.kernel?.status === 'idle'"
 
 
@@ -71,11 +71,12 @@ def test_the_agent_proposes_cells_the_user_decides_at_each_and_the_save_holds_wh
     module = {"lab": "jupyterlab", "notebook": "notebook"}[app]
     pytest.importorskip(module, reason=f"{module} is not installed (pip install {module})")
     accept_insert = app == "notebook"  # each app accepts one kind of proposal and rejects the other
-    with FakeOpenAIServer() as model:
+    with counting_server() as (host, hits), FakeOpenAIServer() as model:
+        new_cell = NEW_CELL.replace("HOST", host.removeprefix("http://"))  # a model-written <img>: shown as text
         model.queue(
             tool_call("read_notebook", {}),
             tool_calls(
-                tool_call("insert_cell", {"cell_type": "code", "cell_source": NEW_CELL}),
+                tool_call("insert_cell", {"cell_type": "code", "cell_source": new_cell}),
                 tool_call("overwrite_cell_source", {"cell_id": "cell-1", "cell_source": NEW_ROWS}),
                 tool_call("edit_cell_source", {"cell_id": "cell-3", "old_string": "'old'", "new_string": "'new'"}),
                 tool_call("execute_cell", {"cell_id": "cell-2"}),
@@ -108,7 +109,7 @@ def test_the_agent_proposes_cells_the_user_decides_at_each_and_the_save_holds_wh
             assert bar.get_by_role("button", name="Reject all", exact=True).is_visible()
             inserted = page.locator(".monad-review[data-kind=insert]")
             changed, edited = (page.locator(".jp-Cell").nth(n).locator(".monad-review") for n in (1, 3))
-            assert diff_rows(inserted) == [("add", "ordered = sorted(rows)"), ("add", "ordered")]  # every line added
+            assert diff_rows(inserted) == [("add", line) for line in new_cell.splitlines()]  # every line added
             rows = [("del", "rows = [3, 1, 2]"), ("add", "rows = [3, 1, 2, 4]"), ("same", "total = sum(rows)")]
             assert diff_rows(changed) == rows
 
@@ -144,6 +145,7 @@ def test_the_agent_proposes_cells_the_user_decides_at_each_and_the_save_holds_wh
             status_text = status.inner_text()
             page.close()
         requests = model.chat_requests
+        loaded = list(hits)
 
     app_name = {"lab": "JupyterLab", "notebook": "Jupyter Notebook"}[app]
     assert f"The agent reads work.ipynb as open in {app_name} (unsaved edits included)" in status_text
@@ -152,10 +154,11 @@ def test_the_agent_proposes_cells_the_user_decides_at_each_and_the_save_holds_wh
     sources = dict(after)
     assert sources["cell-3"] == "label = 'old'  # mine"  # the user's edit, not the agent's
     if accept_insert:
-        assert [source for _, source in after].count(NEW_CELL) == 1 and sources["cell-1"] == CELLS[1]
-        assert [cid for cid, _ in after].index("cell-4") + 1 == [source for _, source in after].index(NEW_CELL)
+        assert [source for _, source in after].count(new_cell) == 1 and sources["cell-1"] == CELLS[1]
+        assert [cid for cid, _ in after].index("cell-4") + 1 == [source for _, source in after].index(new_cell)
     else:
-        assert sources["cell-1"] == NEW_ROWS and NEW_CELL not in sources.values() and len(after) == len(CELLS)
+        assert sources["cell-1"] == NEW_ROWS and new_cell not in sources.values() and len(after) == len(CELLS)
+    assert loaded == []  # the <img> in the proposed cell was drawn as text, in the review and in the cell
 
     sent = json.dumps(requests)
     assert TOKEN not in sent and TOKEN[:12] not in sent  # the secret cell never reaches the model
