@@ -121,7 +121,7 @@ class NotebookFrontend:
 
     def _reconcile(self, shown: list[str]) -> None:
         """Proposals the page no longer shows (it was reloaded) can no longer be accepted."""
-        for proposal_id in [p for p in self.ledger.pending if p not in shown]:
+        for proposal_id in [p for p in self.ledger.pending_ids() if p not in shown]:
             detail = "the notebook page was reloaded before a decision"
             self.ledger.decide(proposal_id, OUTDATED, via="reload", detail=detail)
 

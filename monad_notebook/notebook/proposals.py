@@ -183,6 +183,10 @@ class Ledger:
             told, self._untold = self._untold, []
         return told
 
+    def pending_ids(self) -> list[str]:
+        with self._lock:
+            return list(self.pending)
+
     def waiting_on(self, cell_id: str) -> str | None:
         """The pending change to ``cell_id``, if one waits."""
         with self._lock:

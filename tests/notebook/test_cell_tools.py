@@ -220,6 +220,25 @@ def test_a_pending_change_is_set_aside_when_the_user_edits_its_cell_and_the_agen
     assert "not applied: the user edited the cell while the change waited" in told
 
 
+def test_a_proposal_lost_with_a_reloaded_page_is_told_as_not_applied_at_the_next_turn():
+    model = ScriptedModel(
+        [
+            tool_call("insert_cell", {"cell_type": "code", "cell_source": "df.head()"}),
+            "Proposed.",
+            tool_call("read_notebook", {"limit": 1}),
+            "ok",
+        ]
+    )
+    session, notebook = open_notebook(model)
+    session.ask("add a cell")
+    notebook.pending.clear()  # the page was reloaded: its reviews are gone
+    session.notebook.kernel.execution += 1  # the next %%monad cell
+    session.ask("and now?")
+    listing = tool_results(model)[-1]
+    assert "not applied: the notebook page was reloaded before a decision" in listing
+    assert not session.notebook.ledger.pending_ids()
+
+
 def test_edit_cell_source_needs_one_exact_occurrence():
     cells = [("twice", "code", "a = 1\na = 1\nb = 2"), ("monad", "code", "%%monad\nx")]
     model = ScriptedModel(
