@@ -27,6 +27,7 @@ from monad_notebook.notebook.fallback import OutputReview
 from monad_notebook.notebook.proposals import (
     ACCEPTED,
     APPLIED,
+    NO_ANSWER,
     OUTDATED,
     Decided,
     Ledger,
@@ -194,7 +195,11 @@ class NotebookFrontend:
             return self._submit_to_extension(proposal, mode)
         self._check_saved(proposal)
         self.ledger.proposed(proposal, path=OUTPUT, mode="auto" if mode == "auto" else "ask")
-        decision, via, how = self.review.decide(proposal, mode=mode, execution=self.execution())
+        try:
+            decision, via, how = self.review.decide(proposal, mode=mode, execution=self.execution())
+        except KeyboardInterrupt:  # the turn stops; the proposal is over, and nothing changed
+            self.ledger.record(proposal, NO_ANSWER, via="interrupt", tell=False)
+            raise
         decided = self.ledger.record(proposal, decision, via=via, detail=how, tell=False)
         if decision in (ACCEPTED, APPLIED):
             self._remember(proposal)

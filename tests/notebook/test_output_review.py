@@ -125,6 +125,21 @@ def test_a_rejected_change_leaves_the_cell_free_for_the_next_proposal(vscode, ca
     assert "rejected by the user" in rejected and "accepted; this frontend cannot change cell load" in accepted
 
 
+def test_an_interrupt_during_the_review_ends_the_proposal_and_changes_nothing(vscode, monkeypatch):
+    model = ScriptedModel([tool_call("insert_cell", {"cell_type": "code", "cell_source": "1 / 0"})])
+    session = vscode.start(model, [])
+
+    def interrupted(prompt):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("builtins.input", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        session.ask("add a cell")
+    assert vscode.shell.next_inputs == [] and vscode.frontend.ledger.pending_ids() == []
+    decided = [e.data for e in session.store.list_events("vs") if e.kind == "notebook.decided"]
+    assert [(d["decision"], d["via"]) for d in decided] == [("no answer", "interrupt")]
+
+
 def test_a_cell_changed_in_the_saved_file_since_it_was_read_is_refused(vscode):
     model = ScriptedModel(
         [
