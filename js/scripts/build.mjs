@@ -16,7 +16,6 @@ const output = join(here, '..', 'monad_notebook', 'labextension');
 
 if (process.argv.includes('--clean')) {
   rmSync(join(here, 'lib'), { recursive: true, force: true });
-  rmSync(join(here, 'tsconfig.tsbuildinfo'), { force: true });
   rmSync(output, { recursive: true, force: true });
   process.exit(0);
 }
