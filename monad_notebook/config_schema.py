@@ -177,9 +177,16 @@ class FilesToolConfig(_Section):
     root: Name | None = None
 
 
+class NotebookToolConfig(_Section):
+    """The tools that read the open notebook and propose cells: ask (review each), auto (apply, show), off."""
+
+    approval: Literal["ask", "auto", "off"] = "ask"
+
+
 class ToolsConfig(_Section):
     python: PythonToolConfig = Field(default_factory=PythonToolConfig)
     files: FilesToolConfig = Field(default_factory=FilesToolConfig)
+    notebook: NotebookToolConfig = Field(default_factory=NotebookToolConfig)
 
 
 class ToolOutputConfig(_Section):

@@ -33,6 +33,8 @@ MEMORY_SUGGESTION_RESOLVED = "memory.suggestion.resolved"
 ERROR = "session.error"
 APPROVAL = "tool.approval"  # a decision on running code: run, skip, allow for session, no answer
 RESET = "session.reset"
+NOTEBOOK_PROPOSED = "notebook.proposed"  # the agent proposed a new cell or a change to one
+NOTEBOOK_DECIDED = "notebook.decided"  # accepted, rejected, outdated (the cell changed), applied (auto), no answer
 
 TRANSIENT_KINDS = frozenset({HANDOFF_SUGGESTED})
 

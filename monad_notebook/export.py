@@ -23,6 +23,7 @@ from typing import Any
 from monad_notebook import events as ev
 from monad_notebook.errors import UsageError
 from monad_notebook.messages import Image, Message
+from monad_notebook.notebook.proposals import without_decisions
 from monad_notebook.safe_markdown import sanitize_markdown
 from monad_notebook.store.base import Store
 
@@ -197,8 +198,9 @@ def build_notebook(store: Store, session: str) -> dict[str, Any]:
     ]
     count = 0
     for message in messages:
-        if message.role == "user" and message.content.strip():
-            cells.append(_markdown(f"**Question**\n\n{sanitize_markdown(message.content)}"))
+        asked = without_decisions(message.content) if message.role == "user" else ""
+        if asked.strip():
+            cells.append(_markdown(f"**Question**\n\n{sanitize_markdown(asked)}"))
         elif message.role == "assistant":
             if message.content.strip():
                 label = "**Answer**\n\n" if not message.tool_calls else ""

@@ -21,7 +21,7 @@ from monad_notebook.cell.asking import notebook_gate
 from monad_notebook.cell.background import Inbox
 from monad_notebook.cell.heap import settle_heap
 from monad_notebook.cell.html import one_line
-from monad_notebook.cell.status import footer_for, status_sentences
+from monad_notebook.cell.status import footer_for, notebook_sentence, status_sentences
 from monad_notebook.cell.view import CellView
 from monad_notebook.config import ConfigWatcher
 from monad_notebook.errors import MonadError, UsageError
@@ -131,9 +131,18 @@ class MonadMagics(Magics):
     def session(self, name: str | None = None) -> Session:
         name = name or self.current
         if name not in self._sessions:
+            from monad_notebook.notebook.frontend import open_notebook
             from monad_notebook.session import Session
 
-            session = Session(name, config=self.watcher, store=self.store, shell=self.shell)
+            notebook = open_notebook(self.shell)  # None where nobody sits at a notebook (nbclient, papermill)
+            session = Session(name, config=self.watcher, store=self.store, shell=self.shell, notebook=notebook)
+            if notebook is not None:
+                tools = lambda: session.config.tools  # noqa: E731 - read at each use: the config may change
+                notebook.attach(
+                    emit=session.emit,
+                    config=lambda: tools().notebook,
+                    timeout=lambda: tools().python.approval_timeout_seconds,
+                )
             session.approve = notebook_gate(
                 session, self.shell, rich=self.rich, panel=lambda: self._panels.get(session.name)
             )
@@ -176,8 +185,11 @@ class MonadMagics(Magics):
         session = self.session(args.session)
         view = CellView(self.rich, inbox=self.inbox)
         unsubscribe = session.events.subscribe(view.on_event)
+        message = cell.rstrip().lstrip("\n")  # the cell's blank edges
+        if session.notebook is not None and message.strip():
+            message = session.notebook.with_decisions(message)  # what the user decided on the agent's proposals
         try:
-            reply = session.ask(cell.rstrip().lstrip("\n"), on_text=view.on_text)  # the cell's blank edges
+            reply = session.ask(message, on_text=view.on_text)
         finally:
             unsubscribe()
         if reply.stopped_at_max_steps:
@@ -220,6 +232,7 @@ class MonadMagics(Magics):
         print(
             status_sentences(session.status(), approval=approval, allowed_for_session=allowed, allowed_servers=servers)
         )
+        print(notebook_sentence(session.notebook))
 
     def _cmd_sessions(self, rest: list[str]) -> None:
         self._want(rest, 0, "sessions")

@@ -10,7 +10,7 @@ import contextlib
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from monad_notebook.agent.loop import Reply, Turn, TurnInputs
 from monad_notebook.agent.tools.base import Tool, ToolContext, ToolOutput
@@ -33,6 +33,9 @@ from monad_notebook.store.base import SessionRecord, Store, Summary, ensure_sess
 from monad_notebook.store.lance import open_store
 from monad_notebook.store.lease import TurnLease
 
+if TYPE_CHECKING:
+    from monad_notebook.notebook.frontend import NotebookFrontend
+
 
 class Session:
     """One named conversation. ``Session("eda").ask("...")`` runs a turn and returns a Reply.
@@ -44,7 +47,8 @@ class Session:
     ``model`` / ``fast_model`` fix the main and fast tiers (tests, demos); otherwise both are
     built from the configuration and follow its changes; ``embedder`` likewise fixes recall's
     embedder. ``extra_tools`` join the configured tools (a tool of the same name replaces the
-    built-in one).
+    built-in one). ``notebook`` is the open notebook the notebook tools work in (None: none is open,
+    and they are not offered).
     """
 
     def __init__(
@@ -61,12 +65,19 @@ class Session:
         approve: Callable[[str], bool | None] | None = None,
         extra_tools: list[Tool] | None = None,
         embedder: Embedder | None = None,
+        notebook: NotebookFrontend | None = None,
     ) -> None:
         check_session_name(name)
         self.name = name
+        self.notebook = notebook
         self.watcher = watch_config(config)
         self.settings = FollowedConfig(
-            self.watcher, model=model, fast_model=fast_model, extra_tools=list(extra_tools or []), root=root
+            self.watcher,
+            model=model,
+            fast_model=fast_model,
+            extra_tools=list(extra_tools or []),
+            root=root,
+            notebook_open=notebook is not None,
         )
         setup = self.settings.first()  # before anything is stored: no half a config
         self.config, self.model = setup.config, setup.model
@@ -168,6 +179,7 @@ class Session:
             recall_indexing=self.cascade.indexing,
             images_config=self.config.context.images,
             sees_images=self.window.frame.image_detail is not None,
+            notebook=self.notebook,
         )
         text = run_tool(self.tools, ctx, call.name, call.arguments)
         return ToolOutput(text, redacted=ctx.redacted, outcome=ctx.outcome, images=tuple(ctx.images))

@@ -62,8 +62,11 @@ def prepare_setup(
     extra_tools: list[Tool],
     root: str | Path | None,
     mcp: McpServers | None = None,
+    notebook_open: bool = False,
 ) -> Setup:
     """Everything ``cfg`` asks for; ``model`` and ``counter`` are kept when given (and still right).
+
+    The notebook tools are offered only where a notebook is open (``notebook_open``).
 
     A counter for the same model is kept, so a reload keeps the learned calibration. The user's
     MCP servers (``mcp``) are started here, when the session first needs its tools; a server that
@@ -79,6 +82,7 @@ def prepare_setup(
         persist_raw=cfg.context.tool_output.persist_raw,
         recall_on=cfg.context.recall.enabled,
         sees_images=sees,
+        notebook_approval=cfg.tools.notebook.approval if notebook_open else "off",
         extra=[*(mcp.tools(cfg.mcp_servers) if mcp is not None else []), *extra_tools],
     )
     window = cfg.models.main.context_window or getattr(model, "context_window", None)
@@ -111,9 +115,11 @@ class FollowedConfig:
         fast_model: ChatModel | None,
         extra_tools: list[Tool],
         root: str | Path | None,
+        notebook_open: bool = False,
     ) -> None:
         self.watcher = watcher
         self.root = root
+        self.notebook_open = notebook_open
         self._fixed = {"main": model, "fast": fast_model}
         self._extra_tools = extra_tools
         self.mcp = McpServers()  # the user's MCP servers, kept running across reloads while unchanged
@@ -129,6 +135,7 @@ class FollowedConfig:
                 extra_tools=self._extra_tools,
                 root=self.root,
                 mcp=self.mcp,
+                notebook_open=self.notebook_open,
             )
         except ConfigError as error:
             raise ConfigError(self.watcher.blame(error)) from None
@@ -154,6 +161,7 @@ class FollowedConfig:
                 extra_tools=self._extra_tools,
                 root=self.root,
                 mcp=self.mcp,
+                notebook_open=self.notebook_open,
             )
         except ConfigError as error:
             return None, self.watcher.reject(config, error)

@@ -19,7 +19,7 @@ PACKAGE = Path(monad_notebook.__file__).parent
 LAYERS: list[set[str]] = [
     {"monad_notebook", "magics", "cli", "cell"},
     {"session", "session_setup"},
-    {"agent", "context", "memory", "widget", "branching", "demo", "testing", "safe_markdown", "export"},
+    {"agent", "context", "memory", "widget", "notebook", "branching", "demo", "testing", "safe_markdown", "export"},
     {"store", "redaction"},
     {"provider"},
     {"config", "config_errors", "config_json", "config_schema", "events", "errors", "foreground", "messages"},

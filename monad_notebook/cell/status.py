@@ -13,6 +13,7 @@ from monad_notebook.cell.html import Footer
 
 if TYPE_CHECKING:
     from monad_notebook.agent.loop import Reply
+    from monad_notebook.notebook.frontend import NotebookFrontend
     from monad_notebook.session import Session
 
 KNOWN = {
@@ -39,6 +40,16 @@ KNOWN = {
 
 def _plural(count: int, word: str) -> str:
     return f"{count:,} {word}" + ("" if count == 1 else "s")
+
+
+def notebook_sentence(notebook: NotebookFrontend | None) -> str:
+    """Which notebook path is active: the extension at the cells, the cell's output, or none."""
+    if notebook is None:
+        return (
+            "No notebook is open to this session (a script, nbclient or papermill): the notebook tools "
+            "(read_notebook, insert_cell, ...) are not offered."
+        )
+    return notebook.describe()
 
 
 def python_sentence(approval: str, allowed_for_session: bool) -> str:

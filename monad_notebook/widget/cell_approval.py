@@ -71,37 +71,17 @@ def can_ask_in_cell(kernel: Any) -> bool:
     return kernel is not None and bool(getattr(kernel, "_allow_stdin", False)) and supports_busy_routing(kernel)
 
 
-class CellApproval(anywidget.AnyWidget):
-    """One question, one widget: a new request never inherits an earlier answer's state."""
-
-    _esm = HERE / "cell_approval.js"
-    _css = CODE_CSS + (HERE / "cell_approval.css").read_text(encoding="utf-8")
+class LiveQuestion(anywidget.AnyWidget):
+    """A question in the running cell whose answer arrives while the cell runs; one widget per question."""
 
     request = t.Dict().tag(sync=True)
     status = t.Unicode("waiting").tag(sync=True)
 
-    def __init__(
-        self, code: str, pending: PendingAnswer, *, timeout: float = TIMEOUT, subject: str = PYTHON, **kwargs: Any
-    ) -> None:
-        words = wording(subject)
-        request = {
-            "id": pending.id,
-            "summary": summary(code),
-            "html": code_html(code),
-            "limit": within(timeout),
-            "action": words.action,
-            "allow": words.allow,
-            "done": {status: said(status, subject).capitalize() + "." for status in DECIDED},
-        }
+    def __init__(self, request: dict[str, Any], pending: PendingAnswer, **kwargs: Any) -> None:
         super().__init__(request=request, **kwargs)
         self.pending = pending
         self.shown = threading.Event()
         self.on_msg(self._on_frontend_msg)
-
-    def __repr__(self) -> str:
-        """What a frontend that draws no widgets prints in its place."""
-        request = self.request
-        return f"The agent wants to {request.get('action', '')} ({request.get('summary', '')}): waiting for an answer"
 
     def route(self, kernel: Any) -> bool:
         """Send this widget's answers to the panel subshell, so they arrive while the cell runs."""
@@ -130,6 +110,33 @@ class CellApproval(anywidget.AnyWidget):
             self.pending.resolve(bool(content.get("run")), always=bool(content.get("always")), via="cell")
 
 
+class CellApproval(LiveQuestion):
+    """Asks "run this code?": the code highlighted, Run, Skip and "Allow ... for this session"."""
+
+    _esm = HERE / "cell_approval.js"
+    _css = CODE_CSS + (HERE / "cell_approval.css").read_text(encoding="utf-8")
+
+    def __init__(
+        self, code: str, pending: PendingAnswer, *, timeout: float = TIMEOUT, subject: str = PYTHON, **kwargs: Any
+    ) -> None:
+        words = wording(subject)
+        request = {
+            "id": pending.id,
+            "summary": summary(code),
+            "html": code_html(code),
+            "limit": within(timeout),
+            "action": words.action,
+            "allow": words.allow,
+            "done": {status: said(status, subject).capitalize() + "." for status in DECIDED},
+        }
+        super().__init__(request, pending, **kwargs)
+
+    def __repr__(self) -> str:
+        """What a frontend that draws no widgets prints in its place."""
+        request = self.request
+        return f"The agent wants to {request.get('action', '')} ({request.get('summary', '')}): waiting for an answer"
+
+
 def decided_html(answer: Answer, subject: str = PYTHON) -> str:
     where = _WHERE.get(answer.via, "")
     text = said(answer.decision, subject) + (f" (answered {where})" if where else "")
@@ -151,11 +158,33 @@ def ask_in_cell(
     None when the widget cannot be answered here: it cannot be routed, or no view reported it on
     screen within ``shown_wait`` seconds.
     """
-    deadline = time.monotonic() + timeout
-    kernel = current_kernel()
     pending = PendingAnswer()
     widget = CellApproval(code, pending, timeout=timeout, subject=subject)
-    if not widget.route(kernel):
+    mirrored = [lambda pending, mirror=mirror: mirror(pending, code) for mirror in mirrors]
+
+    def record(status: str) -> dict[str, str]:
+        return {"text/html": _record_html(status, pending, subject), "text/plain": said(status, subject)}
+
+    return put_in_cell(widget, display=display, record=record, mirrors=mirrored, timeout=timeout, shown_wait=shown_wait)
+
+
+def put_in_cell(
+    widget: LiveQuestion,
+    *,
+    display: Callable[..., Any],
+    record: Callable[[str], dict[str, str]],
+    mirrors: Iterable[Callable[[PendingAnswer], Callable[[], None]]] = (),
+    timeout: float = TIMEOUT,
+    shown_wait: float = SHOWN_WAIT,
+) -> Answer | None:
+    """Show ``widget`` in the running cell and wait for its answer; once it ends, ``record(status)`` replaces it.
+
+    None when the widget cannot be answered here: it cannot be routed, or no view reported it on
+    screen within ``shown_wait`` seconds.
+    """
+    deadline = time.monotonic() + timeout
+    pending = widget.pending
+    if not widget.route(current_kernel()):
         widget.close()
         return None
     handle = display(widget, display_id=True)
@@ -165,7 +194,7 @@ def ask_in_cell(
         if not widget.wait_shown(shown_wait):
             status = "not shown"
             return None
-        clears = [mirror(pending, code) for mirror in mirrors]
+        clears = [mirror(pending) for mirror in mirrors]
         run = pending.wait(deadline - time.monotonic())
         answer = Answer(run, always=pending.always, via=pending.via or "cell")
         status = answer.decision
@@ -177,9 +206,7 @@ def ask_in_cell(
         for clear in clears:
             clear()
         widget.status = status
-        handle.update(
-            {"text/html": _record_html(status, pending, subject), "text/plain": said(status, subject)}, raw=True
-        )
+        handle.update(record(status), raw=True)
         widget.close()
 
 

@@ -15,9 +15,18 @@ BAR_WIDTH = 40
 SPARK = "▁▂▃▄▅▆▇█"
 # Replayed from the store when a panel opens mid-session; old errors and turn activity are not news.
 HISTORY_KINDS = frozenset(
-    {ev.USAGE, ev.EVICTED, ev.COMPACTION_STARTED, ev.COMPACTION_FINISHED, ev.REINJECTED, ev.RESET}
+    {
+        ev.USAGE,
+        ev.EVICTED,
+        ev.COMPACTION_STARTED,
+        ev.COMPACTION_FINISHED,
+        ev.REINJECTED,
+        ev.RESET,
+        ev.NOTEBOOK_PROPOSED,
+        ev.NOTEBOOK_DECIDED,
+    }
 )
-MARKER_LETTERS = {"evicted": "E", "compaction": "C", "reinjected": "R", "handoff": "H"}
+MARKER_LETTERS = {"evicted": "E", "compaction": "C", "reinjected": "R", "handoff": "H", "notebook": "N"}
 FACT_SOURCES = {"manual": "saved by you", "tool": "saved by the agent", "promotion": "from compaction"}
 
 
@@ -175,7 +184,7 @@ def render_text(state: PanelState) -> str:
         )
     spark = _sparkline(state)
     if spark:
-        lines += ["occupancy per step (E eviction, C compaction, R reinjection):", spark]
+        lines += ["occupancy per step (E eviction, C compaction, R reinjection, N notebook):", spark]
         lines += [f"  {MARKER_LETTERS.get(m['kind'], '*')} {m['label']}" for m in state.markers[-5:]]
     lines += [f"! {n['text']}" for n in state.notices]
     lines += [f"approval: {d['answer']} · {d['code']} · {d['at']}" for d in state.decisions]

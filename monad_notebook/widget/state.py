@@ -198,6 +198,20 @@ class PanelState:
         count = len(hits) if isinstance(hits, list) else _int(hits)
         return self._mark("reinjected", data, f"+{count}", f"reinjected {count} related snippet(s)")
 
+    def _on_notebook_proposed(self, data: dict[str, Any]) -> set[str]:
+        cell = data.get("cell_id", "")
+        new = f"new {data.get('cell_type', 'code')} cell {data.get('position', 'below')} cell {cell}"
+        what = f"change to cell {cell}" if data.get("change") == "change" else new
+        lines = f"+{_int(data.get('added'))} \u2212{_int(data.get('removed'))} lines"
+        applied = " (applied: approval auto)" if data.get("mode") == "auto" else ""
+        label = f"proposed {data.get('proposal', '')}: {what}, {lines}{applied}"
+        return self._mark("notebook", data, str(data.get("proposal", "")), label)
+
+    def _on_notebook_decided(self, data: dict[str, Any]) -> set[str]:
+        proposal, decision = str(data.get("proposal", "")), str(data.get("decision", ""))
+        detail = f": {data['detail']}" if data.get("detail") else ""
+        return self._mark("notebook", data, f"{proposal} {decision}", f"{proposal} {decision}{detail}")
+
     def _on_reset(self, _data: dict[str, Any]) -> set[str]:
         self._clear_history()
         return set(HISTORY_FIELDS)
@@ -348,4 +362,6 @@ _HANDLERS = {
     ev.TURN_STARTED: PanelState._on_turn_started,
     ev.TURN_FINISHED: PanelState._on_turn_finished,
     ev.TOOL_STARTED: PanelState._on_tool_started,
+    ev.NOTEBOOK_PROPOSED: PanelState._on_notebook_proposed,
+    ev.NOTEBOOK_DECIDED: PanelState._on_notebook_decided,
 }

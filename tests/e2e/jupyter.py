@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+LABEXTENSION = Path(__file__).resolve().parents[2] / "monad_notebook" / "labextension"  # the committed build
 
 NO_NEWS = {"@jupyterlab/apputils-extension/notification": {"fetchNews": "false"}}
 DARK_THEME = {"@jupyterlab/apputils-extension/themes": {"theme": "JupyterLab Dark"}, **NO_NEWS}
@@ -68,8 +69,13 @@ def jupyter_server(
     scratch: Path,
     notebook: str = "panel.ipynb",
     settings: dict[str, dict[str, Any]] | None = None,
+    extension: bool = False,
 ) -> Iterator[str]:
-    """A Jupyter server of our own on 127.0.0.1, isolated from the user's config; yields the notebook URL."""
+    """A Jupyter server of our own on 127.0.0.1, isolated from the user's config; yields the notebook URL.
+
+    ``extension``: the monad-notebook JupyterLab extension of this checkout (its committed build) is
+    installed in the server's isolated data directory, whichever copy pip installed elsewhere.
+    """
     env = dict(os.environ)
     for name in (
         "XDG_CONFIG_HOME",
@@ -81,6 +87,10 @@ def jupyter_server(
         "JUPYTERLAB_WORKSPACES_DIR",
     ):
         env[name] = str(scratch / name.lower())
+    if extension:
+        installed = scratch / "jupyter_data_dir" / "labextensions" / "monad-notebook"
+        installed.parent.mkdir(parents=True, exist_ok=True)
+        installed.symlink_to(LABEXTENSION, target_is_directory=True)
     for plugin, values in (settings or {}).items():
         target = scratch / "jupyterlab_settings_dir" / f"{plugin}.jupyterlab-settings"
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -18,7 +18,9 @@ class Frontend:
         self.km, self.kc = start_new_kernel(kernel_name="python3", cwd=str(workdir))
         self.seen: list[tuple[float, dict[str, Any]]] = []
 
-    def run(self, code: str, *, stdin: Callable[[dict], None] | None = None, on_iopub=None) -> dict:
+    def run(self, code: str, *, stdin: Callable[[dict], None] | None = None, on_iopub=None, cell_id: str = "") -> dict:
+        """Execute ``code``; with ``cell_id`` the request carries it, as JupyterLab, Notebook 7 and VS Code send it."""
+
         def output(msg: dict) -> None:
             self.seen.append((time.monotonic(), msg))
             if on_iopub is not None:
@@ -29,9 +31,15 @@ class Frontend:
             if stdin is not None:
                 stdin(msg)
 
-        return self.kc.execute_interactive(
-            code, timeout=90, output_hook=output, allow_stdin=stdin is not None, stdin_hook=answer
-        )["content"]
+        session, plain = self.kc.session, self.kc.session.msg
+        if cell_id:
+            session.msg = lambda kind, content=None, **rest: plain(kind, content, **rest, metadata={"cellId": cell_id})
+        try:
+            return self.kc.execute_interactive(
+                code, timeout=90, output_hook=output, allow_stdin=stdin is not None, stdin_hook=answer
+            )["content"]
+        finally:
+            session.msg = plain
 
     def first(self, predicate: Callable[[dict], bool]) -> float:
         return next(at for at, msg in self.seen if predicate(msg))
@@ -62,3 +70,23 @@ def is_widget(msg: dict) -> bool:
 
 def is_input(msg: dict) -> bool:
     return msg["msg_type"] == "input_request"
+
+
+class Views:
+    """The widget side of a frontend that draws widgets: it draws a question once the cell displays it."""
+
+    def __init__(self) -> None:
+        self.requests: dict[str, str] = {}  # comm id -> question id, from the widget's opening state
+
+    def drawn(self, msg: dict) -> tuple[str, str] | None:
+        """(comm id, question id) when ``msg`` displays the in-cell question, as a browser would then draw it."""
+        content = msg["content"]
+        if msg["msg_type"] == "comm_open":
+            request = content["data"].get("state", {}).get("request")
+            if isinstance(request, dict) and "id" in request:
+                self.requests[content["comm_id"]] = request["id"]
+        elif is_widget(msg):
+            comm_id = content["data"][WIDGET].get("model_id")
+            if comm_id in self.requests:
+                return comm_id, self.requests[comm_id]
+        return None

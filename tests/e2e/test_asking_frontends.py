@@ -20,31 +20,11 @@ from monad_notebook import events as ev
 from monad_notebook.agent.tools.approval import INTERRUPTED_QUESTION
 from monad_notebook.agent.tools.python import DECLINED
 from monad_notebook.testing import FakeOpenAIServer, tool_call
-from tests.e2e.kernel_frontend import WIDGET, Frontend, is_input, is_widget
+from tests.e2e.kernel_frontend import Frontend, Views, is_input, is_widget
 
 pytestmark = pytest.mark.slow
 
 HIDDEN = "print('RAN-' + 'NO')\u202e  # looks harmless"
-
-
-class Views:
-    """The widget side of a frontend that draws widgets: it draws a question once the cell displays it."""
-
-    def __init__(self) -> None:
-        self.requests: dict[str, str] = {}  # comm id -> question id, from the widget's opening state
-
-    def drawn(self, msg: dict) -> tuple[str, str] | None:
-        """(comm id, question id) when ``msg`` displays the in-cell question, as a browser would then draw it."""
-        content = msg["content"]
-        if msg["msg_type"] == "comm_open":
-            request = content["data"].get("state", {}).get("request")
-            if isinstance(request, dict) and "id" in request:
-                self.requests[content["comm_id"]] = request["id"]
-        elif is_widget(msg):
-            comm_id = content["data"][WIDGET].get("model_id")
-            if comm_id in self.requests:
-                return comm_id, self.requests[comm_id]
-        return None
 
 
 def configure(workdir, server: FakeOpenAIServer) -> None:

@@ -205,7 +205,7 @@ def test_a_very_long_first_line_is_folded_so_the_next_line_stays_in_view(page):
 def test_model_written_panel_text_loads_nothing(browser, server):
     """Memory suggestions, notices and the inspector show model text as text: no image or frame loads."""
     with counting_server() as (base, hits):
-        hostile = [form.text.replace("HOST", base) for form in MARKDOWN_LOADS]
+        hostile = [form.text.replace("HOST", base.removeprefix("http://")) for form in MARKDOWN_LOADS]
         state = panel_state()
         state["suggestions"] = [{"id": f"s{i}", "text": text} for i, text in enumerate(hostile)]
         state["notices"] = [{"id": f"n{i}", "kind": "error", "text": text} for i, text in enumerate(hostile)]

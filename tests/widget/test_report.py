@@ -57,7 +57,10 @@ def test_render_text_shows_reclaimed_compactions_markers_notices_and_suggestions
     assert "reclaimed 900 tokens" in text
     assert "compaction in progress (soft)" in text
     lines = text.splitlines()
-    assert lines[lines.index("occupancy per step (E eviction, C compaction, R reinjection):") + 2].strip() == "E"
+    assert (
+        lines[lines.index("occupancy per step (E eviction, C compaction, R reinjection, N notebook):") + 2].strip()
+        == "E"
+    )
     assert "! hand off now" in text
     assert "remember this 1 thing?" in text and "[a1] fiscal year starts in April" in text
     state.apply(Event(ev.COMPACTION_FINISHED, "eda", {"tokens_before": 2400, "tokens_after": 700, "seconds": 0.5}))

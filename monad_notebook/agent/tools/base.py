@@ -23,6 +23,7 @@ from monad_notebook.messages import Image
 if TYPE_CHECKING:
     from monad_notebook.context.recall.search import Passage
     from monad_notebook.memory.service import MemoryService
+    from monad_notebook.notebook.frontend import NotebookFrontend
     from monad_notebook.redaction.redactor import Redactor
     from monad_notebook.store.base import Store
 
@@ -54,6 +55,7 @@ class ToolContext:
     redacted: bool = False  # set once a tool's own redaction took something out
     outcome: str = ""  # how the call went, when the tool says: "ok", "error" or "refused"
     images: list[Image] = field(default_factory=list)  # what the call showed, each named by a line in its text
+    notebook: NotebookFrontend | None = None  # the open notebook (agent/tools/cells.py); None: no notebook is open
 
     def redact(self, text: str) -> str:
         """Redact ``text`` whole, before a tool cuts, numbers or formats it (the spec's order).

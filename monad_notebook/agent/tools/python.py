@@ -338,7 +338,8 @@ def is_shell(shell: Any) -> bool:
     return isinstance(shell, InteractiveShell)
 
 
-def _refusal(ctx: ToolContext, code: str) -> str | None:
+def approval_refusal(ctx: ToolContext, code: str) -> str | None:
+    """Why ``code`` may not run (turned off, declined, nobody could answer), or None when it may."""
     mode = ctx.python_approval
     if mode == "auto":
         return None
@@ -361,7 +362,7 @@ def python(ctx: ToolContext, code: str) -> str:
     Args:
         code: Python source to run; a final expression's value is shown, as in a notebook cell.
     """
-    refusal = _refusal(ctx, code)
+    refusal = approval_refusal(ctx, code)
     if refusal is not None:
         ctx.outcome = "refused"
         return refusal

@@ -12,7 +12,7 @@ import json
 import re
 from typing import Any
 
-from monad_notebook.agent.tools import files, memory, namespace, notebook, python, recall, recovery
+from monad_notebook.agent.tools import cells, files, memory, namespace, notebook, python, recall, recovery
 from monad_notebook.agent.tools.base import Tool, ToolContext
 from monad_notebook.errors import ToolError
 
@@ -37,14 +37,18 @@ def configured_tools(
     persist_raw: bool,
     recall_on: bool = False,
     sees_images: bool = False,
+    notebook_approval: str = "off",
     extra: list[Tool] | None = None,
 ) -> dict[str, Tool]:
     """The session's tool set by name: kernel tools, memory, view_image (when the model sees images),
-    recovery (when raw outputs are kept), recall (when on), ``extra``.
+    recovery (when raw outputs are kept), recall (when on), the notebook tools (unless
+    ``notebook_approval`` is "off": no notebook is open, or the user turned them off), ``extra``.
 
     A tool in ``extra`` replaces a built-in one of the same name.
     """
     tools = [*default_tools(python_approval=python_approval), *memory.TOOLS]
+    if notebook_approval != "off":
+        tools.extend(cells.TOOLS)
     if sees_images:
         tools.extend(recovery.IMAGE_TOOLS)
     if persist_raw:
@@ -95,6 +99,8 @@ def _one_line(text: str) -> str:
 def run_tool(tools: dict[str, Tool], ctx: ToolContext, name: str, arguments_json: str) -> str:
     """Run one tool call; never raises for a tool problem, only for KeyboardInterrupt."""
     found = tools.get(name)
+    if found is None and name in cells.NAMES:
+        return f"error: {name}: {cells.unavailable(ctx)}"
     if found is None:
         available = ", ".join(sorted(tools)) or "none"
         return safe_text(f"error: unknown tool {_one_line(str(name))[:100]!r}; available tools: {available}")

@@ -2,7 +2,7 @@
 
 import { NARROW, fmt, h, pct, s } from "./dom.js";
 
-const MARKER_LETTERS = { evicted: "E", compaction: "C", reinjected: "R" };
+const MARKER_LETTERS = { evicted: "E", compaction: "C", reinjected: "R", notebook: "N" };
 const FONT = 11; // px: the smallest text the panel draws
 
 /**
@@ -145,7 +145,7 @@ export function drawTimeline(model, root) {
   const key = h("div", { class: "monad-dim monad-caption" }, [
     h("span", { class: "monad-key" }, [h("i", { class: "monad-dash monad-dash-sent" }), "sent"]),
     h("span", { class: "monad-key" }, [h("i", { class: "monad-dash monad-dash-before" }), "before eviction / compaction"]),
-    h("span", { class: "monad-key" }, ["E eviction · C compaction · R reinjection"]),
+    h("span", { class: "monad-key" }, ["E eviction · C compaction · R reinjection · N notebook proposal or decision"]),
   ]);
   root.replaceChildren(svg, readout, key);
 }

@@ -1,0 +1,306 @@
+"""The notebook the agent works in, through whichever frontend shows it.
+
+Two paths, chosen once per execution of a ``%%monad`` cell:
+
+- ``extension``: JupyterLab 4 or Notebook 7 with the monad-notebook extension answered. The
+  agent reads the document as open now, and each proposal waits at its cell as a diff until the
+  user accepts or rejects it there; the decision is told with the next tool result or message.
+- ``output``: any other frontend a user sits at (VS Code, ...). The agent reads the saved file,
+  and each proposal is reviewed in the running cell's output while the tool waits (``fallback.py``).
+
+Where nobody sits at the notebook (nbclient, papermill, a script) there is no NotebookFrontend at
+all, and the notebook tools are not offered (:func:`open_notebook`).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from monad_notebook.config_schema import NotebookToolConfig
+from monad_notebook.notebook.bridge import HELLO_SECONDS, Bridge, BridgeError
+from monad_notebook.notebook.document import Cell, NotebookFileError, Snapshot, read_saved, saved_path
+from monad_notebook.notebook.fallback import OutputReview
+from monad_notebook.notebook.proposals import (
+    ACCEPTED,
+    APPLIED,
+    NO_ANSWER,
+    OUTDATED,
+    Decided,
+    Ledger,
+    Proposal,
+    decisions_note,
+)
+
+EXTENSION, OUTPUT = "extension", "output"
+ABSENT_SECONDS = 300.0  # after a frontend did not answer, how long before asking it again
+
+
+class NotebookRefused(Exception):
+    """The notebook cannot do what the agent asked; the message is one line for the model."""
+
+
+def open_notebook(shell: Any) -> NotebookFrontend | None:
+    """The notebook this kernel serves, or None where nobody sits at one (nbclient, papermill, a terminal).
+
+    A frontend a user sits at sends the running cell's id (JupyterLab, Notebook 7, VS Code) or
+    allows input; nbclient and papermill do neither.
+    """
+    kernel = getattr(shell, "kernel", None)
+    if kernel is None:
+        return None
+    parent = kernel.get_parent() or {}
+    cell_id = (parent.get("metadata") or {}).get("cellId")
+    if not cell_id and not getattr(kernel, "_allow_stdin", False):
+        return None
+    return NotebookFrontend(shell, kernel)
+
+
+class NotebookFrontend:
+    """Reads the open notebook and puts the agent's proposals before the user, on either path."""
+
+    def __init__(self, shell: Any, kernel: Any) -> None:
+        self.shell = shell
+        self.kernel = kernel
+        self.config: Callable[[], NotebookToolConfig] = NotebookToolConfig
+        self.ledger = Ledger()
+        self.bridge = Bridge(kernel, self._on_frontend)
+        self.review = OutputReview(shell, lambda: 600.0)
+        self.seen: dict[str, str] = {}  # cell id -> the source the agent last read or had accepted
+        self.about: dict[str, Any] = {}  # what the extension said of itself: path, app, version
+        self._path: tuple[str, str] = ("", "")  # (execution, path)
+        self._answered = False
+        self._absent_until = 0.0
+        self._lock = threading.Lock()
+
+    def attach(self, *, emit: Callable[..., None], config: Callable[[], Any], timeout: Callable[[], float]) -> None:
+        """Tie it to a session: its events, its ``tools.notebook`` settings, its question time limit."""
+        self.ledger.emit = emit
+        self.config = config
+        self.review.timeout = timeout
+
+    @property
+    def approval(self) -> str:
+        return self.config().approval
+
+    # --- which path ---------------------------------------------------------------------
+
+    def execution(self) -> str:
+        return str(((self.kernel.get_parent() or {}).get("header") or {}).get("msg_id", ""))
+
+    def running_cell(self) -> str:
+        return str(((self.kernel.get_parent() or {}).get("metadata") or {}).get("cellId") or "")
+
+    def path(self) -> str:
+        """``extension`` when the notebook extension answered for this execution, else ``output``."""
+        execution = self.execution()
+        if self._path[0] == execution and execution:
+            return self._path[1]
+        path = EXTENSION if self._probe() else OUTPUT
+        self._path = (execution, path)
+        return path
+
+    def _probe(self) -> bool:
+        if not self.bridge.possible or time.monotonic() < self._absent_until:
+            return False
+        for _attempt in range(2 if self._answered else 1):  # once answered, a reloaded page gets a new comm
+            try:
+                reply = self.bridge.request("hello", timeout=HELLO_SECONDS, cell_id=self.running_cell())
+            except BridgeError:
+                self.bridge.reopen()
+                continue
+            if reply.get("ok"):
+                self._answered = True
+                self.about = reply
+                self._reconcile([str(p) for p in reply.get("pending") or []])
+                return True
+        self._absent_until = time.monotonic() + ABSENT_SECONDS
+        return False
+
+    def _reconcile(self, shown: list[str]) -> None:
+        """Proposals the page no longer shows (it was reloaded) can no longer be accepted."""
+        for proposal_id in [p for p in self.ledger.pending_ids() if p not in shown]:
+            detail = "the notebook page was reloaded before a decision"
+            self.ledger.decide(proposal_id, OUTDATED, via="reload", detail=detail)
+
+    def _ask(self, op: str, **data: Any) -> dict[str, Any]:
+        try:
+            reply = self.bridge.request(op, **data)
+        except BridgeError as error:
+            self._path = ("", "")
+            raise NotebookRefused(f"the notebook did not answer ({error}): try again") from None
+        if not reply.get("ok"):
+            raise NotebookRefused(str(reply.get("error") or "the notebook refused"))
+        return reply
+
+    # --- reading ------------------------------------------------------------------------
+
+    def read(self, *, start: int = 0, limit: int = 20, outputs: bool = False, ids: list[str] | None = None) -> Snapshot:
+        """Cells ``start`` .. ``start + limit - 1`` (or those named in ``ids``), remembered as read."""
+        if self.path() == EXTENSION:
+            reply = self._ask("read", start=start, limit=limit, outputs=outputs, ids=ids)
+            pending = list(reply.get("pending") or [])
+            cells = [
+                Cell.from_wire(c, pending[i] if i < len(pending) and pending[i] else "")
+                for i, c in enumerate(reply.get("cells") or [])
+            ]
+            snapshot = Snapshot(str(reply.get("path") or ""), int(reply.get("total") or 0), cells, live=True)
+        else:
+            every = self._saved_cells()
+            chosen = [c for c in every if c.id in ids] if ids is not None else every[start : start + limit]
+            snapshot = Snapshot(str(self._saved_file()), len(every), chosen, live=False)
+        with self._lock:
+            self.seen.update({cell.id: cell.source for cell in snapshot.cells})
+        return snapshot
+
+    def running_id(self, cells: list[Cell]) -> str:
+        """The running ``%%monad`` cell among ``cells``: by its id, else (a saved file) by its source."""
+        running = self.running_cell()
+        if any(c.id == running for c in cells):
+            return running
+        code = str(((self.kernel.get_parent() or {}).get("content") or {}).get("code") or "")
+        return next((c.id for c in cells if code and c.source == code), "")
+
+    def _saved_file(self) -> Path:
+        path = saved_path(getattr(self.shell, "user_ns", {}), Path.cwd())
+        if path is None:
+            raise NotebookRefused(
+                "this frontend does not say which notebook file is open, and it has no monad-notebook "
+                "extension: the notebook cannot be read here; insert_cell still proposes new cells"
+            )
+        return path
+
+    def _saved_cells(self) -> list[Cell]:
+        try:
+            return read_saved(self._saved_file())
+        except NotebookFileError as error:
+            raise NotebookRefused(str(error)) from None
+
+    # --- proposing ----------------------------------------------------------------------
+
+    def base_of(self, cell_id: str) -> str:
+        """The source the agent read of ``cell_id``; a change is refused until it has read it."""
+        with self._lock:
+            if cell_id not in self.seen:
+                raise NotebookRefused(f"cell {cell_id} was not read yet: read_cell({cell_id!r}) first")
+            return self.seen[cell_id]
+
+    def submit(self, proposal: Proposal) -> str:
+        """Put the proposal before the user; what happened, in a line for the model."""
+        mode = self.approval
+        if self.path() == EXTENSION:
+            return self._submit_to_extension(proposal, mode)
+        self._check_saved(proposal)
+        self.ledger.proposed(proposal, path=OUTPUT, mode="auto" if mode == "auto" else "ask")
+        try:
+            decision, via, how = self.review.decide(proposal, mode=mode, execution=self.execution())
+        except KeyboardInterrupt:  # the turn stops; the proposal is over, and nothing changed
+            self.ledger.record(proposal, NO_ANSWER, via="interrupt", tell=False)
+            raise
+        decided = self.ledger.record(proposal, decision, via=via, detail=how, tell=False)
+        if decision in (ACCEPTED, APPLIED):
+            self._remember(proposal)
+        return decided.told()
+
+    def _submit_to_extension(self, proposal: Proposal, mode: str) -> str:
+        self._ask("propose", proposal=proposal.wire(mode, _shown_summary(proposal)))
+        self.ledger.proposed(proposal, path=EXTENSION, mode=mode)
+        if mode == "auto":
+            self._remember(proposal)
+            done = "shown to the user as a diff at the cell"
+            return self.ledger.record(proposal, APPLIED, via="auto", detail=done, tell=False).told()
+        return (
+            f"proposed {proposal.id}: {proposal.summary()}, shown to the user as a diff at the cell with "
+            "Accept / Reject; it is not in the notebook unless they accept. Their decision comes with a "
+            "later tool result or their next message."
+        )
+
+    def _check_saved(self, proposal: Proposal) -> None:
+        """On the output path the saved file stands for the notebook: the same checks as the extension's."""
+        if proposal.anchor_is_running and proposal.kind == "insert":
+            return
+        cells = {c.id: c for c in self._saved_cells()}
+        cell = cells.get(proposal.cell_id)
+        if cell is None:
+            raise NotebookRefused(f"no cell with id {proposal.cell_id} in the notebook: read_notebook lists the ids")
+        if proposal.kind == "change" and cell.source != proposal.base:
+            raise NotebookRefused(f"cell {proposal.cell_id} changed since you read it: read it again")
+
+    def _remember(self, proposal: Proposal) -> None:
+        with self._lock:
+            self.seen[proposal.new_id if proposal.kind == "insert" else proposal.cell_id] = proposal.source
+
+    def check_can_run(self, cell_id: str) -> None:
+        """Only the extension can run a cell for the agent."""
+        if self.path() != EXTENSION:
+            raise NotebookRefused(
+                f"this frontend cannot run a cell for the agent: ask the user to run cell {cell_id}, "
+                "or run the code with the python tool"
+            )
+
+    def run(self, cell_id: str) -> str:
+        """Queue a cell to run after the turn (the kernel is busy with it now)."""
+        self.check_can_run(cell_id)
+        reply = self._ask("run", cell_id=cell_id)
+        if reply.get("status") == "rendered":
+            return f"markdown cell {cell_id} is rendered"
+        return (
+            f"queued: cell {cell_id} runs when this turn ends (the kernel is busy with the turn until then); "
+            "read its outputs with read_cell at the next turn"
+        )
+
+    # --- decisions ----------------------------------------------------------------------
+
+    def _on_frontend(self, data: dict[str, Any]) -> None:
+        """What the user did at a cell (on the kernel's subshell thread, maybe while the turn runs)."""
+        if data.get("type") != "decision":
+            return
+        decision = str(data.get("decision") or "")
+        if decision not in (ACCEPTED, "rejected", OUTDATED):
+            return
+        detail = str(data.get("detail") or "")
+        decided = self.ledger.decide(str(data.get("proposal") or ""), decision, via="cell", detail=detail)
+        if decided is not None and decision == ACCEPTED:
+            self._remember(decided.proposal)
+
+    def untold(self) -> list[Decided]:
+        return self.ledger.untold()
+
+    def with_decisions(self, message: str) -> str:
+        """The user's message, after the decisions the agent has not been told yet."""
+        return decisions_note(self.untold()) + message
+
+    def describe(self) -> str:
+        """Which path is active, for ``%monad status``."""
+        approval = self.approval
+        if approval == "off":
+            return 'The notebook tools are off (tools.notebook.approval is "off").'
+        applies = (
+            "applies its changes at once and shows each as a diff"
+            if approval == "auto"
+            else "proposes changes that wait as diffs until you accept or reject them"
+        )
+        if self.path() == EXTENSION:
+            where = self.about.get("path") or "the notebook"
+            app = self.about.get("app") or "JupyterLab"
+            return (
+                f"The agent reads {where} as open in {app} (unsaved edits included) and {applies} at the cell "
+                f'(tools.notebook.approval is "{approval}").'
+            )
+        saved = saved_path(getattr(self.shell, "user_ns", {}), Path.cwd())
+        named = f"the saved {saved.name}" if saved is not None else "no notebook file (this frontend does not name it)"
+        return (
+            f"This frontend has no monad-notebook extension: the agent reads {named} and {applies} in the "
+            "%%monad cell's output; an accepted new code cell is inserted below it when the turn ends (one per "
+            f'turn), other accepted changes are shown as code to copy (tools.notebook.approval is "{approval}").'
+        )
+
+
+def _shown_summary(proposal: Proposal) -> str:
+    """The proposal as the user reads it at the cell."""
+    if proposal.kind == "change":
+        return f"A change to this cell (+{proposal.added} \u2212{proposal.removed} lines)"
+    return f"A new {proposal.cell_type} cell {proposal.position} this one"

@@ -1,0 +1,213 @@
+"""What the agent proposed for the notebook, and what the user decided about each proposal.
+
+A proposal is a new cell or a new source for an existing cell, with the source the agent read
+(``base``): a change applies only while the cell still holds exactly that, so nothing the user
+typed since is overwritten. Each proposal and each decision is a persisted event (the store
+keeps them, the panel draws them); the decisions the agent has not been told yet wait here
+until the next tool result or the next user message carries them. Events hold ids, kinds and
+line counts, never a cell's text: a source may hold a secret.
+"""
+
+from __future__ import annotations
+
+import difflib
+import itertools
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from monad_notebook.agent.tools.code_view import shown_lines
+from monad_notebook.events import NOTEBOOK_DECIDED, NOTEBOOK_PROPOSED
+
+Emit = Callable[..., None]
+
+ACCEPTED, REJECTED, OUTDATED, APPLIED, NO_ANSWER = "accepted", "rejected", "outdated", "applied", "no answer"
+CELL_TYPES = ("code", "markdown", "raw")
+POSITIONS = ("below", "above")
+DECISIONS_TAG = "notebook-decisions"
+_NUMBERS = itertools.count(1)  # proposal ids are unique in the kernel, whichever session proposes
+
+
+def diff_lines(base: str, source: str) -> list[tuple[str, str]]:
+    """Every line of ``base`` and ``source`` as ("-"|"+"|" ", text); a new cell (no base) is all "+".
+
+    Lines are split where Python and IPython split them, with hidden characters shown as markers
+    (``<U+202E>``), so what the user accepts is what they saw.
+    """
+    old, new = shown_lines(base), shown_lines(source)
+    rows: list[tuple[str, str]] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes():
+        if tag == "equal":
+            rows.extend((" ", line) for line in old[i1:i2])
+            continue
+        rows.extend(("-", line) for line in old[i1:i2])
+        rows.extend(("+", line) for line in new[j1:j2])
+    return rows
+
+
+def new_cell_id() -> str:
+    """An nbformat 4.5 cell id (letters, digits, "-"), as JupyterLab makes them."""
+    return str(uuid.uuid4())
+
+
+@dataclass
+class Proposal:
+    """One change the agent asked for: a new cell (``insert``) or a new source (``change``)."""
+
+    id: str
+    kind: str  # insert | change
+    cell_id: str  # the cell to change, or the cell a new one goes against
+    source: str
+    base: str = ""  # change: the source the agent read
+    cell_type: str = "code"
+    position: str = "below"
+    new_id: str = ""  # insert: the id the new cell gets
+    anchor_is_running: bool = False  # insert: placed against the running %%monad cell
+    lines: list[tuple[str, str]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.lines:
+            self.lines = diff_lines(self.base if self.kind == "change" else "", self.source)
+
+    @property
+    def added(self) -> int:
+        return sum(1 for sign, _ in self.lines if sign == "+")
+
+    @property
+    def removed(self) -> int:
+        return sum(1 for sign, _ in self.lines if sign == "-")
+
+    def summary(self) -> str:
+        """What it is, in a few words: "new code cell below this one", "change to this cell"."""
+        if self.kind == "change":
+            return f"change to cell {self.cell_id} (+{self.added} \u2212{self.removed} lines)"
+        where = "the %%monad cell" if self.anchor_is_running else f"cell {self.cell_id}"
+        return f"new {self.cell_type} cell {self.new_id} {self.position} {where} ({self.added} lines)"
+
+    def wire(self, mode: str, summary: str) -> dict[str, Any]:
+        """The proposal as the notebook extension takes it."""
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "cell_id": self.cell_id,
+            "position": self.position,
+            "new_id": self.new_id,
+            "cell_type": self.cell_type,
+            "base": self.base,
+            "source": self.source,
+            "lines": [list(row) for row in self.lines],
+            "mode": mode,
+            "summary": summary,
+        }
+
+
+@dataclass(frozen=True)
+class Decided:
+    proposal: Proposal
+    decision: str  # accepted | rejected | outdated | applied | no answer
+    via: str  # cell, output, prompt, auto, reload
+    detail: str = ""
+
+    def told(self) -> str:
+        """The decision as the agent reads it."""
+        what = self.proposal.summary()
+        if self.decision in (ACCEPTED, APPLIED):
+            done = "it is in the notebook now" if not self.detail else self.detail
+            return f"{self.proposal.id} ({what}): {self.decision}; {done}"
+        if self.decision == OUTDATED:
+            return f"{self.proposal.id} ({what}): not applied: {self.detail or 'the notebook changed'}"
+        if self.decision == NO_ANSWER:
+            return f"{self.proposal.id} ({what}): no answer from the user; nothing changed"
+        return f"{self.proposal.id} ({what}): rejected by the user; nothing changed"
+
+
+class Ledger:
+    """The session's proposals: pending ones, and decisions not yet told to the agent; thread-safe.
+
+    Decisions arrive from the kernel's subshell thread (a click while the turn runs) as well as
+    from the turn itself.
+    """
+
+    def __init__(self, emit: Emit | None = None) -> None:
+        self.emit = emit
+        self._lock = threading.Lock()
+        self.pending: dict[str, Proposal] = {}
+        self._untold: list[Decided] = []
+
+    def next_id(self) -> str:
+        with self._lock:
+            return f"p{next(_NUMBERS)}"
+
+    def proposed(self, proposal: Proposal, *, path: str, mode: str) -> None:
+        """Record a proposal now waiting (or applied at once: ``mode`` "auto")."""
+        with self._lock:
+            if mode != "auto":
+                self.pending[proposal.id] = proposal
+        self._emit(
+            NOTEBOOK_PROPOSED,
+            proposal=proposal.id,
+            change=proposal.kind,
+            cell_id=proposal.cell_id,
+            new_id=proposal.new_id,
+            cell_type=proposal.cell_type,
+            position=proposal.position,
+            added=proposal.added,
+            removed=proposal.removed,
+            path=path,
+            mode=mode,
+        )
+
+    def decide(self, proposal_id: str, decision: str, *, via: str, detail: str = "") -> Decided | None:
+        """Record what became of a pending proposal; None when it is unknown or already decided."""
+        with self._lock:
+            proposal = self.pending.pop(proposal_id, None)
+        if proposal is None:
+            return None
+        return self.record(proposal, decision, via=via, detail=detail)
+
+    def record(self, proposal: Proposal, decision: str, *, via: str, detail: str = "", tell: bool = True) -> Decided:
+        """Record a decision; ``tell`` False when the agent reads it in the tool result that waited for it."""
+        decided = Decided(proposal, decision, via, detail)
+        with self._lock:
+            self.pending.pop(proposal.id, None)
+            if tell:
+                self._untold.append(decided)
+        self._emit(NOTEBOOK_DECIDED, proposal=proposal.id, decision=decision, via=via, detail=detail)
+        return decided
+
+    def untold(self) -> list[Decided]:
+        """The decisions the agent has not been told yet, once: the caller tells them."""
+        with self._lock:
+            told, self._untold = self._untold, []
+        return told
+
+    def pending_ids(self) -> list[str]:
+        with self._lock:
+            return list(self.pending)
+
+    def waiting_on(self, cell_id: str) -> str | None:
+        """The pending change to ``cell_id``, if one waits."""
+        with self._lock:
+            return next((p.id for p in self.pending.values() if p.kind == "change" and p.cell_id == cell_id), None)
+
+    def _emit(self, kind: str, **data: Any) -> None:
+        if self.emit is not None:
+            self.emit(kind, **data)
+
+
+def decisions_note(decided: list[Decided]) -> str:
+    """The decisions as a block the agent reads before the user's next message ('' when none)."""
+    if not decided:
+        return ""
+    lines = "\n".join(f"- {d.told()}" for d in decided)
+    return f"<{DECISIONS_TAG}>\nThe user decided on your notebook proposals:\n{lines}\n</{DECISIONS_TAG}>\n\n"
+
+
+def without_decisions(text: str) -> str:
+    """A user message without the decisions block it may start with (what the user wrote)."""
+    closing = f"</{DECISIONS_TAG}>"
+    if text.startswith(f"<{DECISIONS_TAG}>") and closing in text:
+        return text.split(closing, 1)[1].lstrip("\n")
+    return text

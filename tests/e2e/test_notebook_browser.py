@@ -1,0 +1,188 @@
+"""The agent works in the notebook, in JupyterLab and Notebook 7 with the extension: a real kernel, a real browser.
+
+The agent reads the notebook (a secret in a cell stays out of what the model receives), proposes a
+new cell, a new source for one cell and an edit of another; the user edits that other cell while
+its change waits, rejects one proposal and accepts the other. A save while they wait writes none
+of them; a save after writes exactly the accepted one; the agent is told every decision with the
+next message. A cell the agent runs is queued and has run by the next turn. The review is
+screenshotted and its contrast measured at 420 and 1400 px, in the light theme in JupyterLab and the
+dark theme in Notebook 7.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from monad_notebook import events as ev
+from monad_notebook.testing import FakeOpenAIServer, tool_call, tool_calls
+from tests.e2e.browser import ARTIFACTS, counting_server
+from tests.e2e.jupyter import DARK_THEME, NO_NEWS, jupyter_server, write_notebook
+from tests.e2e.panel_page import AUDIT
+
+TOKEN = "ghp_" + "Zq8Lr2Xw9Kp4Tn7V" * 2 + "aB3d"
+CELLS = [
+    "%load_ext monad_notebook",
+    "rows = [3, 1, 2]\ntotal = sum(rows)",
+    f"API_TOKEN = '{TOKEN}'",
+    "label = 'old'",
+    "%%monad --session nb\nTidy my notebook.",
+    "%%monad\nThanks.",
+    "%monad status",
+]
+NEW_ROWS = "rows = [3, 1, 2, 4]\ntotal = sum(rows)"
+NEW_CELL = 'ordered = sorted(rows)  # <img src="http://HOST/leak.png">\nordered'
+KERNEL_IDLE = "window.jupyterapp?.shell?.currentWidget?.context?.sessionContext?.session?.kernel?.status === 'idle'"
+
+
+def on_disk(path) -> list[tuple[str, str]]:
+    return [(c["id"], "".join(c["source"])) for c in json.loads(path.read_text())["cells"]]
+
+
+def save(page) -> None:
+    page.evaluate("async () => { await window.jupyterapp.commands.execute('docmanager:save'); }")
+
+
+def run_cell(page, index: int) -> None:
+    page.evaluate(
+        """async (index) => {
+            const panel = window.jupyterapp.shell.currentWidget;
+            panel.content.activeCellIndex = index;
+            await window.jupyterapp.commands.execute('notebook:run-cell');
+        }""",
+        index,
+    )
+
+
+def diff_rows(review) -> list[tuple[str, str]]:
+    """(kind, text) of each diff line as drawn: add, del or same."""
+    rows = review.locator(".monad-review-line").evaluate_all(
+        "rows => rows.map(r => [r.className.split('monad-review-').pop(), r.lastChild.textContent])"
+    )
+    return [(kind, text) for kind, text in rows]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("app", "theme"), [("lab", "light"), ("notebook", "dark")])
+def test_the_agent_proposes_cells_the_user_decides_at_each_and_the_save_holds_what_was_accepted(
+    browser, isolated_env, tmp_path, app, theme
+):
+    module = {"lab": "jupyterlab", "notebook": "notebook"}[app]
+    pytest.importorskip(module, reason=f"{module} is not installed (pip install {module})")
+    accept_insert = app == "notebook"  # each app accepts one kind of proposal and rejects the other
+    with counting_server() as (host, hits), FakeOpenAIServer() as model:
+        new_cell = NEW_CELL.replace("HOST", host.removeprefix("http://"))  # a model-written <img>: shown as text
+        model.queue(
+            tool_call("read_notebook", {}),
+            tool_calls(
+                tool_call("insert_cell", {"cell_type": "code", "cell_source": new_cell}),
+                tool_call("overwrite_cell_source", {"cell_id": "cell-1", "cell_source": NEW_ROWS}),
+                tool_call("edit_cell_source", {"cell_id": "cell-3", "old_string": "'old'", "new_string": "'new'"}),
+                tool_call("execute_cell", {"cell_id": "cell-2"}),
+            ),
+            "I proposed three changes.",
+            tool_call("read_cell", {"cell_id": "cell-2"}),
+            "Noted.",
+        )
+        agents = {
+            "models": {"main": {"model": "gpt-4.1-mini", "baseUrl": model.base_url, "maxRetries": 0}},
+            "tools": {"python": {"approval": "auto"}},
+        }
+        (isolated_env / "agents.json").write_text(json.dumps(agents))
+        notebook = isolated_env / "work.ipynb"
+        write_notebook(notebook, CELLS)
+        settings = DARK_THEME if theme == "dark" else NO_NEWS
+        with jupyter_server(app, isolated_env, tmp_path, "work.ipynb", settings=settings, extension=True) as url:
+            page = browser.new_page(viewport={"width": 1400, "height": 1200})
+            errors: list[str] = []
+            page.on("pageerror", lambda exc: errors.append(f"{exc} {exc.stack}"))
+            page.goto(url)
+            page.wait_for_function(KERNEL_IDLE, timeout=60_000)
+            page.evaluate("() => { const s = window.jupyterapp.shell; s.collapseLeft?.(); s.collapseRight?.(); }")
+            for index in range(5):
+                run_cell(page, index)
+            page.get_by_text("I proposed three changes.").wait_for(timeout=60_000)
+            bar = page.locator(".monad-review-bar")
+            bar.wait_for(timeout=10_000)
+            assert bar.get_by_role("button", name="Accept all", exact=True).is_visible()
+            assert bar.get_by_role("button", name="Reject all", exact=True).is_visible()
+            inserted = page.locator(".monad-review[data-kind=insert]")
+            changed, edited = (page.locator(".jp-Cell").nth(n).locator(".monad-review") for n in (1, 3))
+            assert diff_rows(inserted) == [("add", line) for line in new_cell.splitlines()]  # every line added
+            rows = [("del", "rows = [3, 1, 2]"), ("add", "rows = [3, 1, 2, 4]"), ("same", "total = sum(rows)")]
+            assert diff_rows(changed) == rows
+
+            save(page)
+            pending_save = on_disk(notebook)
+            ARTIFACTS.mkdir(exist_ok=True)
+            measured = {}
+            for width in (420, 1400):
+                page.set_viewport_size({"width": width, "height": 1200})
+                page.wait_for_timeout(300)
+                changed.scroll_into_view_if_needed()
+                page.screenshot(path=str(ARTIFACTS / f"notebook-review-{app}-{theme}-{width}.png"))
+                measured[width] = page.evaluate(AUDIT, ".monad-review, .monad-review-bar")
+                assert changed.bounding_box()["width"] >= min(0.6 * width, 700)  # never squeezed to a sliver
+
+            page.locator(".jp-Cell").nth(3).locator(".cm-content").click()
+            page.keyboard.press("End")
+            page.keyboard.type("  # mine")
+            page.keyboard.press("Escape")
+            edited.get_by_text("You edited this cell").wait_for(timeout=10_000)
+            keep, drop = (inserted, changed) if accept_insert else (changed, inserted)
+            keep.get_by_role("button", name="Accept", exact=True).click()
+            drop.get_by_role("button", name="Reject", exact=True).click()
+            bar.wait_for(state="hidden", timeout=10_000)
+            save(page)
+            after = on_disk(notebook)
+
+            run_cell(page, 6 if accept_insert else 5)
+            page.get_by_text("Noted.").wait_for(timeout=60_000)
+            run_cell(page, 7 if accept_insert else 6)
+            status = page.locator(".jp-OutputArea-output").filter(has_text="The agent reads work.ipynb")
+            status.wait_for(timeout=30_000)
+            status_text = status.inner_text()
+            page.close()
+        requests = model.chat_requests
+        loaded = list(hits)
+
+    app_name = {"lab": "JupyterLab", "notebook": "Jupyter Notebook"}[app]
+    assert f"The agent reads work.ipynb as open in {app_name} (unsaved edits included)" in status_text
+    original = [(f"cell-{n}", source) for n, source in enumerate(CELLS)]
+    assert pending_save == original  # a save while changes wait writes none of them
+    sources = dict(after)
+    assert sources["cell-3"] == "label = 'old'  # mine"  # the user's edit, not the agent's
+    if accept_insert:
+        assert [source for _, source in after].count(new_cell) == 1 and sources["cell-1"] == CELLS[1]
+        assert [cid for cid, _ in after].index("cell-4") + 1 == [source for _, source in after].index(new_cell)
+    else:
+        assert sources["cell-1"] == NEW_ROWS and new_cell not in sources.values() and len(after) == len(CELLS)
+    assert loaded == []  # the <img> in the proposed cell was drawn as text, in the review and in the cell
+
+    sent = json.dumps(requests)
+    assert TOKEN not in sent and TOKEN[:12] not in sent  # the secret cell never reaches the model
+    listing = next(m["content"] for m in requests[1]["messages"] if m["role"] == "tool")
+    assert "[2] id cell-2 · code · ran as [3]" in listing and "API_TOKEN = '[REDACTED:" in listing
+    queued = [m["content"] for m in requests[2]["messages"] if m["role"] == "tool"][-1]
+    assert queued.startswith("queued: cell cell-2 runs when this turn ends")
+    reread = [m["content"] for m in requests[-1]["messages"] if m["role"] == "tool"][-1]
+    assert reread.startswith("[2] id cell-2 · code · ran as [6]")  # the queued run came after the turn
+    told = next(m["content"] for m in reversed(requests[-1]["messages"]) if m["role"] == "user")
+    assert ("accepted; it is in the notebook now" in told) and ("rejected by the user; nothing changed" in told)
+    assert "not applied: the user edited the cell while the change waited" in told and told.endswith("Thanks.")
+    assert [e for e in errors if "extensions/monad-notebook/" in e] == []  # Notebook 7 has its own, unrelated
+    for width, texts in measured.items():
+        roles = {m["text"] for m in texts}
+        assert {"Accept", "Reject", "Accept all", "Reject all", "proposed"} <= roles, (width, roles)
+        unreadable = [m for m in texts if m["contrast"] < m["need"] or m["size"] < 11]
+        assert unreadable == [], (theme, width, unreadable)
+
+    from monad_notebook.store.lance import LanceStore
+
+    store = LanceStore(isolated_env.parent / "monad-home" / "db")
+    try:
+        decided = sorted(e.data["decision"] for e in store.list_events("nb", kind=ev.NOTEBOOK_DECIDED))
+    finally:
+        store.close()
+    assert decided == ["accepted", "outdated", "rejected"]
