@@ -66,7 +66,7 @@ from benchmarks.trace import Planted, Trace, generate_trace, replay_events
 from monad_notebook.agent.instructions import SYSTEM_PROMPT
 from monad_notebook.agent.tools.base import Tool, ToolContext, tool
 from monad_notebook.config import Config
-from monad_notebook.context.compaction.compactor import Compactor
+from monad_notebook.context.compaction.compactor import Compactor, choose_span
 from monad_notebook.context.compaction.extractive import ExtractiveSummarizer
 from monad_notebook.context.compaction.summarize import LLMSummarizer
 from monad_notebook.context.occupancy.tokens import TokenCounter
@@ -252,13 +252,12 @@ def run_summarize_budget(trace: Trace, pauses: Pauses, window: int, tools: list[
     compactor = Compactor(
         store=_SummarySink(),  # type: ignore[arg-type]
         session="sim",
-        summarizer_factory=lambda: LLMSummarizer(DecliningModel(counter, Result("sink"))),  # type: ignore[arg-type]
         fallback=ExtractiveSummarizer(),
-        count_tokens=counter.count_text,
-        emit=lambda *args, **kwargs: None,
+        counter=counter,
         reflect_at_tokens=4000,
         ledger_max_items=0,
     )
+    summarizer = LLMSummarizer(DecliningModel(counter, Result("sink")))  # type: ignore[arg-type]
     state: dict[str, Any] = {"messages": [], "summary": None}
     priming = counter.count_messages([])
     sizes: dict[str, int] = {}
@@ -284,7 +283,8 @@ def run_summarize_budget(trace: Trace, pauses: Pauses, window: int, tools: list[
                 if budget < 0:
                     break
                 keep += 1
-            done = compactor.compact_now(state["messages"], state["summary"], max(1, keep), "soft")
+            span = choose_span(state["messages"], max(1, keep))
+            done = compactor.fold(state["messages"], span, state["summary"], summarizer) if span else None
             if done is not None:
                 state["summary"] = done.summary
                 folded = set(done.folded_ids)
@@ -433,7 +433,7 @@ def run_monad(
         fast_model=DecliningModel(counter, result),  # type: ignore[arg-type]
         extra_tools=[paced_replay_tool(trace, log.clock, pauses)],
     )
-    session.cascade.cost.clock = log.clock
+    session.cascade.meter.cost.clock = log.clock
     tools = [t.schema() for t in session.tools.values()]
     provider.tools_tokens = counter.count_messages([], tools) - counter.count_messages([])
     complete = provider.complete

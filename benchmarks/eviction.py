@@ -33,9 +33,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from monad_notebook.context.lossless.eviction import apply_plan, plan_eviction
+from monad_notebook.context.lossless.eviction import plan_eviction
 from monad_notebook.context.lossless.truncation import truncate_tool_output
-from monad_notebook.messages import Message, ToolCall
+from monad_notebook.messages import Message, ToolCall, apply_placeholders
 
 WINDOW = 128_000
 BASELINE_TOKENS = 3_000  # system prompt and tool schemas
@@ -137,7 +137,7 @@ def cost_table(name: str, make_counter: Callable[[], Callable[[str], int]]) -> N
         fast = min(timed_plan(messages, chars4, spilled)[1] for _ in range(3))
         count = make_counter()
         plan, cold = timed_plan(messages, count, spilled)
-        apply_plan(messages, plan)
+        apply_placeholders(messages, plan.placeholders)
         following = min(timed_plan(messages, count, spilled)[1] for _ in range(3))
         print(
             f"| {size:,} | {megabytes:.1f} | {fast:.1f} | {cold:.0f} | {following:.1f} "
@@ -164,7 +164,7 @@ def session_table(name: str, count: Callable[[str], int], steps: int = 300) -> N
         peak = max(peak, occupancy)
         plan, ms = timed_plan(messages, count, spilled, occupancy)
         if plan:
-            apply_plan(messages, plan)
+            apply_placeholders(messages, plan.placeholders)
             spill_bytes += sum(len(text.encode()) for text in plan.spill.values())
             spilled |= set(plan.spill)
             passes, reclaimed = passes + 1, reclaimed + plan.reclaimed_tokens

@@ -223,7 +223,7 @@ def run(
     for turn in script.turns:
         model.queue(*turn_script(turn))
         session.ask(turn.user)
-    session.cascade.lossy.compactor.wait()
+    session.cascade.background.wait()
     waited = time.perf_counter()
     session.cascade.wait()
     result.index_wait = time.perf_counter() - waited
@@ -297,7 +297,7 @@ def ablation(result: Run, script: Script, session: Session, counter: TokenCounte
     What the final prompt and the saved outputs reach is the same in every row; only the
     ``recall`` tool's answers are asked again, through the tool, with one step left out.
     """
-    stages = session.cascade.turn_stages
+    stages = session.recall
     full = stages.recall
     rows: dict[str, tuple[int, int]] = {}
     for left_out in ("", *STEPS):
@@ -343,7 +343,7 @@ def with_also(result: Run, script: Script, session: Session, counter: TokenCount
 def explain_misses(result: Run, script: Script, session: Session, store: LanceStore) -> list[str]:
     """One line per identifier recall missed: where it was, the probe, recall's answer, each search's rank."""
     ids = _carrier_ids(store, script)
-    recall = session.cascade.turn_stages.recall
+    recall = session.recall.recall
     lines = []
     asked = [(p, p.probe, result.found, "tuning") for p in script.plants]
     asked += [(p, p.held_out, result.held, "held-out") for p in script.plants]

@@ -477,7 +477,7 @@ def run_monad(
         fast_model=DecliningModel(counter, result),  # type: ignore[arg-type]
         extra_tools=[chart_replay_tool(trace, charts, log.clock, pauses, kept)],
     )
-    session.cascade.cost.clock = log.clock
+    session.cascade.meter.cost.clock = log.clock
     tools = [t.schema() for t in session.tools.values()]
     provider.tools_tokens = counter.count_messages([], tools) - counter.count_messages([])
     checks = Checks()

@@ -59,7 +59,7 @@ def measure(stored: int, turns: int) -> dict[str, float]:
         model = ScriptedModel(script, context_window=10_000_000)
         session = Session("bench", config=config, store=store, model=model, namespace={"x": 1})
         spent = {"model": 0.0, "tool": 0.0}
-        complete, execute = model.complete, session.execute_tool
+        complete, execute = model.complete, session.runner.run
 
         def timed_complete(*args, **kwargs):
             started = time.perf_counter()
@@ -68,14 +68,14 @@ def measure(stored: int, turns: int) -> dict[str, float]:
             finally:
                 spent["model"] += time.perf_counter() - started
 
-        def timed_execute(call):
+        def timed_execute(call, **kwargs):
             started = time.perf_counter()
             try:
-                return execute(call)
+                return execute(call, **kwargs)
             finally:
                 spent["tool"] += time.perf_counter() - started
 
-        model.complete, session.execute_tool = timed_complete, timed_execute
+        model.complete, session.runner.run = timed_complete, timed_execute
         per_step = []
         for _ in range(turns):
             spent["model"] = spent["tool"] = 0.0

@@ -71,7 +71,7 @@ def ask(session: Session, question: str, fake: FakeOpenAIServer | None, former: 
         fake.queue("A short answer: " + question.lower())
     session.ask(question)
     record = session.prompt_records[-1]
-    raw = sum(session.cascade.occupancy.last_parts)
+    raw = sum(session.cascade.meter.occupancy.last_parts)
     row = {"estimate": record["total_tokens"], "real": record["real_tokens"], "former": former.estimate(raw)}
     former.observe(raw, record["real_tokens"])
     return row

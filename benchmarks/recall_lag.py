@@ -159,7 +159,7 @@ def run_session(
     session = Session(
         "lag", config=config(embedding), store=store, model=model, fast_model=WeakFastModel(), extra_tools=[python]
     )
-    embedder = session.cascade.turn_stages.indexer.embedder
+    embedder = session.recall.indexer.embedder
     probe = Probe(store, "lag", embedder.name, local_embedder.LOCAL_DIMS)
     vectors: list[int] = []
     back_from_third = True

@@ -61,7 +61,7 @@ from benchmarks.trace import (
 from monad_notebook.agent.instructions import SYSTEM_PROMPT
 from monad_notebook.agent.tools.base import Tool, ToolContext, tool
 from monad_notebook.config import Config
-from monad_notebook.context.compaction.compactor import Compactor
+from monad_notebook.context.compaction.compactor import Compactor, choose_span
 from monad_notebook.context.compaction.extractive import ExtractiveSummarizer
 from monad_notebook.context.compaction.summarize import LLMSummarizer
 from monad_notebook.context.occupancy.tokens import TokenCounter
@@ -301,13 +301,12 @@ def run_summarize(
     compactor = Compactor(
         store=_SummarySink(),  # type: ignore[arg-type]
         session="sim",
-        summarizer_factory=lambda: LLMSummarizer(DecliningModel(counter, result)),  # type: ignore[arg-type]
         fallback=ExtractiveSummarizer(),
-        count_tokens=counter.count_text,
-        emit=lambda *args, **kwargs: None,
+        counter=counter,
         reflect_at_tokens=4000,
         ledger_max_items=80 if ledger else 0,
     )
+    summarizer = LLMSummarizer(DecliningModel(counter, result))  # type: ignore[arg-type]
     messages: list[Message] = []
     summary: Summary | None = None
     final: list[dict[str, Any]] = []
@@ -318,7 +317,8 @@ def run_summarize(
             )
             tokens = counter.count_messages(prompt.messages, tools)
             if tokens > SOFT_FRACTION * window:
-                done = compactor.compact_now(messages, summary, KEEP_RECENT, "soft")
+                span = choose_span(messages, KEEP_RECENT)
+                done = compactor.fold(messages, span, summary, summarizer) if span else None
                 if done is not None:
                     summary = done.summary
                     messages = [m for m in messages if m.id not in set(done.folded_ids)]
@@ -452,14 +452,14 @@ def run_monad(trace: Trace, window: int, counter: TokenCounter, tmp: Path) -> Re
     )
     tools = [t.schema() for t in session.tools.values()]
     provider.tools_tokens = counter.count_messages([], tools) - counter.count_messages([])
-    compactor = session.cascade.lossy.compactor
+    background = session.cascade.background
     for turn in trace.turns:
         provider.start_turn(turn)
         try:
             session.ask(turn.user)
         except ContextLengthError:
             result.failed_turns += 1
-    compactor.wait()
+    background.wait()
     provider.start_turn(trace.turns[-1])
     summary = store.load_summary(session.name)
     final = provider.calls[-1].messages
@@ -482,7 +482,6 @@ def run_monad(trace: Trace, window: int, counter: TokenCounter, tmp: Path) -> Re
     stored = [s for s in trace.steps if s.call_id not in in_window and handle(s) == s.output]
     result.outputs_recoverable = len(in_window) + sum(s.call_id in final_text for s in stored)
     result.outputs_stored_only = sum(s.call_id not in final_text for s in stored)
-    result.name += "" if compactor is not None else " (no compaction wired)"
     session.close()
     store.close()
     return result
@@ -539,8 +538,8 @@ def measure_overhead(stored: int, turns: int) -> dict[str, float]:
         window = len(session.window)
         outside = {"seconds": 0.0}
         session.model = _Timed(model, outside)  # type: ignore[assignment]
-        execute = session.execute_tool
-        session.execute_tool = lambda call: _timed(outside, execute, call)  # type: ignore[method-assign]
+        execute = session.runner.run
+        session.runner.run = lambda call, **kw: _timed(outside, execute, call, **kw)  # type: ignore[method-assign]
         per_step = []
         for _ in range(turns):
             outside["seconds"] = 0.0

@@ -178,16 +178,16 @@ def timed_turns(
     outside = {"seconds": 0.0}
     model = _Paced(session.model, model_seconds) if model_seconds else session.model  # type: ignore[arg-type]
     session.model = _Timed(model, outside)  # type: ignore[arg-type, assignment]
-    execute = session.execute_tool
+    execute = session.runner.run
 
-    def tool(call: ToolCall) -> Any:
+    def tool(call: ToolCall, **kwargs: Any) -> Any:
         started = time.perf_counter()
         try:
-            return _timed(outside, execute, call)
+            return _timed(outside, execute, call, **kwargs)
         finally:
             stage.setdefault(call.name, []).append(1000 * (time.perf_counter() - started))
 
-    session.execute_tool = tool  # type: ignore[method-assign]
+    session.runner.run = tool  # type: ignore[method-assign]
     per_step = []
     COLLECTIONS.active = True
     try:
@@ -250,7 +250,7 @@ def _phase(
     model = ScriptedModel(script, context_window=128_000)
     config = Config.model_validate({"tools": {"python": {"approval": "auto"}}, **extra})
     session = Session(SESSION, config=config, store=store, model=model, namespace={"x": 1})
-    stages = session.cascade.turn_stages
+    stages = session.recall
     retrieval = stages.retrieval
     recalls = [r for r in (stages.recall, retrieval.recall if retrieval else None) if r is not None]
     for recall in recalls:

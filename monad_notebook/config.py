@@ -21,6 +21,7 @@ from monad_notebook.config_json import check_shape, read_json
 from monad_notebook.config_schema import (
     SCRIPTED_DEMO_MODEL,
     Config,
+    ContextConfig,
     EmbeddingConfig,
     ModelConfig,
     RedactionConfig,
@@ -33,6 +34,7 @@ __all__ = [
     "SCRIPTED_DEMO_MODEL",
     "Config",
     "ConfigWatcher",
+    "ContextConfig",
     "EmbeddingConfig",
     "ModelConfig",
     "RedactionConfig",

@@ -123,6 +123,12 @@ class Message:
     def sent_content(self) -> str:
         return self.placeholder or self.content
 
+    def clear(self, placeholder: str) -> None:
+        """Send ``placeholder`` instead of this result; the content is untouched (the store keeps it), and a
+        placeholder changes only from images cleared to the whole result cleared."""
+        if placeholder and (not self.evicted or self.images_cleared):
+            self.placeholder = placeholder
+
     def to_openai(self) -> dict[str, Any]:
         """The message in OpenAI chat-completions form, as the model will see it."""
         out: dict[str, Any] = {"role": self.role, "content": self.sent_content}
@@ -136,3 +142,10 @@ class Message:
         if self.role == "tool":
             out["tool_call_id"] = self.tool_call_id
         return out
+
+
+def apply_placeholders(messages: list[Message], placeholders: dict[str, str]) -> None:
+    """Clear the results ``placeholders`` names (message id -> placeholder), in place."""
+    for message in messages:
+        if message.id in placeholders:
+            message.clear(placeholders[message.id])

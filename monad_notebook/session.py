@@ -1,7 +1,9 @@
-"""Session: one named conversation, composed of its config, store, model, window, cascade and tools.
+"""Session: one named conversation, composed of its config, store, services, window, cascade and tools.
 
 The parts do the work (``context.window.Window`` holds the in-memory window, ``context.cascade``
-runs the stages, ``agent.loop.Turn`` runs a turn); this module wires them and is the public API.
+runs the stages, ``agent.tools.runner.ToolRunner`` runs the tools, ``agent.loop.Turn`` runs a
+turn); the session owns the services they share (memory, recall), puts each configuration in force
+by pushing it to them, and is the public API.
 """
 
 from __future__ import annotations
@@ -9,22 +11,25 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from monad_notebook.agent.loop import Reply, Turn, TurnInputs
-from monad_notebook.agent.tools.base import Tool, ToolContext, ToolOutput
-from monad_notebook.agent.tools.registry import run_tool
+from monad_notebook.agent.loop import Reply, Turn
+from monad_notebook.agent.tools.base import Tool, ToolOutput
+from monad_notebook.agent.tools.runner import ToolRunner, ToolServices
 from monad_notebook.branching import branch_session, check_session_name
 from monad_notebook.config import Config, ConfigWatcher, watch_config
 from monad_notebook.context.cascade import Cascade
 from monad_notebook.context.compaction.handoff import seed_handoff
-from monad_notebook.context.occupancy.cost import pricing_for
+from monad_notebook.context.compaction.lossy import summarizer
+from monad_notebook.context.recall.service import RecallService
+from monad_notebook.context.turn_stages import TurnStages
 from monad_notebook.context.window import Window
 from monad_notebook.errors import UsageError
 from monad_notebook.events import ERROR, RESET, EventBus, EventLog
 from monad_notebook.foreground import FOREGROUND
-from monad_notebook.memory import MemoryService
+from monad_notebook.memory import MemoryPromotion, MemoryService, resolve_scope
 from monad_notebook.messages import Message, ToolCall
 from monad_notebook.provider import ChatModel, TextCallback
 from monad_notebook.provider.local_embedder import Embedder, make_embedder
@@ -83,52 +88,97 @@ class Session:
         self.config, self.model = setup.config, setup.model
         self.store = store if store is not None else open_store(self.config)
         self.shell = shell
-        self.namespace = namespace if namespace is not None else (shell.user_ns if shell is not None else {})
-        self.approve = approve
         self.events = EventBus()
-        self.event_log = EventLog(name, self.events, self.store.append_events)
         self.lease = TurnLease(self.store, name)
         self.record = ensure_session(self.store, name, self.model.name)
         self.window = Window(name)
         self.window.load(self.store)
+        self.memory = MemoryService(self.store, notify=self.events.emit)
+        self.recall = RecallService(self.window, self.store, make_embedder if embedder is None else lambda _: embedder)
+        self.promotion = MemoryPromotion(self.memory)
         self.cascade = Cascade(
             window=self.window,
-            counter=setup.counter,
             store=self.store,
-            config=lambda: self.config,
-            emit=self.emit,
-            bus=self.events,
-            models=lambda tier: self.settings.model_for(tier, self.config),
-            context_window=lambda: self.context_window,
-            lossless=setup.lossless,
+            events=EventLog(name, self.events, self.store.append_events),
             lease=self.lease,
-            embedders=make_embedder if embedder is None else lambda _: embedder,
+            counter=setup.counter,
+            stages=TurnStages(self.memory, self.recall),
+            promotion=self.promotion,
+            recall=self.recall,
         )
+        user_ns = namespace if namespace is not None else (shell.user_ns if shell is not None else {})
+        self.services = ToolServices(self.name, user_ns, shell, self.store, self.memory, self.recall, approve, notebook)
         self._apply(setup)
 
     # --- configuration -------------------------------------------------------------
 
     def _apply(self, setup: Setup) -> None:
-        """Put a prepared configuration in force, all at once; ``optimizeEveryWrites`` applies to the open store."""
-        self.config, self.model, self.tools = setup.config, setup.model, setup.tools
-        self.context_window = setup.context_window
-        self.cascade.reconfigure(setup.lossless, setup.counter, setup.frame, pricing_for(setup.config.models.main))
-        self.store.optimize_every = self.config.store.optimize_every_writes
-        warning = self.settings.store_warning(self.config, self.store.uri)
+        """Put a prepared configuration in force, all at once, pushing to each part what it follows."""
+        config = self.config = setup.config
+        self.model, self.context_window = setup.model, setup.context_window
+        self.memory.redactor = setup.lossless.redactor
+        promotion = config.context.memory_promotion
+        self.promotion.fast_model, self.promotion.mode, self.promotion.max_facts = (
+            setup.fast_model, promotion.mode, promotion.max_facts
+        )  # fmt: skip
+        self.recall.reconfigure(config)
+        self.cascade.reconfigure(
+            settings=config.context,
+            agent=config.agent.name,
+            lossless=setup.lossless,
+            counter=setup.counter,
+            frame=setup.frame,
+            pricing=setup.pricing,
+            context_window=setup.context_window,
+            summarizer=summarizer(setup.summarizer_model, self.emit),
+        )
+        self.runner = ToolRunner.for_config(
+            setup.tools,
+            config,
+            self.services,
+            root=self.settings.root,
+            redactor=setup.lossless.redactor,
+            memory_scope=self.memory_scope,
+        )
+        self.store.optimize_every = config.store.optimize_every_writes
+        warning = self.settings.store_warning(config, self.store.uri)
         if warning:
             self.emit(ERROR, message=warning)
 
     def reload_config(self) -> None:
         """Pick up agents.json changes (hot reload): all of the new configuration, or none of it and one warning."""
-        setup, warning = self.settings.changed(self.config, self.model, self.cascade.occupancy.counter)
+        setup, warning = self.settings.changed(self.config, self.model, self.cascade.meter.counter)
         if setup is not None:
             self._apply(setup)
         if warning:
             self.emit(ERROR, message=warning)
 
     @property
-    def memory(self) -> MemoryService:
-        return self.cascade.memory
+    def tools(self) -> dict[str, Tool]:
+        return self.runner.tools
+
+    @property
+    def approve(self) -> Callable[..., bool | None] | None:
+        """Who answers "run this code?" (the notebook's gate, set by the magic); None: nobody can answer."""
+        return self.services.approve
+
+    @approve.setter
+    def approve(self, gate: Callable[..., bool | None] | None) -> None:
+        self._lend(approve=gate)
+
+    @property
+    def namespace(self) -> dict[str, Any]:
+        """The user namespace the agent's code runs in."""
+        return self.services.namespace
+
+    @namespace.setter
+    def namespace(self, namespace: dict[str, Any]) -> None:
+        self._lend(namespace=namespace)
+
+    def _lend(self, **changes: Any) -> None:
+        """Lend the tools something else from now on (the magic sets the approval gate after the session starts)."""
+        self.services = replace(self.services, **changes)
+        self.runner = self.runner.lend(**changes)
 
     @property
     def summary(self) -> Summary | None:
@@ -146,56 +196,24 @@ class Session:
     @property
     def memory_scope(self) -> str:
         """Where facts the user saves go: the agent's scope (``agent.name``), else global."""
-        return self.cascade.memory_scope
+        return resolve_scope(self.config.agent.name)
 
     @property
     def prompt_records(self) -> list[dict[str, Any]]:
         """What the model received at recent steps, part by part (the inspector reads it)."""
-        return self.cascade.records.items
-
-    # --- what a turn needs ---------------------------------------------------------
-
-    def commit_step(self, messages: list[Message]) -> None:
-        """Persist a step: one write per table (raw outputs, messages, events)."""
-        self.cascade.commit(messages)
-        self.flush_events()
+        return self.cascade.meter.records.items
 
     def execute_tool(self, call: ToolCall) -> ToolOutput:
-        ctx = ToolContext(
-            session=self.name,
-            namespace=self.namespace,
-            root=self.settings.files_root(self.config),
-            shell=self.shell,
-            store=self.store,
-            python_approval=self.config.tools.python.approval,
-            python_timeout=self.config.tools.python.timeout_seconds,
-            approve=self.approve,
-            redactor=self.cascade.redactor,
-            output_max_chars=self.config.context.tool_output.max_chars,
-            memory=self.memory,
-            memory_scope=self.memory_scope,
-            recall=self.cascade.recall,
-            recall_snippet_chars=self.config.context.recall.snippet_chars,
-            recall_indexing=self.cascade.indexing,
-            images_config=self.config.context.images,
-            sees_images=self.window.frame.image_detail is not None,
-            notebook=self.notebook,
-        )
-        text = run_tool(self.tools, ctx, call.name, call.arguments)
-        return ToolOutput(text, redacted=ctx.redacted, outcome=ctx.outcome, images=tuple(ctx.images))
+        """Run one tool call as the agent's would run (its result is not stored)."""
+        return self.runner.run(call, sees_images=self.window.frame.image_detail is not None)
 
     def emit(self, kind: str, **data: Any) -> None:
-        """Tell listeners now; persisted kinds are written with the step, or at once from a worker thread.
-
-        Each event carries the turn and step it happened in, so a replay places it where it happened.
-        """
-        data.setdefault("turn", self.window.turn)
-        data.setdefault("step", self.window.step)
-        self.event_log.emit(kind, **data)
+        """Tell listeners now; persisted kinds are written with the step, or at once from a worker thread."""
+        self.cascade.emit(kind, **data)
 
     def flush_events(self) -> None:
         """Write the pending events; if the write fails they stay pending for the next flush."""
-        self.event_log.flush()
+        self.cascade.flush()
 
     # --- public API ----------------------------------------------------------------
 
@@ -205,32 +223,19 @@ class Session:
             raise UsageError("the message is empty: write what you want the agent to do")
         with FOREGROUND.held(), self.lease.hold():  # set aside while the model answers, tools run or the lease waits
             self.cascade.catch_up()
-            return self._turn(text, on_text)
-
-    def _turn(self, text: str, on_text: TextCallback | None) -> Reply:
-        try:
-            self.reload_config()
-            inputs = TurnInputs(
-                window=self.window,
-                cascade=self.cascade,
-                model=self.model,
-                run_tool=self.execute_tool,
-                commit=self.commit_step,
-                saved_outputs=lambda ids: self.store.has_raw_outputs(self.name, ids),
-                emit=self.emit,
-                usage=self.usage_snapshot,
-                max_steps=self.config.agent.max_steps,
-            )
-            reply = Turn(inputs, text, on_text).run()
-        except BaseException:
-            with contextlib.suppress(Exception):  # the turn's own error is the one to report
-                self.cascade.save_calibration()
-            with contextlib.suppress(Exception):
-                self.flush_events()
-            raise
-        self.cascade.save_calibration()
-        self.flush_events()
-        return reply
+            try:
+                self.reload_config()
+                turn = Turn(self.cascade, self.runner, self.model, max_steps=self.config.agent.max_steps)
+                reply = turn.run(text, on_text)
+            except BaseException:
+                with contextlib.suppress(Exception):  # the turn's own error is the one to report
+                    self.cascade.save_calibration()
+                with contextlib.suppress(Exception):
+                    self.flush_events()
+                raise
+            self.cascade.save_calibration()
+            self.flush_events()
+            return reply
 
     def occupancy(self) -> int:
         """effectiveInputTokens: the provider's last real count, else the calibrated estimate."""
@@ -265,7 +270,6 @@ class Session:
     def reset(self) -> None:
         """Forget this session's conversation (its record stays); listeners hear ``session.reset``."""
         self.cascade.discard_pending()
-        self.event_log.discard()  # the forgotten conversation's events, not yet written
         with self.lease.hold():
             self.store.reset_session(self.name)
         self.cascade.forget()
@@ -295,5 +299,4 @@ class Session:
     def close(self) -> None:
         """Let a compaction in flight land, write what is pending, and stop the user's MCP servers."""
         self.cascade.close()
-        self.flush_events()
         self.settings.mcp.close()

@@ -1,9 +1,9 @@
 """What a configuration puts in force, built whole before any of it is (a reload is all or nothing).
 
 The session follows agents.json through a :class:`FollowedConfig`, which prepares a :class:`Setup`
-from each new config; only when every part builds (the model, the token counter, the redaction
-stage with its hook and patterns, the tools, the prompt's frame) does the session swap them in,
-so a bad edit to agents.json changes nothing.
+from each new config; only when every part builds (the models, the token counter, the redaction
+stage with its hook and patterns, the tools, the prompt's frame) does the session push them to
+its parts, so a bad edit to agents.json changes nothing.
 """
 
 from __future__ import annotations
@@ -13,17 +13,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from monad_notebook.agent.instructions import SYSTEM_PROMPT
-from monad_notebook.agent.models import build_model
 from monad_notebook.agent.tools.base import Tool
 from monad_notebook.agent.tools.mcp import McpServers
 from monad_notebook.agent.tools.registry import configured_tools
-from monad_notebook.config import Config, ConfigWatcher
+from monad_notebook.config import SCRIPTED_DEMO_MODEL, Config, ConfigWatcher
 from monad_notebook.config_errors import working_dir
 from monad_notebook.context.lossless.stage import LosslessStage
+from monad_notebook.context.occupancy.cost import CachePricing, pricing_for
 from monad_notebook.context.occupancy.tokens import TokenCounter
 from monad_notebook.context.window import Frame
+from monad_notebook.demo import DemoModel
 from monad_notebook.errors import ConfigError
-from monad_notebook.provider import ChatModel, context_window_for
+from monad_notebook.provider import ChatModel, OpenAIChatModel, context_window_for
 from monad_notebook.provider.vision import sees_images
 
 
@@ -33,11 +34,32 @@ class Setup:
 
     config: Config
     model: ChatModel
+    fast_model: ChatModel  # summaries, memory promotion
+    summarizer_model: ChatModel | None  # the fast model, unless it is the scripted demo, which cannot summarize
     counter: TokenCounter
     lossless: LosslessStage
     tools: dict[str, Tool]
     frame: Frame
     context_window: int
+    pricing: CachePricing
+    sees_images: bool
+
+
+def build_model(config: Config, tier: str = "main") -> ChatModel:
+    """The configured model of a tier; ``scripted-demo`` is the labelled scripted demo model."""
+    spec = config.models.main if tier == "main" else config.models.resolved_fast()
+    if spec.model == SCRIPTED_DEMO_MODEL:
+        return DemoModel(context_window=spec.context_window or 32_000)
+    return OpenAIChatModel(
+        spec.model,
+        base_url=spec.base_url,
+        api_key_env=spec.api_key_env,
+        context_window=spec.context_window,
+        timeout=spec.timeout_seconds,
+        max_retries=spec.max_retries,
+        temperature=spec.temperature,
+        max_output_tokens=spec.max_output_tokens,
+    )
 
 
 def check_root(cfg: Config, explicit: str | Path | None) -> None:
@@ -58,13 +80,14 @@ def prepare_setup(
     cfg: Config,
     *,
     model: ChatModel | None,
+    fast_model: ChatModel | None = None,
     counter: TokenCounter | None = None,
     extra_tools: list[Tool],
     root: str | Path | None,
     mcp: McpServers | None = None,
     notebook_open: bool = False,
 ) -> Setup:
-    """Everything ``cfg`` asks for; ``model`` and ``counter`` are kept when given (and still right).
+    """Everything ``cfg`` asks for; ``model``, ``fast_model`` and ``counter`` are kept when given (and still right).
 
     The notebook tools are offered only where a notebook is open (``notebook_open``).
 
@@ -73,6 +96,7 @@ def prepare_setup(
     does not start leaves its tools out and says why in ``%monad status``.
     """
     model = model or build_model(cfg)
+    fast_model = fast_model or build_model(cfg, "fast")
     check_root(cfg, root)
     if counter is None or counter.model != model.name:
         counter = TokenCounter(model.name)
@@ -89,6 +113,8 @@ def prepare_setup(
     return Setup(
         config=cfg,
         model=model,
+        fast_model=fast_model,
+        summarizer_model=None if cfg.models.resolved_fast().model == SCRIPTED_DEMO_MODEL else fast_model,
         counter=counter,
         lossless=LosslessStage(cfg.context, counter),
         tools=tools,
@@ -98,6 +124,8 @@ def prepare_setup(
             image_detail=cfg.context.images.detail if sees else None,
         ),
         context_window=window or context_window_for(model.name, None),
+        pricing=pricing_for(cfg.models.main),
+        sees_images=sees,
     )
 
 
@@ -132,6 +160,7 @@ class FollowedConfig:
             setup = prepare_setup(
                 self.watcher.current(),
                 model=self._fixed["main"],
+                fast_model=self._fixed["fast"],
                 extra_tools=self._extra_tools,
                 root=self.root,
                 mcp=self.mcp,
@@ -157,6 +186,7 @@ class FollowedConfig:
             setup = prepare_setup(
                 config,
                 model=self._fixed["main"] or (model if keep else None),
+                fast_model=self._fixed["fast"],
                 counter=counter,
                 extra_tools=self._extra_tools,
                 root=self.root,
@@ -166,13 +196,6 @@ class FollowedConfig:
         except ConfigError as error:
             return None, self.watcher.reject(config, error)
         return setup, warning
-
-    def files_root(self, config: Config) -> Path:
-        """Where the file tools may read: the ``root=`` given, else ``tools.files.root``, else the working directory."""
-        return Path(self.root or config.tools.files.root or os.getcwd()).expanduser().resolve()
-
-    def model_for(self, tier: str, config: Config) -> ChatModel:
-        return self._fixed[tier] or build_model(config, tier)
 
     def store_warning(self, config: Config, uri: str) -> str | None:
         """``store.uri`` and ``store.storageOptions`` are read when the store is opened, never mid-session.

@@ -7,18 +7,14 @@ one batched write, so an interrupt or a crash never leaves half a step in the st
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from monad_notebook import events as ev
 from monad_notebook.agent.call_ids import unique_tool_calls
 from monad_notebook.agent.tools.approval import QuestionInterrupted
-from monad_notebook.agent.tools.base import ToolOutput
+from monad_notebook.agent.tools.runner import ToolRunner
 from monad_notebook.context.cascade import Cascade
-from monad_notebook.context.window import Window
 from monad_notebook.errors import ContextLengthError, ImagesRefusedError
-from monad_notebook.events import Emit
 from monad_notebook.foreground import FOREGROUND
 from monad_notebook.messages import Message, ToolCall
 from monad_notebook.provider import ChatModel, ChatResponse, TextCallback
@@ -48,38 +44,24 @@ class Reply:
     tool_names: list[str] = field(default_factory=list)
 
 
-@dataclass
-class TurnInputs:
-    """What a turn works with: the window, the cascade that manages it, the model, and three ports."""
-
-    window: Window
-    cascade: Cascade
-    model: ChatModel
-    run_tool: Callable[[ToolCall], ToolOutput]  # executes one call (never raises for a tool problem)
-    commit: Callable[[list[Message]], None]  # persists a step's messages in one write, then the window has them
-    saved_outputs: Callable[[list[str]], set[str]]  # which of these tool-call ids have a saved output
-    emit: Emit
-    usage: Callable[[], dict[str, Any]]  # the occupancy snapshot for ``context.usage``
-    max_steps: int
-
-
 class Turn:
-    """One user message and everything the agent does to answer it."""
+    """One user message and everything the agent does to answer it: the cascade keeps the window, the
+    runner runs the tools, the model answers."""
 
-    def __init__(self, inputs: TurnInputs, text: str, on_text: TextCallback | None = None) -> None:
-        self.io = inputs
-        self.text = text
-        self.on_text = on_text
+    def __init__(self, cascade: Cascade, tools: ToolRunner, model: ChatModel, *, max_steps: int) -> None:
+        self.cascade = cascade
+        self.tools = tools
+        self.model = model
+        self.max_steps = max_steps
+        self.on_text: TextCallback | None = None
         self.reply = Reply(text="")
 
-    def run(self) -> Reply:
-        io, w = self.io, self.io.window
-        w.begin_turn()
-        user = w.new_message("user", io.cascade.redactor.redact(self.text).text)
-        io.commit([user])
-        io.emit(ev.TURN_STARTED, turn=w.turn, text=user.content)
-        io.cascade.run_turn(user)
-        for _ in range(io.max_steps):
+    def run(self, text: str, on_text: TextCallback | None = None) -> Reply:
+        """Answer ``text`` (streamed to ``on_text``): steps until the model answers without tool calls."""
+        cascade = self.cascade
+        self.on_text = on_text
+        cascade.begin_turn(text)
+        for _ in range(self.max_steps):
             response = self._step()
             if not response.tool_calls:
                 self.reply.text = response.content
@@ -88,30 +70,30 @@ class Turn:
         else:
             self.reply.stopped_at_max_steps = True
             self.reply.text = (
-                f"(stopped after agent.maxSteps={io.max_steps} steps without a final answer; "
+                f"(stopped after agent.maxSteps={self.max_steps} steps without a final answer; "
                 "ask again to continue, or raise agent.maxSteps)"
             )
-        io.emit(ev.TURN_FINISHED, turn=w.turn, steps=self.reply.steps, tool_calls=self.reply.tool_calls)
+        cascade.emit(ev.TURN_FINISHED, steps=self.reply.steps, tool_calls=self.reply.tool_calls)
         return self.reply
 
     def _step(self) -> ChatResponse:
-        io, w = self.io, self.io.window
-        w.begin_step()
+        cascade = self.cascade
+        cascade.begin_step()
         self.reply.steps += 1
-        before = io.cascade.projected()
-        io.cascade.run_step()
+        before = cascade.projected()
+        cascade.run_step()
         response, prompt_tokens = self._call_model()
-        calls = unique_tool_calls(w, io.saved_outputs, response.tool_calls)
+        calls = unique_tool_calls(cascade.window, cascade.saved_outputs, response.tool_calls)
         if response.finish_reason == "length":
             response.content = f"{response.content}\n\n{TRUNCATED_NOTE}".lstrip()
-            io.emit(ev.ANSWER_TRUNCATED, turn=w.turn, step=w.step, tool_calls=len(calls), chars=len(response.content))
-        assistant = w.new_message("assistant", response.content, tool_calls=calls)
+            cascade.emit(ev.ANSWER_TRUNCATED, tool_calls=len(calls), chars=len(response.content))
+        assistant = cascade.new_message("assistant", response.content, tool_calls=calls)
         results = self._run_tools(assistant, calls)
-        io.commit([assistant, *results])
+        cascade.commit([assistant, *results])
         self.reply.prompt_tokens += prompt_tokens
         if response.usage is not None:
             self.reply.completion_tokens += response.usage.completion_tokens
-        io.emit(ev.USAGE, **io.usage(), turn=w.turn, step=w.step, before=before)
+        cascade.emit(ev.USAGE, **cascade.usage(), before=before)
         return response
 
     def _call_model(self) -> tuple[ChatResponse, int]:
@@ -120,7 +102,7 @@ class Turn:
 
         A request that would not fit the window even after making room is refused, never sent.
         """
-        io, w = self.io, self.io.window
+        cascade = self.cascade
         streamed: list[str] = []
 
         def on_text(delta: str) -> None:
@@ -129,25 +111,24 @@ class Turn:
                 self.on_text(delta)
 
         for attempt in (1, 2):
-            io.cascade.ensure_fits()
-            prompt = w.prompt()
-            estimate = io.cascade.account(prompt)
+            cascade.ensure_fits()
+            prompt, estimate = cascade.request()
             try:
                 with FOREGROUND.aside():  # the turn only waits: background work may have the cores
-                    response = io.model.complete(prompt.messages, prompt.tools, on_text=on_text)
+                    response = self.model.complete(prompt.messages, prompt.tools, on_text=on_text)
             except KeyboardInterrupt:
                 self._persist_interrupted_text("".join(streamed))
                 raise
             except ContextLengthError:
-                if attempt == 2 or not io.cascade.make_room():
+                if attempt == 2 or not cascade.make_room():
                     raise
                 continue
             except ImagesRefusedError as refused:
-                if not io.cascade.stop_images(str(refused).rstrip(".")):
+                if not cascade.stop_images(str(refused).rstrip(".")):
                     raise
                 continue
             real = response.usage.prompt_tokens if response.usage and response.usage.prompt_tokens else None
-            io.cascade.answered(real, estimate, response.usage.cached_tokens if response.usage else 0)
+            cascade.answered(real, estimate, response.usage.cached_tokens if response.usage else 0)
             if real is None:
                 self.reply.estimated = True
             return response, real if real is not None else estimate
@@ -155,28 +136,29 @@ class Turn:
 
     def _persist_interrupted_text(self, text: str) -> None:
         if text:
-            self.io.commit([self.io.window.new_message("assistant", text + "\n\n[interrupted by the user]")])
+            self.cascade.commit([self.cascade.new_message("assistant", text + "\n\n[interrupted by the user]")])
 
     def _run_tools(self, assistant: Message, calls: list[ToolCall]) -> list[Message]:
-        io = self.io
+        cascade = self.cascade
         results: list[Message] = []
         for index, call in enumerate(calls):
-            io.emit(ev.TOOL_STARTED, tool_call_id=call.id, name=call.name, arguments=call.arguments[:ARGUMENTS_SHOWN])
+            arguments = call.arguments[:ARGUMENTS_SHOWN]
+            cascade.emit(ev.TOOL_STARTED, tool_call_id=call.id, name=call.name, arguments=arguments)
             started = time.perf_counter()
             try:
                 with FOREGROUND.aside():
-                    output = io.run_tool(call)
+                    output = self.tools.run(call, sees_images=cascade.window.frame.image_detail is not None)
             except KeyboardInterrupt as stop:
                 told = stop.result if isinstance(stop, QuestionInterrupted) else INTERRUPTED_RESULT
-                results.append(io.cascade.tool_message(call, told))
-                results.extend(io.cascade.tool_message(c, NOT_RUN_RESULT) for c in calls[index + 1 :])
-                io.commit([assistant, *results])
+                results.append(cascade.tool_message(call, told))
+                results.extend(cascade.tool_message(c, NOT_RUN_RESULT) for c in calls[index + 1 :])
+                cascade.commit([assistant, *results])
                 raise
-            result = io.cascade.tool_message(call, output.text, redacted=output.redacted, images=output.images)
+            result = cascade.tool_message(call, output.text, redacted=output.redacted, images=output.images)
             results.append(result)
             self.reply.tool_calls += 1
             self.reply.tool_names.append(call.name)
-            io.emit(
+            cascade.emit(
                 ev.TOOL_FINISHED,
                 tool_call_id=call.id,
                 name=call.name,

@@ -1,48 +1,65 @@
-"""The cascade: the context stages in their order, and the one place their plans are applied.
+"""The cascade: the context stages in their order, and the one place their plans are kept and applied.
 
-Inputs are narrow (the window, the store, a config snapshot, an ``emit``, a model factory);
-each stage returns data (a filled tool message, an eviction plan, a compaction result, the
-turn's blocks) and the cascade persists it and applies it to the window, cheapest first:
+Each stage returns data (a filled tool message and the full text to spill, an eviction plan, a
+pressure level, a compaction, the turn's blocks); the cascade persists it and applies it to the
+window, cheapest first:
 
-    per result   redaction -> truncation with spill         (LosslessStage.process_result)
-    per step     eviction plan -> store -> window           (LosslessStage.plan_eviction)
-                 soft/hard thresholds -> compaction         (LossyStage.step; saved and landed here)
-    per turn     memory, plan anchor, related context       (TurnStages.blocks)
-    per commit   spilled outputs, messages -> store -> window, then recall's index
+    per result   redaction -> truncation, the full text to the spill    (LosslessStage.process_result)
+    per step     eviction plan -> store -> window                        (LosslessStage.plan_eviction)
+                 pressure -> compaction -> spilled, saved, promoted -> window   (lossy.pressure, Compactor.fold)
+    per turn     memory, plan anchor, related context                    (TurnStages.blocks)
+    per commit   spilled outputs, images, messages -> store -> window, recall's index, events
 
-The session talks to the cascade only, never to its stages.
+The turn talks to the cascade only, never to its stages. Settings are pushed (``reconfigure``)
+whenever a configuration is put in force; the session's services (memory promotion, recall) are
+handed to it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import copy
+import logging
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 
 from monad_notebook import events as ev
-from monad_notebook.config import Config, EmbeddingConfig
-from monad_notebook.context.compaction.compactor import CompactionResult, save_ledger
+from monad_notebook.config import ContextConfig
+from monad_notebook.context.compaction.background import Background
+from monad_notebook.context.compaction.compactor import (
+    Compaction,
+    CompactionStore,
+    Compactor,
+    choose_span,
+    save_ledger,
+)
+from monad_notebook.context.compaction.extractive import ExtractiveSummarizer
 from monad_notebook.context.compaction.handoff import handoff_nudge
-from monad_notebook.context.compaction.lossy import LossyStage, ModelFactory
+from monad_notebook.context.compaction.lossy import pressure
+from monad_notebook.context.compaction.summarize import Summarizer
+from monad_notebook.context.lossless.spill import Spill
 from monad_notebook.context.lossless.stage import LosslessStage
-from monad_notebook.context.occupancy.calibration import Calibration
-from monad_notebook.context.occupancy.cost import CachePricing, CostMeter
-from monad_notebook.context.occupancy.occupancy import Occupancy
-from monad_notebook.context.occupancy.records import PromptRecords
+from monad_notebook.context.occupancy.cost import CachePricing
+from monad_notebook.context.occupancy.meter import Calibrations, Meter
 from monad_notebook.context.occupancy.tokens import TokenCounter
 from monad_notebook.context.prompt import Prompt
-from monad_notebook.context.recall.search import Passage
+from monad_notebook.context.recall.service import RecallService
 from monad_notebook.context.turn_stages import TurnStages
 from monad_notebook.context.window import Frame, Window
 from monad_notebook.errors import ContextLengthError, SessionBusyError
-from monad_notebook.events import Emit, EventBus
-from monad_notebook.memory import MemoryService
-from monad_notebook.messages import Image, Message, ToolCall
-from monad_notebook.provider.local_embedder import Embedder, make_embedder
-from monad_notebook.store.base import LedgerEntry, Store, Summary
+from monad_notebook.events import EventLog
+from monad_notebook.memory import MemoryPromotion
+from monad_notebook.messages import Image, Message, Role, ToolCall
+from monad_notebook.store.base import Images, Summary, Transcript
 from monad_notebook.store.lease import TurnLease
 
+log = logging.getLogger(__name__)
+
 INDEX_STOP_SECONDS = 5.0
+
+
+class CascadeStore(CompactionStore, Transcript, Images, Calibrations, Protocol):
+    """What the cascade keeps: messages, their placeholders and images, saved outputs, summaries, calibration."""
 
 
 class Cascade:
@@ -50,137 +67,166 @@ class Cascade:
         self,
         *,
         window: Window,
-        counter: TokenCounter,
-        store: Store,
-        config: Callable[[], Config],
-        emit: Emit,
-        bus: EventBus,
-        models: ModelFactory,
-        context_window: Callable[[], int],
-        lossless: LosslessStage,
+        store: CascadeStore,
+        events: EventLog,
         lease: TurnLease,
-        embedders: Callable[[EmbeddingConfig], Embedder | None] = make_embedder,
+        counter: TokenCounter,
+        stages: TurnStages,
+        promotion: MemoryPromotion,
+        recall: RecallService,
     ) -> None:
-        """``embedders`` builds recall's embedder from ``models.embedding`` (a fixed one in tests and demos)."""
         self.window = window
         self.store = store
-        self.occupancy = Occupancy(counter, self.stored_calibration(counter.model))
-        self.cost = CostMeter()
-        self.records = PromptRecords()
-        self.config = config
-        self.emit = emit
-        self.context_window = context_window
-        self.lossless = lossless
+        self.events = events
         self.lease = lease
+        self.stages = stages
+        self.promotion = promotion
+        self.recall = recall
+        self.meter = Meter(store, window.session, counter)
+        self.spill = Spill(store, window.session)
+        self.compactor = Compactor(
+            store=store, session=window.session, fallback=ExtractiveSummarizer(), counter=counter,
+            reflect_at_tokens=0, ledger_max_items=0,
+        )  # fmt: skip
+        self.background: Background[Compaction] = Background("monad-compaction")
+        self.settings = ContextConfig()
+        self.lossless: LosslessStage | None = None
+        self.summarizer: Summarizer | None = None
+        self.context_window = 0
+        self.agent: str | None = None
         self.compactions = 0
         self.images_refused_by: str | None = None  # the model whose endpoint refused images
-        self.turn_stages = TurnStages(
-            session=window.session,
-            store=store,
-            config=config,
-            redactor=self.lossless.redactor,
-            emit=emit,
-            bus=bus,
-            fast_model=lambda: models("fast"),
-            embedders=embedders,
-        )
-        self.lossy = LossyStage(
-            store=store,
-            window=window,
-            occupancy=self.occupancy,
-            config=config,
-            emit=emit,
-            models=models,
-            on_summary_saved=self._on_summary_saved,
-            save=self._save_summary,
-            spill=self._spill_folded,
-            land=self._land,
-        )
 
-    def reconfigure(self, lossless: LosslessStage, counter: TokenCounter, frame: Frame, pricing: CachePricing) -> None:
-        """A new config snapshot is in force (these were built from it): follow it.
+    def reconfigure(
+        self,
+        *,
+        settings: ContextConfig,
+        agent: str | None,
+        lossless: LosslessStage,
+        counter: TokenCounter,
+        frame: Frame,
+        pricing: CachePricing,
+        context_window: int,
+        summarizer: Summarizer | None,
+    ) -> None:
+        """A configuration is in force (these were built from it): follow it.
+
+        ``summarizer`` writes the summaries (the fast model's); None: the extractive one does.
 
         Another model's counter starts from what earlier kernels learnt of its provider's counts.
         """
-        if counter is not self.occupancy.counter:
-            self.occupancy.use_counter(counter, self.stored_calibration(counter.model))
+        if self.meter.use_counter(counter):
             self.window.new_model()
         if self.images_refused_by == counter.model:
             frame = replace(frame, image_detail=None)
         self.window.set_frame(frame)
-        self.cost.pricing = pricing
-        self.lossless = lossless
-        self.turn_stages.reconfigure(self.lossless.redactor)
-        self.lossy.reconfigure()
+        self.meter.cost.pricing = pricing
+        self.settings, self.agent, self.lossless = settings, agent, lossless
+        self.context_window, self.summarizer = context_window, summarizer
+        summarize = settings.summarize
+        self.compactor.counter = counter
+        self.compactor.reflect_at_tokens = summarize.reflect_at_tokens
+        self.compactor.ledger_max_items = summarize.ledger_max_items
+        self.compactor.ledger_max_tokens = summarize.ledger_max_tokens
+        self.stages.reconfigure(settings, agent)
 
-    def stop_images(self, reason: str) -> bool:
-        """The endpoint refused a request for its images: describe them in text from now on.
+    def emit(self, kind: str, **data: Any) -> None:
+        """Tell listeners now; persisted kinds are written with the step, or at once from a worker thread.
 
-        Holds for this model in this kernel (a reload keeps it); False when no image was being sent.
+        Each event carries the turn and step it happened in, so a replay places it where it happened.
         """
-        if self.window.frame.image_detail is None:
-            return False
-        self.images_refused_by = self.occupancy.counter.model
-        self.window.set_frame(replace(self.window.frame, image_detail=None))
-        self.emit(ev.ERROR, message=f"{reason}. Images are described in text from now on in this session.")
-        return True
+        data.setdefault("turn", self.window.turn)
+        data.setdefault("step", self.window.step)
+        self.events.emit(kind, **data)
+
+    def flush(self) -> None:
+        """Write the pending events; if the write fails they stay pending for the next flush."""
+        self.events.flush()
 
     @property
     def redactor(self) -> Any:
-        return self.lossless.redactor
+        return self.lossless.redactor if self.lossless is not None else None
+
+    # --- per turn -------------------------------------------------------------------
+
+    def begin_turn(self, text: str) -> Message:
+        """A new turn: the user's message, redacted, stored, and the turn's blocks in place (once per turn)."""
+        self.window.begin_turn()
+        user = self.new_message("user", self.redactor.redact(text).text)
+        self.commit([user])
+        self.emit(ev.TURN_STARTED, turn=self.window.turn, text=user.content)
+        blocks = self.stages.blocks(self.window, user, self.meter.counter.count_text)
+        related = blocks.get("related_context")
+        if related:
+            self.emit(ev.REINJECTED, chars=len(related), hits=related.count("\n- "))
+        retrieval = self.recall.retrieval is not None
+        self.window.set_blocks(blocks, user.id, retrieval=retrieval, cache_warm=self.meter.cost.cache_warm())
+        return user
+
+    def begin_step(self) -> None:
+        self.window.begin_step()
+
+    def new_message(self, role: Role, content: str, *, tool_calls: list[ToolCall] | None = None) -> Message:
+        return self.window.new_message(role, content, tool_calls=tool_calls)
 
     # --- per result -----------------------------------------------------------------
 
     def tool_message(
         self, call: ToolCall, text: str, *, redacted: bool = False, images: Sequence[Image] = ()
     ) -> Message:
-        """The tool message for ``call``: redacted, truncated, its full text queued for spill; its images kept."""
-        message = self.window.new_message("tool", "")
+        """The tool message for ``call``: redacted, truncated, its full text queued for the spill; its images kept."""
+        message = self.new_message("tool", "")
         message.tool_call_id = call.id
         message.name = call.name
         message.images = list(images)
-        self.lossless.process_result(message, text, redacted=redacted)
+        assert self.lossless is not None
+        full = self.lossless.process_result(message, text, redacted=redacted)
+        if full is not None:
+            self.spill.queue(call.id, full)
         return message
 
+    def saved_outputs(self, tool_call_ids: list[str]) -> set[str]:
+        """Which of these tool-call ids have a saved full output."""
+        return self.store.has_raw_outputs(self.window.session, tool_call_ids)
+
     def commit(self, messages: list[Message]) -> None:
-        """Persist a step (one write per table: spilled full texts, then messages), put it in the
-        window, and index it for recall (its words at once, its vectors in the background)."""
+        """Persist a step (one write per table: spilled full texts, images, messages), put it in the window,
+        index it for recall (its words at once, its vectors in the background), and write its events."""
         session = self.window.session
-        spilled = self.lossless.take_spill()
-        if spilled:
-            self.store.save_raw_outputs(session, spilled)
+        spilled = self.spill.take()
+        self.spill.save(spilled)
         images = {m.tool_call_id: m.images for m in messages if m.images}
         if images:
             self.store.save_images(session, images)
         self.window.wrote(self.store.append_messages(messages))
         self.window.extend(messages)
-        self.turn_stages.index(messages, spilled)
+        self.recall.index(messages, spilled)
+        self.flush()
 
     # --- per step -------------------------------------------------------------------
 
     def run_step(self) -> None:
         """Stages that react to the growing window: eviction first (lossless), then compaction."""
         self.evict()
-        self.lossy.step(self.context_window())
+        self._relieve()
 
     def evict(self, *, force: bool = False) -> int:
         """Plan an eviction pass, persist it, apply it; the tokens reclaimed."""
-        session = self.window.session
+        assert self.lossless is not None
         plan = self.lossless.plan_eviction(
             self.window,
-            self.context_window(),
-            lambda ids: self.store.has_raw_outputs(session, ids),
+            self.context_window,
+            self.saved_outputs,
             occupancy=self.occupancy_now,
-            cache_discount=self.cost.pricing.discount if self.cost.cache_warm() else 1.0,
+            cache_discount=self.meter.cost.pricing.discount if self.meter.cost.cache_warm() else 1.0,
             force=force,
         )
         if plan is None:
             return 0
-        if plan.spill:
-            self.store.save_raw_outputs(session, plan.spill)
-        self.window.wrote(self.store.set_placeholders(session, plan.placeholders))
-        self.window.apply_eviction(plan)
-        self.occupancy.reclaim(plan.reclaimed_tokens)
+        self.spill.save(plan.spill)
+        self.window.wrote(self.store.set_placeholders(self.window.session, plan.placeholders))
+        self.window.apply_eviction(plan.placeholders)
+        self.meter.occupancy.reclaim(plan.reclaimed_tokens)
         self.emit(
             ev.EVICTED,
             reclaimed=plan.reclaimed_tokens,
@@ -189,11 +235,22 @@ class Cascade:
         )
         return plan.reclaimed_tokens
 
-    def make_room(self) -> bool:
-        """After a provider context-length error: clear every result, then compact now."""
-        reclaimed = self.evict(force=True)
-        compacted = self.lossy.compact_now("context length exceeded", keep_recent=2)
-        return reclaimed > 0 or compacted
+    def _relieve(self) -> None:
+        """Land a finished compaction; at the hard threshold wait for the one in flight and compact now if still
+        over; at the soft one start one in the background (or now, with ``summarize.background`` off)."""
+        self._land_finished()
+        cfg, occupancy = self.settings.summarize, self.meter.occupancy
+        level = pressure(cfg, occupancy, self.window.prompt, self.context_window)
+        if level == "hard":
+            self.background.wait()
+            self._land_finished()
+            if pressure(cfg, occupancy, self.window.prompt, self.context_window) == "hard":
+                self.compact_now("hard threshold")
+        elif level == "soft" and cfg.background:
+            snapshot, summary = copy.deepcopy(self.window.messages), copy.deepcopy(self.window.summary)
+            self.background.start(lambda: self.compact_from(snapshot, summary, cfg.keep_recent, "soft threshold"))
+        elif level == "soft":
+            self.compact_now("soft threshold")
 
     def ensure_fits(self) -> None:
         """Before a request goes out: make room if it would not fit the window, and refuse it if it still would not.
@@ -203,98 +260,132 @@ class Cascade:
         a provider count to go on nor the model's own tokenizer, the provider judges: a server
         that leaves the tool schemas out would otherwise be refused its very first request.
         """
-        if not (self.occupancy.calibration.observations or self.occupancy.counter.exact):
+        occupancy = self.meter.occupancy
+        if not (occupancy.calibration.observations or occupancy.counter.exact):
             return
-        window = self.context_window()
-        if self.occupancy.guard_tokens(self.window.prompt()) < window:
+        if occupancy.guard_tokens(self.window.prompt()) < self.context_window:
             return
         self.make_room()
-        tokens = self.occupancy.guard_tokens(self.window.prompt())
-        if tokens >= window:
+        tokens = occupancy.guard_tokens(self.window.prompt())
+        if tokens >= self.context_window:
             raise ContextLengthError(
-                f"The prompt would be about {tokens:,} tokens, and the model's window holds {window:,} even after "
-                "clearing tool results and compacting; it was not sent: shorten the message, or raise contextWindow "
-                "in agents.json if the model holds more"
+                f"The prompt would be about {tokens:,} tokens, and the model's window holds {self.context_window:,} "
+                "even after clearing tool results and compacting; it was not sent: shorten the message, or raise "
+                "contextWindow in agents.json if the model holds more"
             )
 
-    def compact(self) -> bool:
-        return self.lossy.compact_now("requested")
+    def make_room(self) -> bool:
+        """After a provider context-length error: clear every result, then compact now."""
+        reclaimed = self.evict(force=True)
+        compacted = self.compact_now("context length exceeded", keep_recent=2)
+        return reclaimed > 0 or compacted
 
-    def catch_up(self) -> None:
-        """Land a finished compaction, then take in what another kernel wrote to this session meanwhile."""
-        self.lossy.apply_pending()
-        if self.window.catch_up(self.store):
-            self.occupancy.forget_count()
+    def stop_images(self, reason: str) -> bool:
+        """The endpoint refused a request for its images: describe them in text from now on.
 
-    def forget(self) -> None:
-        """After the stored conversation was forgotten: an empty window, and the counts start over."""
-        self.window.reset(self.store)
-        self.occupancy.reset()
-        self.records.clear()
+        Holds for this model in this kernel (a reload keeps it); False when no image was being sent.
+        """
+        if self.window.frame.image_detail is None:
+            return False
+        self.images_refused_by = self.meter.counter.model
+        self.window.set_frame(replace(self.window.frame, image_detail=None))
+        self.emit(ev.ERROR, message=f"{reason}. Images are described in text from now on in this session.")
+        return True
 
-    # --- accounting -----------------------------------------------------------------
+    # --- the request ----------------------------------------------------------------
 
-    def stored_calibration(self, model: str) -> Calibration:
-        """What earlier kernels learnt of this model's provider counts, so a restart does not start over."""
-        return Calibration.from_dict(self.store.load_calibration(self.window.session, model))
-
-    def save_calibration(self) -> None:
-        """Keep what the provider's counts taught us: one small write per turn at most, none if nothing new."""
-        calibration = self.occupancy.calibration
-        if calibration.dirty:
-            self.store.save_calibration(self.window.session, self.occupancy.counter.model, calibration.to_dict())
-            calibration.dirty = False
-
-    def account(self, prompt: Prompt) -> int:
-        """The request about to go out: its calibrated estimate, and a record of what it holds."""
-        estimate = self.occupancy.estimate(prompt)
-        self.records.add(prompt, self.occupancy, self.window.turn, self.window.step)
-        return estimate
+    def request(self) -> tuple[Prompt, int]:
+        """The prompt about to go out and its calibrated estimate; a record of what it holds is kept."""
+        prompt = self.window.prompt()
+        return prompt, self.meter.account(prompt, self.window.turn, self.window.step)
 
     def answered(self, real: int | None, estimate: int, cached_tokens: int) -> None:
-        """The provider's count of that request (None: it reported none), and the bill: the calibration
-        learns, and the cost and the record take the figures."""
-        self.occupancy.observe(real)
-        billed = real if real is not None else estimate
-        self.cost.add(billed, cached_tokens)
-        self.records.answered(real, billed, self.cost.last_cached_tokens)
+        """The provider's count of that request (None: it reported none), and its bill."""
+        self.meter.answered(real, estimate, cached_tokens)
 
     def projected(self) -> int:
         """What the next request would cost as the window stands now, before the cascade acts."""
-        return self.occupancy.predict(self.window.prompt())
+        return self.meter.occupancy.predict(self.window.prompt())
 
     def occupancy_now(self) -> int:
         """effectiveInputTokens: the provider's last real count, else the calibrated estimate."""
-        return self.occupancy.current(self.window.prompt)
+        return self.meter.occupancy.current(self.window.prompt)
 
     def usage(self) -> dict[str, Any]:
-        occupancy, context_window = self.occupancy_now(), self.context_window()
-        return {
-            "occupancy": occupancy,
-            "context_window": context_window,
-            "fraction": round(occupancy / context_window, 4) if context_window else 0.0,
-            "exact": self.occupancy.last_real is not None,
-            "reclaimed": self.occupancy.reclaimed,
-            "messages": len(self.window.messages),
-            **self.cost.snapshot(),
-        }
+        return self.meter.usage(self.window.prompt, self.context_window, len(self.window.messages))
 
-    def discard_pending(self) -> None:
-        """Let a compaction in flight finish and drop its result (the conversation was reset)."""
-        self.lossy.discard_pending()
+    def save_calibration(self) -> None:
+        self.meter.save_calibration()
 
-    # --- what compaction saves, and how its result lands ----------------------------
+    def indexing(self) -> dict[str, Any]:
+        """How far recall's index is behind (``RecallService.indexing``)."""
+        return self.recall.indexing()
 
-    def _save_summary(
-        self, summary: Summary, previous: Summary | None, span: list[Message], ledger: list[LedgerEntry]
-    ) -> bool:
-        """Save only a summary that still extends the stored one, holding the session's turn lease; then its ledger.
+    # --- compaction: decided by the compactor, kept here -----------------------------
+
+    def compact(self) -> bool:
+        """Fold the window into the summary now, whatever the threshold (``%monad compact``)."""
+        return self.compact_now("requested")
+
+    def compact_now(self, reason: str, keep_recent: int | None = None) -> bool:
+        """Compact synchronously (after any compaction in flight); False when nothing was folded."""
+        self.background.wait()
+        self._land_finished()
+        keep = self.settings.summarize.keep_recent if keep_recent is None else keep_recent
+        compaction = self.compact_from(self.window.messages, self.window.summary, keep, reason)
+        if compaction is None:
+            return False
+        self._land(compaction, background=False)
+        return True
+
+    def compact_from(
+        self, window: list[Message], summary: Summary | None, keep_recent: int, reason: str
+    ) -> Compaction | None:
+        """Fold the oldest of ``window`` (the window now, or a snapshot of it a background compaction took) and
+        keep what was decided, on whichever thread compacts.
+
+        The folded results' full texts are saved first (the handles the summary names keep
+        resolving), then the summary, under the lease and only if it still extends the stored
+        one, then its ledger; listeners are told; memory promotion reads the folded span last.
+        None when nothing was folded, the summary was superseded, or compaction failed (said
+        as an event; the previous summary stays).
+        """
+        span = choose_span(window, keep_recent)
+        if not span:
+            return None
+        tokens_before = self.compactor.tokens(window, summary)
+        self.emit(ev.COMPACTION_STARTED, reason=reason, messages=len(span), tokens_before=tokens_before)
+        try:
+            if self.settings.tool_output.persist_raw:
+                self.spill.before_fold(span)
+            compaction = self.compactor.fold(window, span, summary, self.summarizer)
+            if not self._save_summary(compaction, summary):
+                self.emit(ev.ERROR, message="Compaction skipped, the previous summary is kept: another kernel changed "
+                          "this session meanwhile; it is compacted again when needed")  # fmt: skip
+                return None
+        except Exception as exc:
+            log.debug("compaction of session %r failed", self.window.session, exc_info=True)
+            self.emit(ev.ERROR, message=f"Compaction failed, the previous summary is kept: {exc}")
+            return None
+        self.emit(
+            ev.COMPACTION_FINISHED,
+            tokens_before=compaction.tokens_before,
+            tokens_after=compaction.tokens_after,
+            used_fallback=compaction.used_fallback,
+            reflected=compaction.reflected,
+            seconds=round(compaction.seconds, 3),
+        )
+        self.promotion.on_summary_saved(self.window.session, span, self.agent)
+        return compaction
+
+    def _save_summary(self, compaction: Compaction, previous: Summary | None) -> bool:
+        """Save the summary (then its ledger) only if it still extends the stored one, holding the session's lease.
 
         Another kernel may have compacted, or written messages behind the new boundary that
         this kernel never saw, since the compaction began (it may run after this kernel's
         turn ended): then nothing is saved, and the messages stay in the window verbatim.
         """
-        session = self.window.session
+        session, summary = self.window.session, compaction.summary
         try:
             self.lease.acquire(wait=0)
         except SessionBusyError:
@@ -303,95 +394,73 @@ class Cascade:
             if not same_summary(self.store.load_summary(session), previous):
                 return False
             after = previous.boundary_seq if previous is not None else -1
-            folded = {m.id for m in span}
+            folded = set(compaction.folded_ids)
             stored = self.store.load_messages(session, after_seq=after)
             if any(m.seq <= summary.boundary_seq and m.id not in folded for m in stored):
                 return False
             self.store.save_summary(summary)
-            save_ledger(self.store, session, ledger)
+            save_ledger(self.store, session, compaction.ledger)
             return True
         finally:
             self.lease.release()
 
-    def _spill_folded(self, span: list[Message]) -> None:
-        """Save the full text of folded tool results not saved yet, so their handles keep resolving."""
-        if not self.config().context.tool_output.persist_raw:
-            return
-        session = self.window.session
-        results = {m.tool_call_id: m.content for m in span if m.role == "tool" and m.tool_call_id and not m.redacted}
-        if results:
-            saved = self.store.has_raw_outputs(session, list(results))
-            unsaved = {k: v for k, v in results.items() if k not in saved}
-            if unsaved:
-                self.store.save_raw_outputs(session, unsaved)
+    def _land_finished(self) -> None:
+        """Land a finished background compaction in the window (it is already durable)."""
+        compaction = self.background.take()
+        if compaction is not None:
+            self._land(compaction, background=True)
 
-    def _land(self, result: CompactionResult, background: bool) -> None:
-        """Put a durable compaction in the window and say so once, in the units of occupancy: the whole
-        prompt's estimate before and after; then suggest a handoff if the window is still heavy."""
-        before = self.occupancy.estimate(self.window.prompt())
-        self.window.apply_compaction(result)
-        self.occupancy.folded()
+    def _land(self, compaction: Compaction, *, background: bool) -> None:
+        """Put a durable compaction in the window and say so once, in the units of occupancy (the whole
+        prompt's estimate before and after); then suggest a handoff if the window is still heavy."""
+        occupancy = self.meter.occupancy
+        before = occupancy.estimate(self.window.prompt())
+        self.window.apply_compaction(compaction.summary, compaction.folded_ids)
+        occupancy.folded()
         self.compactions += 1
         self.emit(
             ev.COMPACTION_APPLIED,
             tokens_before=before,
-            tokens_after=self.occupancy.estimate(self.window.prompt()),
+            tokens_after=occupancy.estimate(self.window.prompt()),
             exact=False,
-            messages=len(result.folded_ids),
+            messages=len(compaction.folded_ids),
             background=background,
         )
-        self._on_landed()
-
-    # --- per turn -------------------------------------------------------------------
-
-    def run_turn(self, user: Message) -> None:
-        """Stages that append to the prompt: once per turn, never per step."""
-        blocks = self.turn_stages.blocks(self.window, user, self.occupancy.counter.count_text)
-        retrieval = self.turn_stages.retrieval is not None
-        self.window.set_blocks(blocks, user.id, retrieval=retrieval, cache_warm=self.cost.cache_warm())
-
-    @property
-    def memory(self) -> MemoryService:
-        return self.turn_stages.memory
-
-    @property
-    def memory_scope(self) -> str:
-        """Where facts the user saves go: the agent's scope (``agent.name``), else global."""
-        return self.turn_stages.scope
-
-    def indexing(self) -> dict[str, Any]:
-        """How far recall's index is behind (``TurnStages.indexing``)."""
-        return self.turn_stages.indexing()
-
-    def recall(self, query: str, also: Sequence[str] = ()) -> list[Passage]:
-        """The ``recall`` tool's search: the best passages the window does not show."""
-        return self.turn_stages.search(self.window, query, self.config().context.recall.max_results, also)
-
-    # --- hooks ----------------------------------------------------------------------
-
-    def _on_summary_saved(self, span: list[Message], summary: Summary) -> None:
-        """On the compacting thread, right after a summary is saved: the span's last chance."""
-        self.turn_stages.on_summary_saved(self.window.session, span, summary)
-
-    def _on_landed(self) -> None:
-        """On the turn's thread, once a compaction is in the window: suggest a handoff if still heavy."""
-        context_window = self.context_window()
-        fraction = self.occupancy_now() / context_window if context_window else 0.0
+        fraction = self.occupancy_now() / self.context_window if self.context_window else 0.0
         reflections = self.window.summary.reflections if self.window.summary else 0
-        nudge = handoff_nudge(self.config().context.handoff, fraction, reflections, self.compactions)
+        nudge = handoff_nudge(self.settings.handoff, fraction, reflections, self.compactions)
         if nudge is not None:
             self.emit(ev.HANDOFF_SUGGESTED, **nudge)
 
-    # --- background -----------------------------------------------------------------
+    # --- the session's lifetime -------------------------------------------------------
+
+    def catch_up(self) -> None:
+        """Land a finished compaction, then take in what another kernel wrote to this session meanwhile."""
+        self._land_finished()
+        if self.window.catch_up(self.store):
+            self.meter.occupancy.forget_count()
+
+    def discard_pending(self) -> None:
+        """Let a compaction in flight finish and drop its result (the conversation is being reset)."""
+        self.background.wait()
+        self.background.take()
+        self.events.discard()  # the forgotten conversation's events, not yet written
+
+    def forget(self) -> None:
+        """After the stored conversation was forgotten: an empty window, and the counts start over."""
+        self.window.reset(self.store)
+        self.meter.forget()
 
     def wait(self, timeout: float | None = None) -> None:
         """Let background work land: a compaction in flight and pending embeddings."""
-        self.lossy.compactor.wait(timeout)
-        self.turn_stages.flush(timeout)
+        self.background.wait(timeout)
+        self.recall.flush(timeout)
 
     def close(self) -> None:
-        self.lossy.close()
-        self.turn_stages.close(INDEX_STOP_SECONDS)
+        """Let a compaction in flight land, stop indexing within a few seconds, and write what is pending."""
+        self.background.close()
+        self.recall.close(INDEX_STOP_SECONDS)
+        self.flush()
 
 
 def same_summary(a: Summary | None, b: Summary | None) -> bool:

@@ -9,15 +9,16 @@ where the window changes. What a prompt costs (``context.occupancy``) is kept be
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import logging
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from monad_notebook.context.compaction.compactor import CompactionResult, answered_calls_only, apply_result
-from monad_notebook.context.lossless.eviction import EvictionPlan, apply_plan
 from monad_notebook.context.prompt import Prompt, assemble
-from monad_notebook.messages import Message, Role, ToolCall
+from monad_notebook.messages import Message, Role, ToolCall, apply_placeholders
 from monad_notebook.store.base import Store, Summary
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -150,15 +151,17 @@ class Window:
         """Messages just persisted join the window."""
         self.messages.extend(messages)
 
-    def apply_eviction(self, plan: EvictionPlan) -> None:
-        """Placeholders replace the cleared results."""
-        apply_plan(self.messages, plan)
-        self._drop_related(after=next((m.id for m in self.messages if m.id in plan.placeholders), None))
+    def apply_eviction(self, placeholders: Mapping[str, str]) -> None:
+        """Placeholders (message id -> text) replace the cleared results (``Message.clear``)."""
+        apply_placeholders(self.messages, placeholders)
+        self._drop_related(after=next((m.id for m in self.messages if m.id in placeholders), None))
 
-    def apply_compaction(self, result: CompactionResult) -> None:
-        """A landed compaction: the folded messages leave, the new summary opens the window."""
-        self.messages = apply_result(self.messages, result)
-        self.summary = result.summary
+    def apply_compaction(self, summary: Summary, folded_ids: Iterable[str]) -> None:
+        """A landed compaction: the folded messages leave (the window may have grown meanwhile), the new summary
+        opens the window."""
+        folded = set(folded_ids)
+        self.messages = [m for m in self.messages if m.id not in folded]
+        self.summary = summary
         self._drop_related(after=self.messages[0].id if self.messages else None)  # the summary changed the top
 
     def set_blocks(
@@ -222,3 +225,23 @@ class Window:
         )
         self._last_prompt = (inputs, prompt)
         return prompt
+
+
+def answered_calls_only(messages: list[Message]) -> list[Message]:
+    """``messages`` without tool results that do not follow their call's assistant message.
+
+    A provider rejects a request holding such a result; one can appear when a stored
+    history was cut at a boundary between a call and its result.
+    """
+    kept: list[Message] = []
+    open_calls: set[str] = set()
+    for message in messages:
+        if message.role == "tool":
+            if message.tool_call_id not in open_calls:
+                log.warning("dropped tool result %s from the window: its call is not in it", message.tool_call_id)
+                continue
+            open_calls.discard(message.tool_call_id)
+        else:
+            open_calls = {c.id for c in message.tool_calls} if message.role == "assistant" else set()
+        kept.append(message)
+    return kept

@@ -330,28 +330,27 @@ def promote_facts(span: Sequence[Message], fast_model: ChatModel, max_facts: int
 class MemoryPromotion:
     """After a compaction, lift durable facts out of the folded span (``context.memoryPromotion``).
 
-    ``fast_model_factory`` is only called when the mode is not off, so an unconfigured fast
-    model costs nothing while promotion is disabled.
+    The fast model is asked only when the mode is not off; without one (the scripted demo), nothing is promoted.
     """
 
     def __init__(
         self,
         service: MemoryService,
-        fast_model_factory: Callable[[], ChatModel],
+        fast_model: ChatModel | None = None,
         mode: PromotionMode = "off",
         max_facts: int = 8,
     ) -> None:
         self.service = service
-        self.fast_model_factory = fast_model_factory
+        self.fast_model = fast_model
         self.mode = mode
         self.max_facts = max_facts
 
     def on_summary_saved(self, session: str, span: Sequence[Message], agent: str | None = None) -> None:
         """suggest: one suggestion event; auto: save to the session's scope. Never raises."""
-        if self.mode not in ("suggest", "auto") or not span:
+        if self.mode not in ("suggest", "auto") or not span or self.fast_model is None:
             return
         try:
-            facts = promote_facts(span, self.fast_model_factory(), self.max_facts)
+            facts = promote_facts(span, self.fast_model, self.max_facts)
             if not facts:
                 return
             scope = resolve_scope(agent)

@@ -283,7 +283,7 @@ def test_five_compactions_later_the_chart_is_named_in_the_summary_found_by_recal
         assert s.compact()
     assert s.cascade.compactions >= 5 and handle in s.summary.text and "Weekly churn by region" in s.summary.text
     s.wait_for_background()
-    found = s.cascade.recall("the chart of weekly churn by region")
+    found = s.recall.search("the chart of weekly churn by region")
     assert any(handle in p.hit.snippet for p in found)
     view = s.execute_tool(ToolCall("v", "view_image", json.dumps({"id": handle})))
     assert view.images and view.images[0].data == store.get_image("plots", handle).data

@@ -230,6 +230,23 @@ def test_closing_a_session_right_after_a_turn_still_indexes_that_turn(store):
     assert [h.snippet for h in hits] == ["the churn raw extract is data/raw/churn_q3.parquet"]
 
 
+class FakeRecall:
+    """Stands for the session's recall: records what it was asked, finds nothing, reports ``lag``."""
+
+    snippet_chars = 320
+
+    def __init__(self, lag: dict | None = None) -> None:
+        self.lag = lag or {}
+        self.searched: list[tuple[str, list[str]]] = []
+
+    def search(self, question: str, also: list[str] = ()) -> list:
+        self.searched.append((question, list(also)))
+        return []
+
+    def indexing(self) -> dict:
+        return self.lag
+
+
 def test_an_answer_says_what_it_could_not_search_yet_and_what_it_searched_by_words_only():
     from pathlib import Path
 
@@ -238,7 +255,7 @@ def test_an_answer_says_what_it_could_not_search_yet_and_what_it_searched_by_wor
 
     recall_tool = next(t for t in TOOLS if t.name == "recall")
     lag = {"unindexed": 5, "unsearchable": 3}
-    ctx = ToolContext("s", {}, Path.cwd(), recall=lambda question, also: [], recall_indexing=lambda: lag)
+    ctx = ToolContext("s", {}, Path.cwd(), recall=FakeRecall(lag))  # type: ignore[arg-type]
     answer = recall_tool.run(ctx, {"query": "the churn extract"})
     assert "Not searched yet: 3 stored message(s) are still being indexed" in answer
     assert "Searched by their words only: 2 recent message(s)" in answer
@@ -254,10 +271,10 @@ def test_long_other_phrasings_are_cut_so_what_was_asked_leaves_room_for_the_pass
     from monad_notebook.agent.tools.recall import TOOLS
 
     recall_tool = next(t for t in TOOLS if t.name == "recall")
-    searched = []
-    ctx = ToolContext("s", {}, Path.cwd(), recall=lambda question, also: searched.append((question, also)) or [])
+    recall = FakeRecall()
+    ctx = ToolContext("s", {}, Path.cwd(), recall=recall)  # type: ignore[arg-type]
     answer = recall_tool.run(ctx, {"query": "churn " * 400, "also": ["customers who left " * 100] * 3})
 
-    question, also = searched[0]
+    question, also = recall.searched[0]
     assert len(question) == 1000 and [len(a) for a in also] == [200, 200, 200]
     assert TokenCounter("gpt-4o").count_text(answer) <= 500

@@ -10,15 +10,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from monad_notebook import events as ev
-from monad_notebook.context.compaction.compactor import Compactor, apply_result, choose_span
+from monad_notebook.context.compaction.background import Background
+from monad_notebook.context.compaction.compactor import Compaction, Compactor, choose_span
 from monad_notebook.context.compaction.extractive import ExtractiveSummarizer
 from monad_notebook.context.compaction.ledger import parse_ledger
 from monad_notebook.context.compaction.summarize import SECTIONS, LLMSummarizer, parse_sections
+from monad_notebook.context.occupancy.tokens import TokenCounter
 from monad_notebook.errors import EndpointError
+from monad_notebook.memory import MemoryPromotion, MemoryService
 from monad_notebook.messages import Message, ToolCall
 from monad_notebook.store.base import Summary
 from monad_notebook.store.lance import LanceStore
 from monad_notebook.testing import ScriptedModel
+from tests.context.cascades import make_cascade
 
 SESSION = "eda"
 
@@ -28,8 +32,7 @@ def briefing(**bodies: str) -> str:
     return "\n".join(f"## {name}\n{bodies.get(name, '- none')}" for name in SECTIONS)
 
 
-def count_tokens(text: str) -> int:
-    return (len(text) + 3) // 4
+COUNTER = TokenCounter("gpt-4o")
 
 
 class Transcript:
@@ -66,17 +69,6 @@ class Transcript:
     def answer(self, text: str) -> Transcript:
         self._add(Message("assistant", text))
         return self
-
-
-class Events:
-    def __init__(self) -> None:
-        self.seen: list[tuple[str, dict[str, Any]]] = []
-
-    def __call__(self, kind: str, **data: Any) -> None:
-        self.seen.append((kind, data))
-
-    def of(self, kind: str) -> list[dict[str, Any]]:
-        return [data for k, data in self.seen if k == kind]
 
 
 class UselessSummarizer:
@@ -121,19 +113,26 @@ def store(tmp_path):
     s.close()
 
 
-def compactor(store, summarizer, events=None, **overrides) -> Compactor:
+def compactor(store, **overrides: Any) -> Compactor:
     options: dict[str, Any] = {
         "store": store,
         "session": SESSION,
-        "summarizer_factory": lambda: summarizer,
         "fallback": ExtractiveSummarizer(),
-        "count_tokens": count_tokens,
-        "emit": events if events is not None else Events(),
+        "counter": COUNTER,
         "reflect_at_tokens": 4000,
         "ledger_max_items": 80,
     }
     options.update(overrides)
     return Compactor(**options)
+
+
+def fold(store, window: list[Message], summarizer, summary: Summary | None = None, keep_recent: int = 2, **overrides):
+    """What a compaction of ``window`` decides (nothing saved)."""
+    return compactor(store, **overrides).fold(window, choose_span(window, keep_recent), summary, summarizer)
+
+
+def kept(cascade) -> list[str]:
+    return [m.content for m in cascade.window.messages]
 
 
 def conversation(turns: int = 4, start_seq: int = 0, tag: str = "") -> list[Message]:
@@ -187,33 +186,7 @@ def test_span_never_splits_a_round_and_never_eats_into_keep_recent(plan, keep_re
     assert not (span and span[-1].role == "assistant" and span[-1].tool_calls)
 
 
-# --- synchronous compaction --------------------------------------------------------------
-
-
-def test_compaction_saves_a_durable_summary_and_reports_what_it_folded(store, tmp_path):
-    events = Events()
-    window = conversation(4)
-    model = ScriptedModel([briefing(Objective="- answer the questions", **{"Next Step": "- question 3"})])
-
-    result = compactor(store, LLMSummarizer(model), events).compact_now(window, None, keep_recent=4, reason="soft")
-
-    assert result is not None
-    assert result.folded_ids == [m.id for m in window[:-4]]
-    assert result.summary.boundary_seq == window[-5].seq
-    assert result.tokens_after < result.tokens_before
-    assert not result.used_fallback
-    reopened = LanceStore(tmp_path / "db").load_summary(SESSION)
-    assert reopened is not None
-    assert reopened.boundary_seq == result.summary.boundary_seq
-    assert reopened.text == result.summary.text
-    assert [m.content for m in apply_result(window, result)] == [m.content for m in window[-4:]]
-    (started,) = events.of(ev.COMPACTION_STARTED)
-    assert started == {"reason": "soft", "messages": len(window) - 4, "tokens_before": result.tokens_before}
-    (finished,) = events.of(ev.COMPACTION_FINISHED)
-    assert finished["tokens_after"] == result.tokens_after
-    assert finished["used_fallback"] is False
-    assert finished["reflected"] is False
-    assert finished["seconds"] >= 0
+# --- what a compaction decides ------------------------------------------------------------
 
 
 def test_the_model_summary_gets_the_span_identifiers_merged_in(store):
@@ -221,36 +194,80 @@ def test_the_model_summary_gets_the_span_identifiers_merged_in(store):
     window = [*t.answer("The column is `Revenue`.").messages, *conversation(1, start_seq=t.seq)]
     model = ScriptedModel([briefing(Objective="- load the data", **{"Files & State": "- nothing yet"})])
 
-    result = compactor(store, LLMSummarizer(model)).compact_now(window, None, keep_recent=4, reason="soft")
+    result = fold(store, window, LLMSummarizer(model), keep_recent=4)
 
-    assert result is not None
     assert "Load data/sales.csv please" in model.calls[0].messages[-1]["content"]
     ledger = parse_ledger(parse_sections(result.summary.text)["Files & State"])
     assert {"data/sales.csv", "revenue", "KeyError", "Revenue"} <= set(ledger)
+    assert store.load_summary(SESSION) is None  # decided, not saved
+
+
+def test_reflection_condenses_a_long_summary_and_keeps_headings_and_ledger(store):
+    t = Transcript().user("Load data/sales.csv").answer("Loaded.")
+    window = [*t.messages, *conversation(2, start_seq=t.seq)]
+
+    result = fold(store, window, VerboseSummarizer(), reflect_at_tokens=600)
+
+    assert result.reflected
+    assert result.summary.reflections == 1
+    assert result.summary.tokens == COUNTER.count_text(result.summary.text) <= 600
+    assert [line[3:] for line in result.summary.text.splitlines() if line.startswith("## ")] == list(SECTIONS)
+    assert "data/sales.csv" in parse_ledger(result.summary.text)
+
+
+def test_a_short_summary_is_not_reflected(store):
+    result = fold(store, conversation(3), UselessSummarizer())
+
+    assert not result.reflected
+    assert result.summary.reflections == 0
+
+
+# --- what the cascade keeps of it ----------------------------------------------------------
+
+
+def test_compaction_saves_a_durable_summary_and_reports_what_it_folded(store, tmp_path):
+    window = conversation(4)
+    model = ScriptedModel([briefing(Objective="- answer the questions", **{"Next Step": "- question 3"})])
+    cascade, events = make_cascade(store, SESSION, window, summarizer=LLMSummarizer(model))
+
+    assert cascade.compact_now("soft", keep_recent=4)
+
+    reopened = LanceStore(tmp_path / "db").load_summary(SESSION)
+    assert reopened is not None and reopened.boundary_seq == window[-5].seq
+    assert reopened.text == cascade.window.summary.text
+    assert kept(cascade) == [m.content for m in window[-4:]]
+    (started,) = events.of(ev.COMPACTION_STARTED)
+    assert started == {"reason": "soft", "messages": len(window) - 4, "tokens_before": started["tokens_before"]}
+    (finished,) = events.of(ev.COMPACTION_FINISHED)
+    assert finished["tokens_after"] < started["tokens_before"]
+    assert finished["used_fallback"] is False
+    assert finished["reflected"] is False
+    assert finished["seconds"] >= 0
+    (applied,) = events.of(ev.COMPACTION_APPLIED)
+    assert applied["messages"] == len(window) - 4 and applied["background"] is False
 
 
 def test_the_previous_summary_is_merged_and_the_boundary_advances(store):
     first_window = conversation(3)
     previous = Summary(SESSION, "## Objective\n- the first goal\n", boundary_seq=-1, created_at=time.time())
+    store.save_summary(previous)
     model = ScriptedModel([briefing(Objective="- the first goal, refined")])
+    cascade, _ = make_cascade(store, SESSION, first_window, summarizer=LLMSummarizer(model), summary=previous)
 
-    result = compactor(store, LLMSummarizer(model)).compact_now(first_window, previous, 2, "hard")
+    assert cascade.compact_now("hard", keep_recent=2)
 
-    assert result is not None
     assert "the first goal" in model.calls[0].messages[-1]["content"]
-    assert "the first goal, refined" in result.summary.text
+    assert "the first goal, refined" in store.load_summary(SESSION).text
     assert store.load_summary(SESSION).boundary_seq == choose_span(first_window, 2)[-1].seq > previous.boundary_seq
 
 
 def test_the_extractive_summary_is_used_when_the_fast_model_is_down(store):
-    events = Events()
     model = ScriptedModel([EndpointError("Cannot reach http://127.0.0.1:9")])
+    cascade, events = make_cascade(store, SESSION, conversation(3), summarizer=LLMSummarizer(model))
 
-    result = compactor(store, LLMSummarizer(model), events).compact_now(conversation(3), None, 2, "soft")
+    assert cascade.compact_now("soft", keep_recent=2)
 
-    assert result is not None
-    assert result.used_fallback
-    assert [line for line in result.summary.text.splitlines() if line.startswith("## ")] == [
+    assert [line for line in store.load_summary(SESSION).text.splitlines() if line.startswith("## ")] == [
         f"## {name}" for name in SECTIONS
     ]
     assert events.of(ev.COMPACTION_FINISHED)[0]["used_fallback"] is True
@@ -258,11 +275,10 @@ def test_the_extractive_summary_is_used_when_the_fast_model_is_down(store):
 
 
 def test_nothing_to_fold_means_no_compaction_and_no_events(store):
-    events = Events()
+    cascade, events = make_cascade(store, SESSION, conversation(1), summarizer=UselessSummarizer())
 
-    result = compactor(store, UselessSummarizer(), events).compact_now(conversation(1), None, 10, "soft")
+    assert not cascade.compact_now("soft", keep_recent=10)
 
-    assert result is None
     assert events.seen == []
     assert store.load_summary(SESSION) is None
 
@@ -273,145 +289,138 @@ def test_planted_identifiers_survive_five_compactions_with_a_useless_summarizer(
         "Read data/sales_2024.csv (12.5 MB) and fetch https://example.org/fx.json; convert `revenue_eur`."
     )
     first.round("ZeroDivisionError: division by zero").answer("Fixed it.")
-    window = first.messages
-    summary = None
-    c = compactor(store, UselessSummarizer())
+    no_handles = {"toolOutput": {"persistRaw": False}}  # outputs not saved: their identifiers must stand in the ledger
+    cascade, _ = make_cascade(store, SESSION, first.messages, summarizer=UselessSummarizer(), context=no_handles)
 
     for n in range(5):
-        window = [*window, *conversation(3, start_seq=(window[-1].seq + 1), tag=f"c{n}-")]
-        result = c.compact_now(window, summary, keep_recent=3, reason="soft")
-        assert result is not None
-        summary = store.load_summary(SESSION)
-        window = apply_result(window, result)
+        window = cascade.window.messages
+        cascade.window.extend(conversation(3, start_seq=(window[-1].seq + 1), tag=f"c{n}-"))
+        assert cascade.compact_now("soft", keep_recent=3)
 
+    summary = store.load_summary(SESSION)
     assert summary is not None
-    assert all(m.seq > summary.boundary_seq for m in window)
+    assert all(m.seq > summary.boundary_seq for m in cascade.window.messages)
     ledger = parse_ledger(summary.text)
     for identifier in planted:
         assert identifier in ledger
         assert f"`{identifier}`" in summary.text
 
 
-def test_reflection_condenses_a_long_summary_and_keeps_headings_and_ledger(store):
-    events = Events()
-    t = Transcript().user("Load data/sales.csv").answer("Loaded.")
-    window = [*t.messages, *conversation(2, start_seq=t.seq)]
-
-    result = compactor(store, VerboseSummarizer(), events, reflect_at_tokens=600).compact_now(window, None, 2, "soft")
-
-    assert result is not None
-    assert result.reflected
-    assert result.summary.reflections == 1
-    assert result.summary.tokens == count_tokens(result.summary.text) <= 600
-    assert [line[3:] for line in result.summary.text.splitlines() if line.startswith("## ")] == list(SECTIONS)
-    assert "data/sales.csv" in parse_ledger(result.summary.text)
-    assert events.of(ev.COMPACTION_FINISHED)[0]["reflected"] is True
-
-
-def test_a_short_summary_is_not_reflected(store):
-    result = compactor(store, UselessSummarizer()).compact_now(conversation(3), None, 2, "soft")
-
-    assert result is not None
-    assert not result.reflected
-    assert result.summary.reflections == 0
-
-
 def test_a_crashing_summarizer_keeps_the_previous_summary_and_reports_an_error(store):
     previous = Summary(SESSION, "## Objective\n- the old briefing\n", boundary_seq=3, created_at=time.time())
     store.save_summary(previous)
-    events = Events()
+    window = conversation(3, start_seq=4)
+    cascade, events = make_cascade(store, SESSION, window, summarizer=CrashingSummarizer(), summary=previous)
 
-    result = compactor(store, CrashingSummarizer(), events).compact_now(conversation(3), previous, 2, "soft")
+    assert not cascade.compact_now("soft", keep_recent=2)
 
-    assert result is None
     assert store.load_summary(SESSION).text == previous.text
+    assert len(cascade.window.messages) == len(window)
     (error,) = events.of(ev.ERROR)
     assert "summarizer bug" in error["message"]
     assert events.of(ev.COMPACTION_FINISHED) == []
 
 
-def test_on_summary_saved_sees_the_folded_span_and_a_failing_hook_changes_nothing(store):
-    seen: list[tuple[list[str], int]] = []
+def test_memory_promotion_reads_the_folded_span_once_the_summary_is_saved(store):
+    seen: list[tuple[list[str], int | None]] = []
 
-    def hook(span: list[Message], summary: Summary) -> None:
-        seen.append(([m.content for m in span], summary.boundary_seq))
-        raise RuntimeError("promotion failed")
+    class Recording(MemoryPromotion):
+        def on_summary_saved(self, session, span, agent=None):
+            summary = store.load_summary(session)
+            seen.append(([m.content for m in span], summary.boundary_seq if summary else None))
 
     window = conversation(2)
-    result = compactor(store, UselessSummarizer(), on_summary_saved=hook).compact_now(window, None, 2, "soft")
+    promotion = Recording(MemoryService(store))
+    cascade, _ = make_cascade(store, SESSION, window, summarizer=UselessSummarizer(), promotion=promotion)
 
-    assert result is not None
-    assert seen == [([m.content for m in choose_span(window, 2)], result.summary.boundary_seq)]
-    assert store.load_summary(SESSION) is not None
+    assert cascade.compact_now("soft", keep_recent=2)
+
+    span = choose_span(window, 2)
+    assert seen == [([m.content for m in span], span[-1].seq)]
 
 
 # --- background compaction ---------------------------------------------------------------
 
 
-def test_background_compaction_does_not_block_and_lands_durably(store, tmp_path):
+def soft_pressure(store, window: list[Message], summarizer) -> tuple[Any, Any]:
+    """A cascade whose window is over the soft threshold and under the hard one."""
+    probe, _ = make_cascade(store, SESSION, window)
+    tokens = probe.occupancy_now()
+    return make_cascade(store, SESSION, window, summarizer=summarizer, context_window=int(tokens / 0.8))
+
+
+def test_background_compaction_does_not_block_and_lands_durably_at_the_next_step(store, tmp_path):
     slow = SlowSummarizer(2.0)
-    c = compactor(store, slow)
     window = conversation(4)
+    cascade, events = soft_pressure(store, window, slow)
 
     started = time.monotonic()
-    assert c.start_background(window, None, keep_recent=4, reason="soft")
+    cascade.run_step()
     assert time.monotonic() - started < 0.5
     assert slow.started.wait(5)
-    assert c.in_flight
-    assert c.take_result() is None
-    assert not c.start_background(window, None, keep_recent=4, reason="soft")
+    assert cascade.background.in_flight
+    assert len(cascade.window.messages) == len(window)
 
-    c.wait(10)
-
-    assert not c.in_flight
-    assert not c.start_background(window, None, keep_recent=4, reason="soft")
-    result = c.take_result()
-    assert result is not None
-    assert c.take_result() is None
-    assert result.folded_ids == [m.id for m in window[:-4]]
+    cascade.background.wait(10)
     reopened = LanceStore(tmp_path / "db").load_summary(SESSION)
-    assert reopened is not None
-    assert reopened.boundary_seq == window[-5].seq
-    assert f"folded {len(window) - 4} messages" in reopened.text
-    c.close()
+    keep = cascade.settings.summarize.keep_recent
+    assert reopened is not None and reopened.boundary_seq == choose_span(window, keep)[-1].seq
+    assert len(cascade.window.messages) == len(window)  # durable, not yet in the window
+    cascade.catch_up()
+    assert len(cascade.window.messages) < len(window)
+    assert events.of(ev.COMPACTION_APPLIED)[0]["background"] is True
 
 
 def test_background_compaction_works_on_a_snapshot_of_the_window(store):
     slow = SlowSummarizer(0.3)
-    c = compactor(store, slow)
     window = conversation(3)
-    original = [m.id for m in choose_span(window, 2)]
-    original_contents = [m.content for m in choose_span(window, 2)]
+    cascade, _ = soft_pressure(store, window, slow)
+    keep = cascade.settings.summarize.keep_recent
+    original = [m.id for m in choose_span(window, keep)]
+    original_contents = [m.content for m in choose_span(window, keep)]
 
-    assert c.start_background(window, None, keep_recent=2, reason="soft")
-    slow.started.wait(5)
-    window[0].content = "changed while compacting"
-    window.extend(conversation(1, start_seq=window[-1].seq + 1))
-    c.wait(10)
+    cascade.run_step()
+    assert slow.started.wait(5)
+    cascade.window.messages[0].content = "changed while compacting"
+    cascade.window.extend(conversation(1, start_seq=window[-1].seq + 1))
+    grown = len(cascade.window.messages)
+    cascade.background.wait(10)
+    cascade.catch_up()
 
-    result = c.take_result()
-    assert result is not None
-    assert result.folded_ids == original
     assert slow.received == original_contents
-    assert len(apply_result(window, result)) == len(window) - len(original)
+    assert len(cascade.window.messages) == grown - len(original)
 
 
 def test_a_failing_background_compaction_never_raises_and_reports_an_error(store):
-    events = Events()
-    c = compactor(store, CrashingSummarizer(), events)
+    cascade, events = soft_pressure(store, conversation(3), CrashingSummarizer())
 
-    assert c.start_background(conversation(3), None, keep_recent=2, reason="soft")
-    c.wait(10)
+    cascade.run_step()
+    cascade.background.wait(10)
+    cascade.catch_up()
 
-    assert c.take_result() is None
     assert store.load_summary(SESSION) is None
     assert len(events.of(ev.ERROR)) == 1
-    assert c.start_background(conversation(3), None, keep_recent=2, reason="soft")
-    c.close()
+    assert cascade.background.start(lambda: None)  # nothing left waiting: the next one may start
 
 
-def test_a_closed_compactor_starts_nothing(store):
-    c = compactor(store, UselessSummarizer())
-    c.close()
+def test_one_background_job_at_a_time_its_result_taken_once_and_none_once_closed():
+    gate = threading.Event()
+    background: Background[str] = Background("test-job")
 
-    assert not c.start_background(conversation(3), None, keep_recent=2, reason="soft")
+    assert background.start(lambda: gate.wait(5) and "done")
+    assert not background.start(lambda: "second")  # one at a time
+    gate.set()
+    background.wait(5)
+    assert not background.start(lambda: "third")  # a result waits to be taken
+    assert background.take() == "done" and background.take() is None
+    background.close()
+    assert not background.start(lambda: "after close")
+
+
+def test_a_decided_compaction_names_what_it_folds(store):
+    window = conversation(3)
+    result = fold(store, window, UselessSummarizer())
+
+    assert isinstance(result, Compaction)
+    assert result.folded_ids == [m.id for m in choose_span(window, 2)]
+    assert result.tokens_after < result.tokens_before

@@ -98,7 +98,7 @@ def session_for(server, store, clock, *, discount: float = 0.1, clear_at_least: 
         }
     )
     session = Session("cost", config=config, store=store, namespace={})
-    session.cascade.cost.clock = lambda: clock[0]
+    session.cascade.meter.cost.clock = lambda: clock[0]
     return session
 
 

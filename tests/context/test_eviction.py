@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from monad_notebook.context.lossless.eviction import EvictionPlan, apply_plan, placeholder_for, rounds
+from monad_notebook.context.lossless.eviction import EvictionPlan, placeholder_for, rounds
 from monad_notebook.context.occupancy.tokens import TokenCounter
-from monad_notebook.messages import Message
+from monad_notebook.messages import Message, apply_placeholders
 from tests.context.transcripts import RawOutputs, Transcript, count_tokens, plan
 
 CALL = re.compile(r"read_tool_output\((\{.*?\})\)")
@@ -44,7 +44,7 @@ def test_evicts_oldest_rounds_and_keeps_the_recent_rounds_whole():
     recent = [t.round(4000, 4000, 4000), t.round(4000)]
     result = plan(t.messages, keep_recent_rounds=2)
     assert result.evicted_tool_call_ids == [i for r in old for i in r]
-    apply_plan(t.messages, result)
+    apply_placeholders(t.messages, result.placeholders)
     assert all(tool_message(t.messages, i).evicted for r in old for i in r)
     assert not any(tool_message(t.messages, i).evicted for r in recent for i in r)
 
@@ -106,7 +106,7 @@ def test_only_the_sent_text_changes_and_every_call_keeps_its_result():
     t.answer().user()
     t.round(4000)
     before = [(m.id, m.role, m.content, m.tool_call_id) for m in t.messages]
-    apply_plan(t.messages, plan(t.messages))
+    apply_placeholders(t.messages, plan(t.messages).placeholders)
     assert [(m.id, m.role, m.content, m.tool_call_id) for m in t.messages] == before
     sent = [m.to_openai() for m in t.messages]
     assert sent[2]["content"].startswith("[context-cleared]")
@@ -155,11 +155,11 @@ def test_planning_again_after_applying_changes_nothing():
     t.round(4000)
     t.round(10)
     first = plan(t.messages)
-    apply_plan(t.messages, first)
+    apply_placeholders(t.messages, first.placeholders)
     placeholders = {m.id: m.placeholder for m in t.messages if m.evicted}
     assert len(placeholders) == 2
     assert not plan(t.messages, clear_at_least=0)
-    apply_plan(t.messages, EvictionPlan(placeholders=dict.fromkeys(placeholders, "[context-cleared] other")))
+    apply_placeholders(t.messages, dict.fromkeys(placeholders, "[context-cleared] other"))
     assert {m.id: m.placeholder for m in t.messages if m.evicted} == placeholders
 
 
@@ -242,7 +242,7 @@ def test_eviction_keeps_pairs_recent_rounds_and_thresholds_on_random_transcripts
     protected = {m.id for r in all_rounds[len(all_rounds) - limits["keep_recent_rounds"] :] for m in r}
 
     result = plan(t.messages, has_raw=raw, **limits)
-    apply_plan(t.messages, result)
+    apply_placeholders(t.messages, result.placeholders)
     after = snapshot(t.messages)
 
     assert [m["role"] for m in after] == [m["role"] for m in before]
@@ -293,7 +293,7 @@ def test_eviction_keeps_pairs_recent_rounds_and_thresholds_on_random_transcripts
 def test_a_later_pass_only_adds_new_evictions(turns, more, limits):
     t, spilled = build(turns)
     first = plan(t.messages, has_raw=RawOutputs(spilled), **limits)
-    apply_plan(t.messages, first)
+    apply_placeholders(t.messages, first.placeholders)
     frozen = {m.id: m.placeholder for m in t.messages if m.evicted}
     later, _ = build([more])
     for m in later.messages:
@@ -303,6 +303,6 @@ def test_a_later_pass_only_adds_new_evictions(turns, more, limits):
     t.messages.extend(later.messages)
     second = plan(t.messages, has_raw=RawOutputs(spilled), **limits)
     assert not set(second.placeholders) & set(frozen)
-    apply_plan(t.messages, second)
+    apply_placeholders(t.messages, second.placeholders)
     assert all(m.placeholder == frozen[m.id] for m in t.messages if m.id in frozen)
     assert_pairs_intact(t.messages)

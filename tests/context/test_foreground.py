@@ -270,7 +270,7 @@ def test_a_turn_holds_the_foreground_for_its_own_work_and_sets_it_aside_while_th
     store.claim_session = watched(store.claim_session, "turn claimed")
     config = Config.model_validate({"tools": {"python": {"approval": "auto"}}})
     session = Session("s", config=config, store=store, model=Watched([tool_call("list_variables", {}), "done"]))
-    session.execute_tool = watched(session.execute_tool, "tool")  # type: ignore[method-assign]
+    session.runner.run = watched(session.runner.run, "tool")  # type: ignore[method-assign]
 
     session.ask("what is defined?")
     session.close()

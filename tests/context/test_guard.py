@@ -36,7 +36,7 @@ def test_the_hard_guard_compacts_from_the_last_real_count_when_the_estimate_is_f
     session.ask(f"two: {FILLER}")
     assert 1_700 < 0.9 * 2_048  # the last real count alone is under both thresholds
     session.window.extend([session.window.new_message("user", f"three: {FILLER * 3}")])
-    assert session.cascade.occupancy.estimate(session.window.prompt()) < 0.9 * 2_048  # and so is the estimate
+    assert session.cascade.meter.occupancy.estimate(session.window.prompt()) < 0.9 * 2_048  # and so is the estimate
     session.window.messages.pop()
     session.ask(f"three: {FILLER * 3}")
     sent = model.calls[-1].messages
@@ -60,7 +60,7 @@ def test_with_nothing_learnt_yet_the_first_request_goes_out_and_the_provider_jud
     """Over 1,000 tokens of tool schemas by our count, which a server that drops them never sees."""
     model = ScriptedModel(["hello"], context_window=1_000)
     session = make(store, model)
-    assert session.cascade.occupancy.estimate(session.window.prompt()) > 1_000
+    assert session.cascade.meter.occupancy.estimate(session.window.prompt()) > 1_000
     assert session.ask("hi").text == "hello"
 
 
@@ -94,7 +94,7 @@ def test_tokens_cleared_by_eviction_come_off_the_guard_figure_once():
     plan = EvictionPlan(placeholders={result.id: placeholder})
     count = occupancy.counter.count_text
     plan.reclaimed_tokens = count(result.content) - count(placeholder)
-    window.apply_eviction(plan)
+    window.apply_eviction(plan.placeholders)
     occupancy.reclaim(plan.reclaimed_tokens)
     estimate = occupancy.estimate(window.prompt())
     assert occupancy.guard_tokens(window.prompt()) == max(estimate, 2_002 - plan.reclaimed_tokens)

@@ -53,12 +53,12 @@ def test_background_compaction_does_not_block_the_turn_and_lands_durably(store, 
     session = make(store, model, fast_model=slow, softFraction=0.3, hardFraction=0.99, recall=False)
     for i in range(3):
         session.ask(f"question {i}: {FILLER}")
-    assert session.cascade.lossy.compactor.in_flight  # the soft threshold kicked it off
+    assert session.cascade.background.in_flight  # the soft threshold kicked it off
     assert session.summary is None and store.load_summary("lossy") is None
     started = time.perf_counter()
     session.ask(f"question 3: {FILLER}")
     assert time.perf_counter() - started < 3.0  # the turn went on at full width, not waiting 4 s
-    session.cascade.lossy.compactor.wait()
+    session.cascade.background.wait()
     reopened = LanceStore(tmp_path / "db")
     assert reopened.load_summary("lossy").text.startswith("## Objective\nexplore")
     reopened.close()
@@ -77,7 +77,7 @@ def test_hard_threshold_waits_for_the_compaction_in_flight_then_compacts_if_stil
         session.ask(f"question {i}: {FILLER * 3}")
     assert finished, "crossing the hard threshold must land a compaction before the model is called"
     hard = 0.5 * 6000
-    sent = [session.cascade.occupancy.counter.count_messages(call.messages, call.tools) for call in model.calls]
+    sent = [session.cascade.meter.occupancy.counter.count_messages(call.messages, call.tools) for call in model.calls]
     assert max(sent) < hard  # no request ever went out over the hard threshold
     assert sum(sent[3:]) < sum(sent[:3]) * 3  # and the window did not keep growing
 
@@ -197,7 +197,7 @@ def test_the_estimate_calibrates_to_the_providers_counts(store):
         errors = []
         for i in range(4):
             prompt = session.window.prompt()
-            before = session.cascade.occupancy.estimate(prompt)
+            before = session.cascade.meter.occupancy.estimate(prompt)
             server.queue(f"answer {i}: {FILLER}")
             session.ask(f"question {i}: {FILLER}")
             errors.append(abs(before - provider_count(prompt.messages)) / provider_count(prompt.messages))

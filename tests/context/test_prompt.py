@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from monad_notebook.context.compaction.compactor import CompactionResult
-from monad_notebook.context.lossless.eviction import EvictionPlan
 from monad_notebook.context.occupancy.cost import CachePricing, CostMeter
 from monad_notebook.context.prompt import PLAN_NOTE, assemble, count_parts
 from monad_notebook.context.window import Frame, Window
@@ -113,7 +111,7 @@ def test_while_the_cache_is_warm_each_turns_related_block_stays_on_its_message()
 
 def test_an_eviction_pass_takes_the_related_blocks_after_the_first_result_it_clears_but_not_this_turns():
     w, result = warm_window_with_three_blocks()
-    w.apply_eviction(EvictionPlan(placeholders={result.id: "[context-cleared] python output"}, reclaimed_tokens=190))
+    w.apply_eviction({result.id: "[context-cleared] python output"})
     shown = sent(w)
     assert shown[1] == "q1\n\n<related_context>1</related_context>"  # before the cleared result: its prefix holds
     assert shown[3].startswith("[context-cleared]") and shown[5] == "q2"
@@ -126,7 +124,7 @@ def test_a_change_at_the_top_of_the_prompt_takes_the_earlier_blocks_with_it(chan
     if change == "a compaction":
         summary = Summary(session="s", text="## Objective\nx", boundary_seq=0, created_at=0.0)
         folded = [m.id for m in w.messages[:3]]
-        w.apply_compaction(CompactionResult(summary, folded, 0, 0, used_fallback=True, reflected=False))
+        w.apply_compaction(summary, folded)
     elif change == "a new memory block":
         w.set_blocks({"memory": "- a new fact"}, None)
     else:

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 
-from monad_notebook.context.compaction.compactor import Compactor, apply_result
-from monad_notebook.context.compaction.extractive import ExtractiveSummarizer
 from monad_notebook.context.compaction.ledger import LEDGER_HEADING, ledger_line, parse_ledger, parse_notes
 from monad_notebook.context.compaction.salience import Ledger, note
 from monad_notebook.context.occupancy.tokens import TokenCounter
 from monad_notebook.messages import Message, ToolCall
+from tests.context.cascades import make_cascade
 
 COUNTER = TokenCounter("gpt-4o")
 
@@ -167,22 +166,11 @@ def test_the_full_ledger_lives_in_the_store_and_the_summary_shows_its_most_salie
     t = Transcript().user("The churn raw extract is data/raw/churn_q3.parquet.")
     for i in range(120):
         t.python(f"step_frame_{i} = load('data/steps/s_{i}.csv')", f"rows_{i}: DataFrame")
-    compactor = Compactor(
-        store=store,
-        session="s",
-        summarizer_factory=UselessSummarizer,
-        fallback=ExtractiveSummarizer(),
-        count_tokens=COUNTER.count_text,
-        emit=lambda *a, **k: None,
-        reflect_at_tokens=8000,
-        ledger_max_items=400,
-        ledger_max_tokens=600,
-    )
-    window, summary = t.messages, None
+    settings = {"summarize": {"reflectAtTokens": 8000, "ledgerMaxItems": 400, "ledgerMaxTokens": 600}}
+    cascade, _ = make_cascade(store, "s", t.messages, summarizer=UselessSummarizer(), context=settings)
     for keep in (160, 80, 10):
-        result = compactor.compact_now(window, summary, keep_recent=keep, reason="soft")
-        assert result is not None
-        window, summary = apply_result(window, result), result.summary
+        assert cascade.compact_now("soft", keep_recent=keep)
+    summary = cascade.window.summary
 
     shown_items = parse_ledger(summary.text)
     stored = {e.item for e in store.load_ledger("s")}

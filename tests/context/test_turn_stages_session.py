@@ -97,7 +97,7 @@ def sticky_session(store, tmp_path, model, clock):
     context = {"retrieval": {"enabled": True, "minScore": 0.3}, "summarize": {"keepRecent": 2}}
     agents = Agents(tmp_path, {"tools": {"python": {"approval": "auto"}}, "context": context})
     session = Session("sticky", config=ConfigWatcher(agents.path), store=store, model=model)
-    session.cascade.cost.clock = lambda: clock[0]
+    session.cascade.meter.cost.clock = lambda: clock[0]
     session.ask("Our churn model uses a gradient boosted tree with 300 estimators.")
     for i in range(6):
         session.ask(f"Topic {i}: the weather report mentions light rain and wind.")

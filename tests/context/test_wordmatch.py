@@ -106,7 +106,7 @@ def test_a_sessions_recall_tool_matches_words_with_what_its_indexer_learns_unles
     def recall_of(context: dict) -> Recall | None:
         config = Config.model_validate({"models": {"embedding": {"provider": "local"}}, "context": context})
         session = Session("w", config=config, store=store, model=ScriptedModel([]))
-        stages = session.cascade.turn_stages
+        stages = session.recall
         assert stages.indexer is not None and stages.recall is not None
         words, learner = stages.recall.words, stages.indexer.words
         session.close()

@@ -166,7 +166,7 @@ def test_a_server_that_takes_no_images_gets_the_request_again_with_their_descrip
     window.begin_turn()
     call = ToolCall("call_plot", "python", "{}")
     result = session.cascade.tool_message(call, f"displayed:\n{chart.line()}", images=[chart])
-    session.commit_step([window.new_message("assistant", "", tool_calls=[call]), result])
+    session.cascade.commit([window.new_message("assistant", "", tool_calls=[call]), result])
     seen: list[ev.Event] = []
     session.events.subscribe(seen.append)
     assert session.window.frame.image_detail == "auto"

@@ -70,17 +70,17 @@ def say(**data: Any) -> None:
 
 def record_summaries(session: Session) -> None:
     """Report each summary the session actually saves: the boundary it built on, its own, what it folded."""
-    compactor = session.cascade.lossy.compactor
-    save = compactor.save
+    cascade = session.cascade
+    save = cascade._save_summary
 
-    def recording(new: Any, previous: Any, span: list[Any], ledger: list[Any]) -> Any:
-        saved = save(new, previous, span, ledger)
+    def recording(compaction: Any, previous: Any) -> Any:
+        saved = save(compaction, previous)
         if saved:
             before = previous.boundary_seq if previous is not None else -1
-            say(summary=new.boundary_seq, previous=before, folded=[m.id for m in span])
+            say(summary=compaction.summary.boundary_seq, previous=before, folded=compaction.folded_ids)
         return saved
 
-    compactor.save = recording
+    cascade._save_summary = recording  # type: ignore[method-assign]
 
 
 class Kernel:

@@ -93,7 +93,7 @@ def test_panel_opened_mid_session_replays_the_timeline_but_not_old_errors(store,
 def test_status_line_is_one_line_with_occupancy_reclaimed_and_pending_suggestions(store):
     session = real_session(store, ["ok"], window=4000)
     session.ask("hi")
-    session.cascade.occupancy.reclaim(1234)
+    session.cascade.meter.occupancy.reclaim(1234)
     session.memory.suggest(session.name, ["The fiscal year starts in April"])
     line = status_line(session)
     occupancy = session.usage_snapshot()["occupancy"]

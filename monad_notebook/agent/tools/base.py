@@ -11,34 +11,42 @@ import inspect
 import re
 import types
 import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from monad_notebook.config_schema import ImagesConfig, RecallConfig, ToolOutputConfig
+from monad_notebook.config_schema import ImagesConfig, ToolOutputConfig
 from monad_notebook.errors import ToolError
 from monad_notebook.messages import Image
+from monad_notebook.store.base import Images, ToolOutputs
 
 if TYPE_CHECKING:
-    from monad_notebook.context.recall.search import Passage
+    from monad_notebook.context.recall.service import RecallService
     from monad_notebook.memory.service import MemoryService
     from monad_notebook.notebook.frontend import NotebookFrontend
     from monad_notebook.redaction.redactor import Redactor
-    from monad_notebook.store.base import Store
+
+
+class ToolStore(ToolOutputs, Images, Protocol):
+    """What tools read of the store: saved full outputs and the images results showed."""
+
 
 _JSON_TYPES: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
 
 
 @dataclass
 class ToolContext:
-    """What a tool may see of the world: the user's kernel and the session."""
+    """What a tool may see of the world (the user's kernel and the session), and what one call reports back.
+
+    The tool runner (``runner.py``) gives each call a fresh one.
+    """
 
     session: str
     namespace: dict[str, Any]
     root: Path
     shell: Any = None  # IPython InteractiveShell, when running inside one
-    store: Store | None = None
+    store: ToolStore | None = None
     python_approval: str = "ask"  # ask | auto | off
     python_timeout: float | None = None  # seconds before the python tool stops the code; None: no limit
     approve: Callable[..., bool | None] | None = None  # approve(text, subject="python"); None: nobody can answer
@@ -46,10 +54,7 @@ class ToolContext:
     output_max_chars: int = ToolOutputConfig().max_chars  # what a tool paging saved text shows at once
     memory: MemoryService | None = None
     memory_scope: str = ""  # where facts the agent saves go: its agent's scope, else global
-    # the session's recall search (question, its other phrasings); None: recall is off
-    recall: Callable[[str, Sequence[str]], list[Passage]] | None = None
-    recall_snippet_chars: int = RecallConfig().snippet_chars
-    recall_indexing: Callable[[], dict[str, Any]] = dict  # how far recall's index is behind (``Cascade.indexing``)
+    recall: RecallService | None = None  # the session's recall (its search, how far its index is); None: off
     images_config: ImagesConfig = field(default_factory=ImagesConfig)
     sees_images: bool = False  # the model is sent images (models.main.vision)
     redacted: bool = False  # set once a tool's own redaction took something out

@@ -47,11 +47,11 @@ def recall(ctx: ToolContext, query: str, also: list[str] | None = None) -> str:
     others = [_phrasing(text, "also", MAX_ALSO_CHARS) for text in also or ()]
     if len(others) > MAX_ALSO:
         raise ToolError(f"recall: 'also' takes at most {MAX_ALSO} other phrasings, got {len(others)}")
-    search = ctx.recall
-    if search is None:
+    recall = ctx.recall
+    if recall is None:
         return "Recall is off for this session."
-    passages = search(question, others)
-    lag = _not_indexed_note(ctx.recall_indexing())
+    passages = recall.search(question, others)
+    lag = _not_indexed_note(recall.indexing())
     asked = json.dumps(question, ensure_ascii=False) + "".join(
         f" / {json.dumps(o, ensure_ascii=False)}" for o in others
     )
@@ -61,7 +61,7 @@ def recall(ctx: ToolContext, query: str, also: list[str] | None = None) -> str:
             f" or give in `also` the words the session may have used.{lag}"
         )
     saved = _saved(ctx, passages)
-    chars = ctx.recall_snippet_chars
+    chars = recall.snippet_chars
     terms = query_terms(" ".join([question, *others]))
     lines = [f"{len(passages)} earlier passage(s) for {asked}, best first (quoted text is verbatim):"]
     for number, passage in enumerate(passages, 1):

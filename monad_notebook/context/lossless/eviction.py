@@ -228,12 +228,3 @@ def cheapest_batch(
     latest = all_rounds[-max(1, keep_recent_rounds) :]
     growth = sum(count_tokens(m.sent_content) for round_ in latest for m in round_) / max(1, len(latest))
     return math.sqrt(2 * (1 - discount) * resend * growth / discount)
-
-
-def apply_plan(messages: list[Message], plan: EvictionPlan) -> None:
-    """Set the planned placeholders in place; content is untouched and a placeholder changes only
-    from images cleared to the whole result cleared."""
-    for message in messages:
-        text = plan.placeholders.get(message.id)
-        if text and (not message.evicted or message.images_cleared):
-            message.placeholder = text

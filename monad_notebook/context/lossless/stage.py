@@ -1,4 +1,4 @@
-"""The lossless stage: redaction -> truncation with spill for each result, and eviction plans.
+"""The lossless stage: redaction -> truncation for each result (its full text handed to the spill), and eviction plans.
 
 Order matters: redaction sees the full pre-truncation text once, before truncation, the
 spill, the store, events or the model; a redacted result never gets a recovery handle.
@@ -24,10 +24,9 @@ class LosslessStage:
         self.cfg = context_cfg
         self.counter = counter
         self.redactor = Redactor.from_config(context_cfg.redaction)
-        self._spill: dict[str, str] = {}
 
-    def process_result(self, message: Message, text: str, *, redacted: bool = False) -> None:
-        """Fill a tool message from the tool's raw text: redact, spill the full text if cut, truncate.
+    def process_result(self, message: Message, text: str, *, redacted: bool = False) -> str | None:
+        """Fill a tool message from the tool's raw text: redact, truncate; the full text to save when it was cut.
 
         ``redacted``: the tool already redacted its source text before formatting it.
         """
@@ -35,8 +34,9 @@ class LosslessStage:
         redaction = self.redactor.redact(text)
         message.redacted = redacted or redaction.redacted
         recoverable = out.persist_raw and not message.redacted
-        if recoverable and len(redaction.text) > out.max_chars:
-            self._spill[message.tool_call_id] = cap_raw(redaction.text, out.raw_cap_bytes)
+        full = (
+            cap_raw(redaction.text, out.raw_cap_bytes) if recoverable and len(redaction.text) > out.max_chars else None
+        )
         message.content = truncate_tool_output(
             redaction.text,
             tool_call_id=message.tool_call_id,
@@ -44,6 +44,7 @@ class LosslessStage:
             head_fraction=out.head_fraction,
             recoverable=recoverable,
         )
+        return full
 
     def _images_cost(self, detail: str | None) -> Callable[[Message], int]:
         """What a result's images cost while they are sent; nothing when the model sees none."""
@@ -51,10 +52,6 @@ class LosslessStage:
             return lambda message: 0
         count = self.counter.count_image
         return lambda message: sum(count(i, detail) for i in message.images) if message.sends_images else 0
-
-    def take_spill(self) -> dict[str, str]:
-        spill, self._spill = self._spill, {}
-        return spill
 
     def plan_eviction(
         self,

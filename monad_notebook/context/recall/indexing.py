@@ -72,7 +72,8 @@ class _Job:
 class RecallIndexer:
     """Writes messages' chunks for full-text search at once and, with an embedder, their vectors in the background."""
 
-    write_chunks = 256
+    write_chunks = 256  # vectors per write at most ...
+    write_seconds = 2.0  # ... and what is embedded is written this often, so a long backlog is found as it goes
     embed_batch = 8  # chunks per embedding call, unless the embedder says (``chunks_per_call``)
     linger = 0.5  # seconds a job waits for the next ones, so back-to-back steps share their writes
     history_slice = 500  # stored messages indexed per pass when catching up with a session's history
@@ -390,18 +391,20 @@ class RecallIndexer:
         with self._cond:
             waiting = self._unembedded.setdefault(session, {})
             waiting.update((m, n) for m, n in left.items() if m in waiting)
-        for start in range(0, len(todo), self.write_chunks):
-            batch = todo[start : start + self.write_chunks]
-            vectors: list[list[float]] = []
-            for at in range(0, len(batch), self.embed_batch):
-                unit = self._embed_unit([text for _, text in batch[at : at + self.embed_batch]], session)
-                if unit is None:
-                    return
-                vectors += unit
-            self._yield(session)
-            rows = [(chunk, vector) for (chunk, _), vector in zip(batch, vectors, strict=True)]
-            self.store.save_embeddings(session, rows, self.embedder.name)
-            self._embedded_inputs(session, [chunk.message_id for chunk, _ in batch], left, done)
+        rows: list[tuple[Chunk, list[float]]] = []
+        written = time.monotonic()
+        for at in range(0, len(todo), self.embed_batch):
+            batch = todo[at : at + self.embed_batch]
+            unit = self._embed_unit([text for _, text in batch], session)
+            if unit is None:
+                return
+            rows += [(chunk, vector) for (chunk, _), vector in zip(batch, unit, strict=True)]
+            last = at + self.embed_batch >= len(todo)
+            if last or len(rows) >= self.write_chunks or time.monotonic() - written >= self.write_seconds:
+                self._yield(session)
+                self.store.save_embeddings(session, rows, self.embedder.name)
+                self._embedded_inputs(session, [chunk.message_id for chunk, _ in rows], left, done)
+                rows, written = [], time.monotonic()
         self._embedded_inputs(session, [], {m.id: 0 for m in messages if not left[m.id]}, done)
 
     def _embedded_inputs(self, session: str, ids: list[str], left: dict[str, int], done: set[str]) -> None:
