@@ -52,11 +52,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.fidelity_session import KINDS, PLACEMENTS, Plant, Script, Turn, make_script
 from monad_notebook.agent.tools.base import Tool, ToolContext, tool
+from monad_notebook.agent.tools.recall import recall as recall_tool
+from monad_notebook.agent.tools.registry import run_tool
 from monad_notebook.config import Config
 from monad_notebook.context.compaction.ledger import parse_ledger
 from monad_notebook.context.compaction.summarize import SECTIONS, parse_sections, render_sections
 from monad_notebook.context.occupancy.tokens import TokenCounter
 from monad_notebook.context.recall.search import STEPS, Recall, query_terms
+from monad_notebook.context.recall.tuning import TUNING
+from monad_notebook.context.recall.wordmatch import shared_word_vectors
 from monad_notebook.errors import ModelError
 from monad_notebook.messages import ToolCall
 from monad_notebook.provider import ChatResponse, Usage
@@ -66,6 +70,7 @@ from monad_notebook.store.lance import LanceStore
 from monad_notebook.testing import ScriptedModel
 
 MAX_CHARS = 8000
+Ask = Callable[[ToolCall], str]  # one recall tool call, answered
 RECALL_BUDGET_TOKENS = 1200
 _TARGET = re.compile(r"at most about (\d+) tokens")
 
@@ -183,10 +188,10 @@ class Run:
     also: dict[str, tuple[int, int, float, float]] = field(default_factory=dict)
 
 
-def config(window: int, embedding: str = "local") -> Config:
+def config(window: int, embedder: embeddings.Embedder | None) -> Config:
     return Config.model_validate(
         {
-            "models": {"main": {"contextWindow": window}, "embedding": {"provider": embedding}},
+            "models": {"main": {"contextWindow": window}, "embedding": {"provider": "local" if embedder else "none"}},
             "agent": {"maxSteps": 64},
             "context": {"toolOutput": {"maxChars": MAX_CHARS}},
         }
@@ -198,7 +203,7 @@ def run(
     quality: str,
     window: int,
     tmp: Path,
-    embedding: str = "local",
+    embedder: embeddings.Embedder | None = None,
     *,
     misses: bool = False,
     ablate: bool = False,
@@ -211,11 +216,12 @@ def run(
     fast = FastModel(quality)
     session = Session(
         "fidelity",
-        config=config(window, embedding),
+        config=config(window, embedder),
         store=store,
         model=model,
         fast_model=fast,
         extra_tools=[fake_python(script)],
+        embedder=embedder,
     )
     tools_tokens = counter.count_messages([], [t.schema() for t in session.tools.values()]) - counter.count_messages([])
     model._usage = lambda messages: Usage(counter.count_messages(messages) + tools_tokens, 30)
@@ -229,13 +235,14 @@ def run(
     result.index_wait = time.perf_counter() - waited
     final = model.calls[-1].messages
     result.final_tokens = counter.count_messages(final) + tools_tokens
-    measure(result, script, session, store, final, counter)
+    tool = _tool_of(session)
+    measure(result, script, tool, store, final, counter)
     if misses:
-        result.misses = explain_misses(result, script, session, store)
+        result.misses = explain_misses(result, script, tool, store, embedder)
     if ablate:
-        result.ablation = ablation(result, script, session, counter)
+        result.ablation = ablation(result, script, session, embedder, counter)
     if also:
-        result.also = with_also(result, script, session, counter)
+        result.also = with_also(result, script, tool, counter)
     result.seconds = time.perf_counter() - started
     session.close()
     store.close()
@@ -250,9 +257,7 @@ def prompt_text(messages: list[dict[str, Any]]) -> str:
     return "\n".join(parts)
 
 
-def measure(
-    result: Run, script: Script, session: Session, store: LanceStore, final: list, counter: TokenCounter
-) -> None:
+def measure(result: Run, script: Script, tool: Ask, store: LanceStore, final: list, counter: TokenCounter) -> None:
     text = prompt_text(final)
     boundaries = _boundaries(store)
     result.compactions = len(boundaries)
@@ -273,50 +278,79 @@ def measure(
             and plant.value in (store.get_raw_output("fidelity", plant.call_id) or "")
         ):
             where.add("handle")
-        result.found[plant.value] = where | _recalled(result, session, counter, f"probe_{number}", plant.probe, plant)
-        result.held[plant.value] = where | _recalled(result, session, counter, f"held_{number}", plant.held_out, plant)
+        result.found[plant.value] = where | _recalled(result, tool, counter, f"probe_{number}", plant.probe, plant)
+        result.held[plant.value] = where | _recalled(result, tool, counter, f"held_{number}", plant.held_out, plant)
         folded_by = next((i for i, b in enumerate(boundaries) if b >= seqs[plant.value]), None)
         result.ago[plant.value] = 0 if folded_by is None else len(boundaries) - folded_by
 
 
+def _tool_of(session: Session, recall: Recall | None = None) -> Ask:
+    """The ``recall`` tool as the session runs it; with ``recall``, searching with that instead of the session's own.
+
+    The tool is given what the session gives it: the search over the session's store skipping what
+    its window shows, at the configured number of passages and snippet length. Indexing has caught
+    up by then, so no answer carries a note about messages still being indexed.
+    """
+    if recall is None:
+        return lambda call: session.execute_tool(call).text
+    ctx = ToolContext(session.name, {}, Path(), store=session.store, recall=_Searching(session, recall))  # type: ignore[arg-type]
+    return lambda call: run_tool({"recall": recall_tool}, ctx, call.name, call.arguments)
+
+
+class _Searching:
+    """The session's recall as the tool sees it, searching with another ``Recall`` (an ablation's)."""
+
+    def __init__(self, session: Session, recall: Recall) -> None:
+        self.session, self.recall = session, recall
+        self.snippet_chars = session.config.context.recall.snippet_chars
+
+    def search(self, query: str, also: list[str] = ()) -> list:  # type: ignore[assignment]
+        cfg, window = self.session.config.context.recall, self.session.window
+        return self.recall.search(self.session.name, query, cfg.max_results, also=also, window=window.messages)
+
+    def indexing(self) -> dict:
+        return {}
+
+
 def _recalled(
-    result: Run, session: Session, counter: TokenCounter, call_id: str, probe: str, plant: Plant, also: str = ""
+    result: Run, tool: Ask, counter: TokenCounter, call_id: str, probe: str, plant: Plant, also: str = ""
 ) -> set[str]:
     """{"recall"} when the recall tool's answer to ``probe`` (with ``also``) holds the identifier; timed and counted."""
     started = time.perf_counter()
     arguments = {"query": probe, **({"also": [also]} if also else {})}
-    answer = session.execute_tool(ToolCall(call_id, "recall", json.dumps(arguments))).text
+    answer = tool(ToolCall(call_id, "recall", json.dumps(arguments)))
     result.recall_ms.append((time.perf_counter() - started) * 1000)
     result.recall_tokens.append(counter.count_text(answer))
     return {"recall"} if plant.value in answer else set()
 
 
-def ablation(result: Run, script: Script, session: Session, counter: TokenCounter) -> dict[str, tuple[int, int]]:
+def ablation(
+    result: Run, script: Script, session: Session, embedder: embeddings.Embedder | None, counter: TokenCounter
+) -> dict[str, tuple[int, int]]:
     """Each rerank step switched off in turn, over the same final session: reachable by tuning and held-out probes.
 
     What the final prompt and the saved outputs reach is the same in every row; only the
-    ``recall`` tool's answers are asked again, through the tool, with one step left out.
+    ``recall`` tool's answers are asked again, through the tool, of a ``Recall`` built as the
+    session builds its own (its store, embedder, the kernel's word vectors, the default tuning)
+    with one step left out. The row "none" leaves none out, so it reaches what the run reached.
     """
-    stages = session.recall
-    full = stages.recall
+    words = shared_word_vectors(embedder.name) if embedder is not None else None
     rows: dict[str, tuple[int, int]] = {}
     for left_out in ("", *STEPS):
-        stages.recall = Recall(
-            full.store, full.embedder, full.words or stages._words, [s for s in STEPS if s != left_out]
-        )
+        steps = [s for s in STEPS if s != left_out]
+        tool = _tool_of(session, Recall(session.store, embedder, words, steps, tuning=TUNING))
         reach = [0, 0]
         probe = Run(result.quality)
         for number, plant in enumerate(script.plants):
             base = result.found[plant.value] - {"recall"}
             for which, question in enumerate((plant.probe, plant.held_out)):
-                recalled = _recalled(probe, session, counter, f"ablate_{number}_{which}", question, plant)
+                recalled = _recalled(probe, tool, counter, f"ablate_{number}_{which}", question, plant)
                 reach[which] += bool(base | recalled)
         rows[left_out or "none"] = (reach[0], reach[1])
-    stages.recall = full
     return rows
 
 
-def with_also(result: Run, script: Script, session: Session, counter: TokenCounter) -> dict[str, tuple]:
+def with_also(result: Run, script: Script, tool: Ask, counter: TokenCounter) -> dict[str, tuple]:
     """Each probe asked again with the other probe as the ``recall`` tool's ``also`` phrasing.
 
     The held-out probe with the tuning probe's words is the upper bound of a rewrite into the
@@ -332,7 +366,7 @@ def with_also(result: Run, script: Script, session: Session, counter: TokenCount
         reach = recalled = 0
         for number, plant in enumerate(script.plants):
             query, other = ask(plant)
-            got = _recalled(probe, session, counter, f"also_{number}", query, plant, also=other)
+            got = _recalled(probe, tool, counter, f"also_{number}", query, plant, also=other)
             reach += bool(result.found[plant.value] - {"recall"} | got)
             recalled += bool(got)
         ms = sorted(probe.recall_ms)
@@ -340,23 +374,24 @@ def with_also(result: Run, script: Script, session: Session, counter: TokenCount
     return rows
 
 
-def explain_misses(result: Run, script: Script, session: Session, store: LanceStore) -> list[str]:
+def explain_misses(
+    result: Run, script: Script, tool: Ask, store: LanceStore, embedder: embeddings.Embedder | None
+) -> list[str]:
     """One line per identifier recall missed: where it was, the probe, recall's answer, each search's rank."""
     ids = _carrier_ids(store, script)
-    recall = session.recall.recall
     lines = []
     asked = [(p, p.probe, result.found, "tuning") for p in script.plants]
     asked += [(p, p.held_out, result.held, "held-out") for p in script.plants]
     for number, (plant, probe, found, which) in enumerate(asked):
-        if "recall" in found[plant.value] or recall is None:
+        if "recall" in found[plant.value]:
             continue
         words = " ".join(query_terms(probe))
         by_words = store.search_chunks("fidelity", words, 500)
         by_meaning: list = []
-        if recall.embedder is not None:
-            vector = recall.embedder.embed([probe])[0]
-            by_meaning = store.search_embeddings("fidelity", vector, 500, model=recall.embedder.name)
-        answer = session.execute_tool(ToolCall(f"miss_{number}", "recall", json.dumps({"query": probe}))).text
+        if embedder is not None:
+            vector = embedder.embed([probe])[0]
+            by_meaning = store.search_embeddings("fidelity", vector, 500, model=embedder.name)
+        answer = tool(ToolCall(f"miss_{number}", "recall", json.dumps({"query": probe})))
         got = [line.strip()[:70] for line in answer.splitlines()[2::2]][:3]
         reach = ",".join(sorted(found[plant.value])) or "UNREACHABLE"
         lines.append(
@@ -546,7 +581,7 @@ def main() -> None:
     logging.getLogger("monad_notebook").setLevel(logging.ERROR)
     other = args.onnx_model
     files = None if other is None else (Path(other[0]), Path(other[1]))
-    embeddings._shared_local = ReusedEmbedder(files, None if other is None else int(other[2]))
+    embedder = ReusedEmbedder(files, None if other is None else int(other[2]))
     script = make_script(args.turns)
     steps = sum(len(t.steps) for t in script.turns)
     chars = sum(len(s.output) for t in script.turns for s in t.steps)
@@ -558,7 +593,16 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for quality in args.summarizers:
             runs.append(
-                run(script, quality, args.window, Path(tmp), misses=args.misses, ablate=args.ablate, also=args.also)
+                run(
+                    script,
+                    quality,
+                    args.window,
+                    Path(tmp),
+                    embedder,
+                    misses=args.misses,
+                    ablate=args.ablate,
+                    also=args.also,
+                )
             )
             print(report(script, runs[-1:]), flush=True)
     print(goals(script, runs))

@@ -76,7 +76,7 @@ def test_the_scripted_summarizers_write_the_briefing_their_quality_says():
 def test_a_short_run_counts_each_identifier_only_where_it_really_is(tmp_path):
     script = make_script(10)
 
-    result = run(script, "failing", 16_000, tmp_path, embedding="none", ablate=True)
+    result = run(script, "failing", 16_000, tmp_path, ablate=True)
 
     assert result.compactions >= 1 and result.fallbacks == result.compactions
     assert set(result.found) == {p.value for p in script.plants}
@@ -88,6 +88,8 @@ def test_a_short_run_counts_each_identifier_only_where_it_really_is(tmp_path):
     table = report(script, [result])
     assert "| all |" in table and "| placed in: output-middle |" in table and "Held-out probes" in table
     assert list(result.ablation) == ["none", *STEPS]  # every step switched off in turn, on both probe sets
+    reached = (sum(map(bool, result.found.values())), sum(map(bool, result.held.values())))
+    assert result.ablation["none"] == reached  # the benchmark's own Recall answers as the session's did
     in_prompt = sum(bool(w - {"recall"}) for w in result.found.values())
     assert all(in_prompt <= tuning <= 100 and in_prompt <= held <= 100 for tuning, held in result.ablation.values())
     assert "| one_of_each |" in table

@@ -60,8 +60,8 @@ SCHEMAS: dict[str, pa.Schema] = {
 
 EMBEDDINGS_PREFIX = "embeddings_"
 TEXT_TABLE = "recall_text"
-EMBEDDED_TEXT_MAX_CHARS = 2000
-MAX_QUERY_WORDS = 48
+EMBEDDED_TEXT_MAX_CHARS = 2000  # of the text kept beside a vector: limits of input, not recall's tuning
+MAX_QUERY_WORDS = 48  # of a full-text query
 _WORD = re.compile(r"[^\W_]+")
 _EMBEDDING_COLUMNS = (
     "session:text! message_id:text! seq:int turn:int role:text name:text text:text model:text created_at:float"

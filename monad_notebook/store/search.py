@@ -134,12 +134,11 @@ class LanceSearch:
         """The best chunk of up to ``k`` messages, best first: two rows per message asked for, then more.
 
         Rows beyond ``k`` leave room for a message's other chunks and for what the window shows
-        (``excluded`` messages, ``shown`` chunks). Reading four rows per message plus one per
-        excluded id at once would read hundreds of rows, and a vector search reorders twice that
-        many by their full vectors, while the narrow read nearly always suffices. Only when it
-        falls short while more rows exist is it read again that wide, so the answer is then the
-        wide one. ``each_chunk``: the chunks among the ``k``
-        best rows, in one read.
+        (``excluded`` messages, ``shown`` chunks). The narrow read nearly always suffices; only
+        when it falls short while more rows exist is it read again wide (four rows per message,
+        plus one per excluded id), so the answer is then the wide one. Each row read costs, and a
+        vector search reorders twice the rows by their full vectors. ``each_chunk``: the chunks
+        among the ``k`` best rows, in one read.
         """
         limits = (k,) if each_chunk else (2 * k, 4 * k + len(excluded) + len(shown or ()))
         for limit in limits:
@@ -221,10 +220,10 @@ class LanceSearch:
 
         A session holding ``ann_min_rows`` vectors or more is searched through the table's
         vector index (when built), probing every partition and reordering by the full vectors:
-        exact distances and, in every measurement, the hits of a scan, about 5x faster at 100k
-        rows. Smaller sessions bypass it and are scanned exactly: reading their few rows through
-        the session's bitmap index is faster than scanning the whole index (a probe of only
-        some partitions would also miss their rows: recall 0.97 for 1,000 rows among 100k).
+        exact distances and the hits of a scan, in less time (BENCHMARKS.md, "Retrieval"). Smaller
+        sessions bypass it and are scanned exactly: reading their few rows through the session's
+        bitmap index is faster than scanning the whole index, and a probe of only some partitions
+        could miss them.
         The choice counts rows (table metadata, then a bitmap lookup) and is kept (``_through_index``).
         What the window shows is skipped after the search (``_per_message`` reads further when it
         crowds the first rows), so a window of hundreds of ids never becomes a huge SQL filter.

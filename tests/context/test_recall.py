@@ -11,9 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from monad_notebook.context.lossless.truncation import truncate_tool_output
-from monad_notebook.context.recall.chunks import OVERLAP_CHARS, chunk_spans, embedding_inputs, message_chunks
+from monad_notebook.context.recall.chunks import chunk_spans, embedding_inputs, message_chunks
 from monad_notebook.context.recall.indexing import RecallIndexer
-from monad_notebook.context.recall.search import Passage, Recall, focus, fuse, fuse_rankings
+from monad_notebook.context.recall.ranking import Passage, fuse, fuse_rankings
+from monad_notebook.context.recall.search import Recall, focus
+from monad_notebook.context.recall.tuning import TUNING
 from monad_notebook.errors import ModelError
 from monad_notebook.messages import Message
 from monad_notebook.provider.local_embedder import LocalEmbedder, local_model_files
@@ -42,7 +44,7 @@ def stored_notes(store, count: int) -> list[Message]:
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.text(alphabet="ab \n", max_size=3000), st.integers(0, 2999), st.integers(1, OVERLAP_CHARS))
+@given(st.text(alphabet="ab \n", max_size=3000), st.integers(0, 2999), st.integers(1, TUNING.overlap_chars))
 def test_every_identifier_up_to_the_overlap_lies_whole_in_some_chunk(text, at, length):
     at = min(at, max(0, len(text) - length))
     wanted = (at, min(len(text), at + length))

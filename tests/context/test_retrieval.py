@@ -11,7 +11,8 @@ from monad_notebook.context.lossless.eviction import PLACEHOLDER_PREFIX
 from monad_notebook.context.recall.chunks import indexed_text
 from monad_notebook.context.recall.indexing import RecallIndexer
 from monad_notebook.context.recall.retrieval import Retrieval, identifier_terms
-from monad_notebook.context.recall.search import CANDIDATES, Recall
+from monad_notebook.context.recall.search import Recall
+from monad_notebook.context.recall.tuning import TUNING
 from monad_notebook.errors import StoreError
 from monad_notebook.messages import Message, ToolCall
 from monad_notebook.provider.local_embedder import LocalEmbedder, local_model_files
@@ -90,11 +91,14 @@ def test_the_searches_bring_candidates_for_the_passages_the_block_shows_not_for_
     block = retrieval(store, embedder, max_results=3, min_score=0.0).related_context("s", "cat story", set())
 
     assert block is not None and re.findall(r"^- \[#(\d+) ", block, re.M) == ["7", "8", "9"]
-    assert asked == {"vectors": [CANDIDATES * 3], "words": [CANDIDATES * 3]}  # not for the 7 it asks to filter
+    assert asked == {
+        "vectors": [TUNING.candidates * 3],
+        "words": [TUNING.candidates * 3],
+    }  # not for the 7 it asks to filter
     asked["vectors"].clear()
     asked["words"].clear()
     Recall(store, embedder).search("s", "cat story", 3)
-    assert asked == {"vectors": [CANDIDATES * 3], "words": [CANDIDATES * 3]}
+    assert asked == {"vectors": [TUNING.candidates * 3], "words": [TUNING.candidates * 3]}
 
 
 def test_snippets_are_cut_to_snippet_chars(store, embedder) -> None:

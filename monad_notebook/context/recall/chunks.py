@@ -1,21 +1,20 @@
 """What recall indexes: every message and every saved tool output, whole, in overlapping chunks.
 
 A fact sits anywhere in a long output (a column in the middle of a ``describe()``, a row
-count in the middle of a log), so nothing is clipped to its start. Chunks are short (about
-300 characters, a few lines of a log, cut at a line end where one is near): a line embedded
-with a few neighbours keeps its meaning, one among a dozen is drowned by them (on the fidelity
-benchmark, 600-character chunks put 76 of 100 planted identifiers in recall's answer, 300 put
-79). Each chunk overlaps the previous by at least ``OVERLAP_CHARS``, so any identifier up to
-that long lies whole in one chunk, and starts at a line start where one is that near, so a
-line is not split from the words that say what it holds. A tool result whose full text was
-saved is indexed from that text, so a chunk's offset is the one ``read_tool_output`` pages by.
+count in the middle of a log), so nothing is clipped to its start. Chunks are short (a few
+lines of a log, cut at a line end where one is near): a line embedded with a few neighbours
+keeps its meaning, one among a dozen is drowned by them. Each chunk overlaps the previous, so
+an identifier up to ``overlap_chars`` long lies whole in one chunk, and starts at a line start
+where one is that near, so a line is not split from the words that say what it holds. A tool
+result whose full text was saved is indexed from that text, so a chunk's offset is the one
+``read_tool_output`` pages by. The sizes are in ``RecallTuning`` (``tuning.py``).
 
 A tool output is mostly lines of a few patterns (rows of numbers, a templated log), and in a
 chunk of them the one line that says something (``saved refund cleaned table -> ...``) is
-drowned even at 300 characters. So a tool output's chunk is embedded twice when a few of its
+drowned even in a short chunk. So a tool output's chunk is embedded twice when a few of its
 lines stand out (their pattern, each number and each word blanked, occurs once in the whole
-output) among at least ``MIN_PATTERN_LINES`` that do not: once whole and once as just those
-lines (``embedding_inputs``). Its full-text entry and its snippet stay the chunk itself.
+output) among lines that do not: once whole and once as just those lines
+(``embedding_inputs``). Its full-text entry and its snippet stay the chunk itself.
 """
 
 from __future__ import annotations
@@ -25,25 +24,21 @@ import re
 from collections import Counter
 
 from monad_notebook.context.lossless.eviction import PLACEHOLDER_PREFIX
+from monad_notebook.context.recall.tuning import TUNING, RecallTuning
 from monad_notebook.messages import Message
 from monad_notebook.store.base import Chunk
 
-CHUNK_CHARS = 300
-OVERLAP_CHARS = 80
-_LINE_SEARCH = 200
-_WORD_SEARCH = 40
 _TOKEN = re.compile(r"\w+")
-STANDOUT_SHARE = 2  # standout lines are embedded apart when they are at most half of their chunk ...
-MIN_PATTERN_LINES = 3  # ... and stand among at least this many lines of a repeated pattern
 
 
-def chunk_spans(text: str, size: int = CHUNK_CHARS, overlap: int = OVERLAP_CHARS) -> list[tuple[int, int]]:
+def chunk_spans(text: str, tuning: RecallTuning = TUNING) -> list[tuple[int, int]]:
     """(start, end) of each chunk of ``text``: whole lines where they fit, each overlapping the previous.
 
-    The overlap reaches back to a line start when one lies within another ``overlap`` characters.
+    The overlap reaches back to a line start when one lies within another ``overlap_chars``.
 
     Linear in ``len(text)``: every search is bounded by a constant window.
     """
+    size, overlap = tuning.chunk_chars, tuning.overlap_chars
     if len(text) <= size:
         return [(0, len(text))] if text.strip() else []
     spans: list[tuple[int, int]] = []
@@ -51,7 +46,7 @@ def chunk_spans(text: str, size: int = CHUNK_CHARS, overlap: int = OVERLAP_CHARS
     while True:
         end = min(len(text), start + size)
         if end < len(text):
-            newline = text.rfind("\n", max(start + size // 2, end - _LINE_SEARCH), end)
+            newline = text.rfind("\n", max(start + size // 2, end - tuning.line_search), end)
             if newline > start:
                 end = newline + 1
         spans.append((start, end))
@@ -59,13 +54,13 @@ def chunk_spans(text: str, size: int = CHUNK_CHARS, overlap: int = OVERLAP_CHARS
             return spans
         step = max(start + 1, end - overlap)
         line = text.rfind("\n", max(start, step - overlap), step) + 1
-        word = line if line > start else _word_start(text, step)
+        word = line if line > start else _word_start(text, step, tuning.word_search)
         start = word if word > start else step
 
 
-def _word_start(text: str, at: int) -> int:
-    """``at`` moved back to the start of the word it falls in (more overlap, never less)."""
-    floor = max(0, at - _WORD_SEARCH)
+def _word_start(text: str, at: int, reach: int) -> int:
+    """``at`` moved back to the start of the word it falls in, at most ``reach`` (more overlap, never less)."""
+    floor = max(0, at - reach)
     while at > floor and not text[at - 1].isspace():
         at -= 1
     return at
@@ -97,7 +92,7 @@ def _arguments_text(arguments: str) -> str:
     return "\n".join(v if isinstance(v, str) else json.dumps(v) for v in parsed.values())
 
 
-def message_chunks(message: Message, raw: str | None = None) -> list[Chunk]:
+def message_chunks(message: Message, raw: str | None = None, tuning: RecallTuning = TUNING) -> list[Chunk]:
     """``message``'s indexed text in chunks, each knowing where it starts and whose it is."""
     text = indexed_text(message, raw)
     return [
@@ -111,7 +106,7 @@ def message_chunks(message: Message, raw: str | None = None) -> list[Chunk]:
             name=message.name,
             tool_call_id=message.tool_call_id,
         )
-        for start, end in chunk_spans(text)
+        for start, end in chunk_spans(text, tuning)
     ]
 
 
@@ -120,15 +115,17 @@ def _shape(line: str) -> str:
     return " ".join(_TOKEN.sub(lambda m: "0" if m.group().isdigit() else "a", line).split())
 
 
-def _standout_lines(text: str, shapes: Counter[str]) -> str:
+def _standout_lines(text: str, shapes: Counter[str], tuning: RecallTuning) -> str:
     """Lines of ``text`` whose pattern occurs once in the whole output (``shapes``); "" unless few stand among many."""
     lines = [line for line in text.splitlines() if line.strip()]
     kept = [line for line in lines if shapes[_shape(line)] == 1]
-    few = STANDOUT_SHARE * len(kept) <= len(lines) and len(lines) - len(kept) >= MIN_PATTERN_LINES
+    few = tuning.standout_share * len(kept) <= len(lines) and len(lines) - len(kept) >= tuning.min_pattern_lines
     return "\n".join(kept) if kept and few else ""
 
 
-def embedding_inputs(message: Message, chunks: list[Chunk], seen: set[int] | None = None) -> list[tuple[Chunk, str]]:
+def embedding_inputs(
+    message: Message, chunks: list[Chunk], seen: set[int] | None = None, tuning: RecallTuning = TUNING
+) -> list[tuple[Chunk, str]]:
     """What to embed for ``message``'s chunks: each chunk's text, and for a tool output its standout lines too.
 
     Standout lines already embedded (``seen``: their hashes, updated here) are not embedded
@@ -140,7 +137,7 @@ def embedding_inputs(message: Message, chunks: list[Chunk], seen: set[int] | Non
     seen = set() if seen is None else seen
     shapes = Counter(_shape(line) for line in _joined(chunks).splitlines() if line.strip())
     for chunk in chunks:
-        standout = _standout_lines(chunk.text, shapes)
+        standout = _standout_lines(chunk.text, shapes, tuning)
         if standout and hash(standout) not in seen:
             seen.add(hash(standout))
             inputs.append((chunk, standout))

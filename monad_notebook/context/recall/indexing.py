@@ -37,7 +37,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from monad_notebook.context.recall.chunks import CHUNK_CHARS, embedding_inputs, indexed_text, message_chunks
+from monad_notebook.context.recall.chunks import embedding_inputs, indexed_text, message_chunks
+from monad_notebook.context.recall.tuning import TUNING
 from monad_notebook.context.recall.wordmatch import WordVectors, words_of
 from monad_notebook.foreground import FOREGROUND, Foreground, lower_priority
 from monad_notebook.messages import Message
@@ -73,7 +74,7 @@ class RecallIndexer:
     """Writes messages' chunks for full-text search at once and, with an embedder, their vectors in the background."""
 
     write_chunks = 256  # vectors per write at most ...
-    write_seconds = 2.0  # ... and what is embedded is written this often, so a long backlog is found as it goes
+    write_seconds = 1.0  # ... and what is embedded is written this often, so a long backlog is found as it goes
     embed_batch = 8  # chunks per embedding call, unless the embedder says (``chunks_per_call``)
     linger = 0.5  # seconds a job waits for the next ones, so back-to-back steps share their writes
     history_slice = 500  # stored messages indexed per pass when catching up with a session's history
@@ -507,7 +508,7 @@ def _merged(jobs: list[_Job]) -> list[_Job]:
 
 def _inputs_guess(message: Message) -> int:
     """About how many chunks a stored message makes, before its full text is read."""
-    return max(1, len(indexed_text(message)) // CHUNK_CHARS)
+    return max(1, len(indexed_text(message)) // TUNING.chunk_chars)
 
 
 def _worth_indexing(message: Message) -> bool:

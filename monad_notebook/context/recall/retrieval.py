@@ -1,11 +1,11 @@
 """Semantic reinjection: bring back what eviction and summarization hid, when a turn needs it.
 
-Once per turn the new user message is put to recall (``search.py``: full-text and vector
-search over the session's whole history, fused) and the passages it trusts come back as a
-``<related_context>`` block: those the vectors place above ``minScore``, those holding
-verbatim a name the request gives (an id, a snake_case column, a file name), which a
+Once per turn the new user message is put to the session's ``Recall`` (``search.py``: the
+stages that search its whole history by words and by meaning) and the passages it trusts
+come back as a ``<related_context>`` block: those the vectors place above ``minScore``, those
+holding verbatim a name the request gives (an id, a snake_case column, a file name), which a
 sentence embedding cannot tell from its neighbours, and, while a message still waits for
-its vectors, one that holds at least ``WORDS_TRUSTED`` of the request's words.
+its vectors, one that holds at least ``words_trusted`` of the request's words (``tuning.py``).
 
 Best-effort by design: retrieval is an optimisation, so a missing embedder, a store hiccup
 or an embedding failure yields no block, never a failed turn.
@@ -17,12 +17,12 @@ import logging
 from collections.abc import Callable, Iterable
 
 from monad_notebook.config import RetrievalConfig
-from monad_notebook.context.recall.search import Passage, Recall, coverage, identifier_terms, query_terms
+from monad_notebook.context.recall.ranking import Passage, coverage
+from monad_notebook.context.recall.search import Recall, identifier_terms, query_terms
 from monad_notebook.messages import Message
 
 log = logging.getLogger(__name__)
 
-WORDS_TRUSTED = 0.5  # a passage without vectors yet holding this share of the request's words is a match
 OPEN_TAG, CLOSE_TAG = "<related_context>", "</related_context>"
 INTRO = (
     "Earlier messages from this session that may bear on the request below, found by similarity"
@@ -63,11 +63,11 @@ class Retrieval:
     def _trusted(self, session: str, query: str, window: list[Message], query_id: str | None) -> list[Passage]:
         """Recall's passages naming the query's identifiers (first), then those above ``minScore``, and those
         still without vectors that hold enough of the query's words."""
-        limit = self.cfg.max_results
-        terms = identifier_terms(query)
+        limit, tuning = self.cfg.max_results, self.recall.tuning
+        terms = identifier_terms(query, tuning)
         asked = query.strip()
         unembedded = self.unembedded(session)
-        words = query_terms(query) if unembedded else []
+        words = query_terms(query, tuning) if unembedded else []
         named, near = [], []
         for passage in self.recall.search(session, query, 2 * limit + 1, window=window, shown=limit):
             hit = passage.hit
@@ -76,7 +76,7 @@ class Retrieval:
             if any(term in hit.snippet for term in terms):
                 named.append(passage)
             elif (passage.cosine is not None and passage.cosine >= self.cfg.min_score) or (
-                hit.message_id in unembedded and coverage(hit.snippet, words) >= WORDS_TRUSTED
+                hit.message_id in unembedded and coverage(hit.snippet, words) >= tuning.words_trusted
             ):
                 near.append(passage)
         return [*named, *near][:limit]

@@ -2,14 +2,14 @@
 
 A question asked in other words than the session used ("which file was the customer rating
 held-out set?" for "saved review holdout sample -> ...") shares no word with the passage,
-so full-text search cannot find it, and a sentence embedding places it far down (the offline
-model ranked such passages 22nd to 198th among a session's 9,000 chunks): a passage
+so full-text search cannot find it, and a sentence embedding places it far down: a passage
 matching one half of the question well ("The review score is in column ...") scores above
-one matching both halves a little. Matching word by word rewards the passage that has a
-near word for each of the question's: each question word counts by its nearest word in the
-passage (1 for the same word, else the cosine of the two words' vectors), and the passage
-scores the mean. Recall ranks the passages the two searches brought, a wide pool of them,
-this way too, and fuses that ranking with the other two.
+one matching both halves a little (BENCHMARKS.md, "Words matched by meaning"). Matching word
+by word rewards the passage that has a near word for each of the question's: each question
+word counts by its nearest word in the passage (1 for the same word, else the cosine of the
+two words' vectors), and the passage scores the mean. Recall's ``word_meaning`` stage ranks
+a wide pool of what the two searches brought this way, and the fusion counts that ranking
+with the other two.
 
 Each word's vector is learnt once, in the background, from the text recall indexes
 (``WordVectors``, filled by the indexer), so a search only looks them up; a word not learnt
@@ -25,13 +25,13 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from monad_notebook.context.recall.tuning import TUNING, RecallTuning
 from monad_notebook.store.base import EmbeddingHit
 from monad_notebook.store.rows import words
 
 _DIGITS = re.compile(r"\d+")
 
 MAX_WORDS = 50_000  # words kept per embedding model (float16 vectors), bounding the kernel's memory
-MAX_TERMS = 12  # question words matched; a long message's first ones
 _STOP_TEXT = (
     "the and for are was were what which who whom whose where when why how did does doing done has have had"
     " that this these those with from into onto about than then there their they them our ours your yours"
@@ -42,15 +42,18 @@ _STOP_TEXT = (
 STOP_WORDS = frozenset(_STOP_TEXT.split())  # matched by no passage; left out of full-text queries too
 
 
-def words_of(text: str) -> set[str]:
-    """The distinct words of ``text`` worth matching: its runs of 3 to 30 letters, lowercased, stop words left out.
+def words_of(text: str, tuning: RecallTuning = TUNING) -> set[str]:
+    """The distinct words of ``text`` worth matching: its runs of letters, lowercased, stop words left out.
 
-    Digits split a word (``churn2024`` gives ``churn``); a longer run counts as pieces of 30.
+    Digits split a word (``churn2024`` gives ``churn``); a run longer than ``max_word_chars``
+    counts as pieces of that length, and one shorter than ``min_word_chars`` not at all.
     """
+    least, most = tuning.min_word_chars, tuning.max_word_chars
     found = set()
     for token in words(text):
         for letters in _DIGITS.split(token):
-            found.update(letters[i : i + 30].lower() for i in range(0, len(letters), 30) if len(letters) - i >= 3)
+            pieces = range(0, len(letters) - least + 1, most)
+            found.update(letters[i : i + most].lower() for i in pieces)
     return found - STOP_WORDS
 
 
@@ -114,13 +117,14 @@ def rank_by_words(
     term_vectors: np.ndarray,
     hits: Sequence[EmbeddingHit],
     vectors: WordVectors,
+    tuning: RecallTuning = TUNING,
 ) -> list[EmbeddingHit]:
     """``hits`` with words, best word-by-word match to ``terms`` first (see the module doc).
 
     ``term_vectors``: one row per term. A word starting with the term (``churn``: churned,
     churns) matches it fully; other forms match by their vectors, which place them close.
     """
-    per_hit = [sorted(words_of(hit.snippet)) for hit in hits]
+    per_hit = [sorted(words_of(hit.snippet, tuning)) for hit in hits]
     kept = [(hit, words) for hit, words in zip(hits, per_hit, strict=True) if words]
     if not terms or not kept:
         return []
