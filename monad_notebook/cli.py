@@ -42,12 +42,15 @@ def _print_event(event: Event) -> None:
     data = event.data
     if event.kind == ev.TOOL_STARTED:
         first = " ".join(str(data.get("arguments", "")).split())[:90]
-        print(f"  -> {data['name']}({first})")
+        written = f" (written as text: {data['recovered']})" if data.get("recovered") else ""
+        print(f"  -> {data['name']}({first}){written}")
     elif event.kind == ev.TOOL_FINISHED:
         preview = " ".join(str(data.get("preview", "")).split())[:90]
         print(f"     <- {preview}")
     elif event.kind == ev.EVICTED:
         print(f"  [context] cleared {data['count']} old tool result(s), {data['reclaimed']} tokens, recoverable")
+    elif event.kind == ev.TEXT_CALLS_UNUSED:
+        print(f"  [tool calls] {data['message']}")
 
 
 def run_demo(args: argparse.Namespace) -> int:
@@ -64,6 +67,7 @@ def run_demo(args: argparse.Namespace) -> int:
     print(f"working directory {workdir}, python tool approval: auto (demo), session {args.session!r}\n")
     totals = {"turns": 0, "steps": 0, "tool calls": 0, "prompt tokens sent": 0}
     estimated = False
+    written = 0  # tool calls the model wrote as text, run as calls
     session = None
     for number, question in enumerate(DEMO_QUESTIONS, 1):
         if number == len(DEMO_QUESTIONS):
@@ -83,6 +87,7 @@ def run_demo(args: argparse.Namespace) -> int:
         totals["turns"] += 1
         totals["steps"] += reply.steps
         totals["tool calls"] += reply.tool_calls
+        written += reply.recovered_calls
         totals["prompt tokens sent"] += reply.prompt_tokens
         estimated = estimated or reply.estimated
     assert session is not None
@@ -92,6 +97,8 @@ def run_demo(args: argparse.Namespace) -> int:
     }
     if estimated:
         totals["prompt tokens sent"] = f"{totals['prompt tokens sent']} (estimated)"
+    if written:
+        totals["tool calls"] = f"{totals['tool calls']} ({written} written as text)"
     print("| what | count |\n| --- | --- |")
     for key, value in {**totals, **rows}.items():
         print(f"| {key} | {value} |")

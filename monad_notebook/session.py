@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from monad_notebook.agent.loop import Reply, Turn, TurnInputs
+from monad_notebook.agent.text_calls import TextCallReader, tally
 from monad_notebook.agent.tools.base import Tool, ToolContext, ToolOutput
 from monad_notebook.agent.tools.registry import run_tool
 from monad_notebook.branching import branch_session, check_session_name
@@ -22,7 +23,7 @@ from monad_notebook.context.compaction.handoff import seed_handoff
 from monad_notebook.context.occupancy.cost import pricing_for
 from monad_notebook.context.window import Window
 from monad_notebook.errors import UsageError
-from monad_notebook.events import ERROR, RESET, EventBus, EventLog
+from monad_notebook.events import ERROR, RESET, TEXT_CALLS, EventBus, EventLog
 from monad_notebook.foreground import FOREGROUND
 from monad_notebook.memory import MemoryService
 from monad_notebook.messages import Message, ToolCall
@@ -208,6 +209,7 @@ class Session:
                 emit=self.emit,
                 usage=self.usage_snapshot,
                 max_steps=self.config.agent.max_steps,
+                text_calls=TextCallReader(self.tools, self.config.models.main.text_tool_calls),
             )
             reply = Turn(inputs, text, on_text).run()
         except BaseException:
@@ -239,6 +241,9 @@ class Session:
             **self.usage_snapshot(),
             "images": self.window.frame.image_detail or "",
             "mcp_servers": self.settings.mcp.statuses(),
+            "text_calls": tally(
+                self.store.list_events(self.name, kind=TEXT_CALLS), self.config.models.main.text_tool_calls
+            ),
         }
 
     def compact(self) -> bool:

@@ -13,6 +13,7 @@ from typing import Any
 
 from monad_notebook import events as ev
 from monad_notebook.agent.call_ids import unique_tool_calls
+from monad_notebook.agent.text_calls import TextCallReader
 from monad_notebook.agent.tools.approval import QuestionInterrupted
 from monad_notebook.agent.tools.base import ToolOutput
 from monad_notebook.context.cascade import Cascade
@@ -46,6 +47,8 @@ class Reply:
     stopped_at_max_steps: bool = False
     truncated: bool = False  # the final answer was cut off by the output token limit (its text says so)
     tool_names: list[str] = field(default_factory=list)
+    recovered_calls: int = 0  # of tool_calls: written as text by the model, read and run (text_calls.py)
+    text_call_note: str = ""  # the model wrote calls as text and none could run: what to change
 
 
 @dataclass
@@ -61,6 +64,7 @@ class TurnInputs:
     emit: Emit
     usage: Callable[[], dict[str, Any]]  # the occupancy snapshot for ``context.usage``
     max_steps: int
+    text_calls: TextCallReader | None = None  # reads calls a reply wrote as text; None: its text is the answer
 
 
 class Turn:
@@ -91,6 +95,7 @@ class Turn:
                 f"(stopped after agent.maxSteps={io.max_steps} steps without a final answer; "
                 "ask again to continue, or raise agent.maxSteps)"
             )
+        self._text_call_verdict()
         io.emit(ev.TURN_FINISHED, turn=w.turn, steps=self.reply.steps, tool_calls=self.reply.tool_calls)
         return self.reply
 
@@ -101,7 +106,7 @@ class Turn:
         before = io.cascade.projected()
         io.cascade.run_step()
         response, prompt_tokens = self._call_model()
-        calls = unique_tool_calls(w, io.saved_outputs, response.tool_calls)
+        calls = unique_tool_calls(w, io.saved_outputs, response.tool_calls or self._written_calls(response))
         if response.finish_reason == "length":
             response.content = f"{response.content}\n\n{TRUNCATED_NOTE}".lstrip()
             io.emit(ev.ANSWER_TRUNCATED, turn=w.turn, step=w.step, tool_calls=len(calls), chars=len(response.content))
@@ -113,6 +118,26 @@ class Turn:
             self.reply.completion_tokens += response.usage.completion_tokens
         io.emit(ev.USAGE, **io.usage(), turn=w.turn, step=w.step, before=before)
         return response
+
+    def _written_calls(self, response: ChatResponse) -> list[ToolCall]:
+        """The calls the reply wrote in its text (it has none through the API); its text keeps the rest."""
+        reader = self.io.text_calls
+        found = reader.read(response.content, response.finish_reason) if reader is not None else None
+        if found is None:
+            return []
+        response.content, response.tool_calls = found.prose, [a.call for a in found.attempts]
+        written = [{"name": a.call.name[:100], "form": a.call.recovered, "problem": a.problem} for a in found.attempts]
+        self.io.emit(ev.TEXT_CALLS, calls=written, run=found.usable, prose_chars=len(found.prose))
+        return response.tool_calls
+
+    def _text_call_verdict(self) -> None:
+        reader = self.io.text_calls
+        if reader is None:
+            return
+        self.reply.recovered_calls = reader.recovered
+        self.reply.text_call_note = reader.verdict()
+        if self.reply.text_call_note:
+            self.io.emit(ev.TEXT_CALLS_UNUSED, message=self.reply.text_call_note)
 
     def _call_model(self) -> tuple[ChatResponse, int]:
         """Call the model; on a context-length error make room (evict, compact) and retry once, and
@@ -161,7 +186,14 @@ class Turn:
         io = self.io
         results: list[Message] = []
         for index, call in enumerate(calls):
-            io.emit(ev.TOOL_STARTED, tool_call_id=call.id, name=call.name, arguments=call.arguments[:ARGUMENTS_SHOWN])
+            written = {"recovered": call.recovered} if call.recovered else {}
+            io.emit(
+                ev.TOOL_STARTED,
+                tool_call_id=call.id,
+                name=call.name,
+                arguments=call.arguments[:ARGUMENTS_SHOWN],
+                **written,
+            )
             started = time.perf_counter()
             try:
                 with FOREGROUND.aside():

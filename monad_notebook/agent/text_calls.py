@@ -1,0 +1,265 @@
+"""Tool calls a model wrote as text instead of the API's ``tool_calls``: found, checked, run.
+
+Small and mid-size open models served by llama.cpp, Ollama or LM Studio often answer a tool
+call in their text. Read as an answer, such a reply shows the user a block of JSON and nothing
+runs. So when a reply carries no ``tool_calls``, its text is read for calls in the forms real
+models write (docs/configuration.md, "Tool calls written as text", lists them and why):
+
+- ``json block``: a fenced code block (```` ```json ````, ```` ```tool_call ```` or a bare fence)
+  holding ``{"name": ..., "arguments": {...}}``;
+- ``tool_call tag``: ``<tool_call>{...}</tool_call>``, the form Qwen's and Hermes' chat templates ask for
+  (a last tag left open by the end of the reply counts);
+- ``json``: the whole reply is that object.
+
+``arguments`` may also be spelled ``parameters`` (Llama 3's documented form) or be a JSON string
+holding the object; a string between Python's triple quotes inside the JSON (how a small model
+writes code) is taken verbatim. A block may hold several calls (a list, or objects one after another).
+
+Carefully: the calls must end the reply (words before them are kept as the assistant's text;
+words after them mean the JSON was shown, not called), and an object with any other key is not
+a call. What is found becomes a :class:`ToolCall` marked ``recovered``, which the turn runs like
+any call: an unknown name or arguments that fail the tool's schema are never run and come back
+to the model as one ``error:`` line, as for an API call. A turn reads at most
+``NEAR_MISS_STEPS`` replies whose calls could none be run; after that the reply is the answer,
+and the user is told in one line what to change.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from monad_notebook.agent.tools.base import Tool
+from monad_notebook.errors import ToolError
+from monad_notebook.events import Event
+from monad_notebook.messages import ToolCall
+
+JSON_BLOCK = "json block"
+TOOL_CALL_TAG = "tool_call tag"
+BARE_JSON = "json"
+NEAR_MISS_STEPS = 2  # replies of a turn whose written calls could none be run, before the text is the answer
+_ARGUMENT_KEYS = ("arguments", "parameters")
+_FENCE = re.compile(r"```[ \t]*(json|tool_call|tool_code)?[ \t]*\n(.*?)\n?[ \t]*```", re.S | re.I)
+_TRIPLE = re.compile(r'"""(.*?)"""', re.S)
+_TAG = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.S)
+# a call whose JSON does not parse (a small model's unescaped quotes in code): its name and raw arguments
+_BROKEN = re.compile(
+    r'\A\s*\{\s*"name"\s*:\s*"([^"\n]{1,200})"\s*,\s*"(?:arguments|parameters)"\s*:\s*(.*)\}\s*\Z', re.S
+)
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One call the model wrote as text, and why it cannot run ("" when it can)."""
+
+    call: ToolCall
+    problem: str = ""
+
+    @property
+    def usable(self) -> bool:
+        return not self.problem
+
+
+@dataclass(frozen=True)
+class Found:
+    """What a reply's text held: its words outside the calls, and the calls in order."""
+
+    prose: str
+    attempts: tuple[Attempt, ...]
+
+    @property
+    def usable(self) -> int:
+        return sum(a.usable for a in self.attempts)
+
+
+def find_calls(text: str, tools: Mapping[str, Tool]) -> Found | None:
+    """The calls ``text`` ends with, each checked against the offered ``tools``; None for plain prose."""
+    stripped = text.strip()
+    if not stripped:
+        return None
+    whole = _calls_in(stripped)
+    if whole is not None and stripped.startswith(("{", "[")):
+        return _checked("", [(BARE_JSON, value) for value in whole], tools)
+    segments = _trailing_segments(stripped)
+    if not segments:
+        return None
+    written: list[tuple[str, Any]] = []
+    for form, body in segments[1]:
+        values = _calls_in(body)
+        if values is None:
+            return None
+        written.extend((form, value) for value in values)
+    return _checked(stripped[: segments[0]].rstrip(), written, tools)
+
+
+def _trailing_segments(text: str) -> tuple[int, list[tuple[str, str]]] | None:
+    """Where the run of fenced blocks and tags that ends ``text`` starts, and each one's form and body."""
+    spans = [(m.start(), m.end(), JSON_BLOCK, m.group(2)) for m in _FENCE.finditer(text)]
+    spans += [(m.start(), m.end(), TOOL_CALL_TAG, m.group(1)) for m in _TAG.finditer(text)]
+    spans.sort()
+    run: list[tuple[int, int, str, str]] = []
+    end = len(text)
+    for start, stop, form, body in reversed(spans):
+        if text[stop:end].strip():
+            break
+        run.insert(0, (start, stop, form, body))
+        end = start
+    if not run:
+        return None
+    return run[0][0], [(form, _unfenced(body)) for _, _, form, body in run]
+
+
+def _unfenced(body: str) -> str:
+    """A tag's body without a fence around it (some models fence the JSON inside the tag)."""
+    match = _FENCE.fullmatch(body.strip())
+    return match.group(2) if match else body
+
+
+def _calls_in(body: str) -> list[Any] | None:
+    """The call-shaped values of ``body`` (one object, a list of them, or objects one after another).
+
+    A body whose JSON does not parse counts when it starts like a call (``{"name": "...",
+    "arguments": ...``): the tool's own check then says the arguments are not valid JSON.
+    """
+    values = _json_values(body.strip())
+    if values is None:
+        broken = _BROKEN.match(body)
+        return [{"name": broken.group(1), "arguments": _RawArguments(broken.group(2).strip())}] if broken else None
+    flat = [item for value in values for item in (value if isinstance(value, list) else [value])]
+    if not flat or not all(_call_shaped(item) for item in flat):
+        return None
+    return flat
+
+
+def _json_values(text: str) -> list[Any] | None:
+    """The JSON values of ``text`` in order; a Python triple-quoted string stands for a JSON string."""
+    values = _decoded(text)
+    if values is None and '"""' in text:
+        values = _decoded(_TRIPLE.sub(_as_json_string, text))
+    return values
+
+
+def _as_json_string(match: re.Match[str]) -> str:
+    """A triple-quoted block (how a small model writes code inside JSON) as a JSON string of its text, verbatim."""
+    return json.dumps(match.group(1))
+
+
+def _decoded(text: str) -> list[Any] | None:
+    decoder = json.JSONDecoder()
+    values: list[Any] = []
+    position = 0
+    while position < len(text):
+        try:
+            value, position = decoder.raw_decode(text, position)
+        except json.JSONDecodeError:
+            return None
+        values.append(value)
+        while position < len(text) and text[position] in " \t\r\n,;":
+            position += 1
+    return values or None
+
+
+def _call_shaped(value: Any) -> bool:
+    if not isinstance(value, dict) or not isinstance(value.get("name"), str) or not value["name"].strip():
+        return False
+    keys = set(value) - {"name"}
+    return len(keys) == 1 and keys <= set(_ARGUMENT_KEYS)
+
+
+class _RawArguments(str):
+    """Arguments text that did not parse, kept as the model wrote it."""
+
+
+def _checked(prose: str, written: list[tuple[str, Any]], tools: Mapping[str, Tool]) -> Found:
+    attempts = []
+    for form, value in written:
+        name = value["name"].strip()
+        raw = next((value[key] for key in _ARGUMENT_KEYS if key in value), {})
+        arguments, problem = _arguments(raw)
+        found = tools.get(name)
+        if found is None:
+            problem = f"unknown tool {name[:100]!r}"
+        elif not problem:
+            try:
+                found.check(arguments)
+            except ToolError as error:
+                problem = str(error).removeprefix(f"{name}: ")
+        text = raw if isinstance(raw, _RawArguments) else json.dumps(arguments, ensure_ascii=False)
+        attempts.append(Attempt(ToolCall("", name, text, recovered=form), problem))
+    return Found(prose, tuple(attempts))
+
+
+def _arguments(raw: Any) -> tuple[dict[str, Any], str]:
+    """The arguments as an object, or the reason they are not one."""
+    if isinstance(raw, _RawArguments):
+        return {}, "arguments are not valid JSON"
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw) if raw.strip() else {}
+        except json.JSONDecodeError:
+            return {}, "arguments are not valid JSON"
+    if not isinstance(raw, dict):
+        return {}, f"arguments must be a JSON object, got {type(raw).__name__}"
+    return raw, ""
+
+
+@dataclass
+class TextCallReader:
+    """One turn's reading of replies for calls written as text (``models.main.textToolCalls``)."""
+
+    tools: Mapping[str, Tool]
+    mode: str = "auto"  # "auto": found calls run; "off": replies are answers, a written call only noted
+    written: list[Attempt] = field(default_factory=list)  # every call found this turn, run or not
+    near_misses: int = 0  # replies whose written calls could none be run
+
+    def read(self, content: str, finish_reason: str = "stop") -> Found | None:
+        """The calls to run for this reply, or None when its text is the answer.
+
+        A reply cut off by the output limit is never read: its last call may be cut too.
+        """
+        if finish_reason == "length":
+            return None
+        found = find_calls(content, self.tools)
+        if found is None:
+            return None
+        self.written.extend(found.attempts)
+        if self.mode == "off":
+            return None
+        if not found.usable:
+            if self.near_misses >= NEAR_MISS_STEPS:
+                return None
+            self.near_misses += 1
+        return found
+
+    @property
+    def recovered(self) -> int:
+        """Calls written as text that ran (or were put to the user for approval) this turn."""
+        return sum(a.usable for a in self.written) if self.mode != "off" else 0
+
+    def verdict(self) -> str:
+        """One line for the user when the model tried to call tools in text and none could run; else ""."""
+        if not self.written or self.recovered:
+            return ""
+        names = ", ".join(dict.fromkeys(a.call.name for a in self.written))
+        if self.mode == "off":
+            return (
+                f"The model wrote a tool call as text ({names[:200]}), which was not run: "
+                'models.main.textToolCalls is "off". Set it to "auto" to run such calls, or use a model '
+                "that calls tools through the API."
+            )
+        problems = "; ".join(dict.fromkeys(a.problem for a in self.written))
+        return (
+            f"The model wrote tool calls as text that could not be run ({problems[:300]}). "
+            "Try a model that calls tools through the API, or a larger one; "
+            'models.main.textToolCalls "off" stops reading calls from its text.'
+        )
+
+
+def tally(events: list[Event], mode: str) -> dict[str, Any]:
+    """What ``%monad status`` says of a session's calls written as text, from its ``tool.text_calls`` events."""
+    run = sum(int(e.data.get("run") or 0) for e in events)
+    written = sum(len(e.data.get("calls") or []) for e in events)
+    return {"mode": mode, "run": run, "refused": max(0, written - run)}
