@@ -57,6 +57,8 @@ def note_for(event: Event) -> tuple[str, str, str] | None:
             + (" (prepared in the background)" if data.get("background") else "")
             + f": window {data['tokens_before']:,} -> {data['tokens_after']:,} {unit}"
         )
+        if data.get("replaced"):
+            text += f"; extractive summary used, the fast model's was not kept: {data['replaced']}"
         return "summarized", text, "info"
     return None
 

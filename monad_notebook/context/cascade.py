@@ -338,6 +338,7 @@ class Cascade:
             exact=False,
             messages=len(result.folded_ids),
             background=background,
+            replaced=result.replaced,
         )
         self._on_landed()
 

@@ -49,6 +49,7 @@ class CompactionResult:
     tokens_after: int
     used_fallback: bool
     reflected: bool
+    replaced: str = ""  # why the fast model's briefing was replaced by the extractive one ("" if it was not)
 
 
 def choose_span(window: list[Message], keep_recent: int) -> list[Message]:
@@ -186,7 +187,8 @@ class Compactor:
         self.emit(ev.COMPACTION_STARTED, reason=reason, messages=len(span), tokens_before=tokens_before)
         started = time.monotonic()
         primary = self._summarizer()
-        text, used_fallback = summarize_with_fallback(primary, self.fallback, previous or None, span)
+        text, why = summarize_with_fallback(primary, self.fallback, previous or None, span)
+        used_fallback = why is not None
         if self.spill is not None:
             self.spill(span)  # folded results stay readable by the handles the ledger names
         book = self._ledger(previous)
@@ -216,6 +218,7 @@ class Compactor:
             tokens_after=self._window_tokens(kept, text),
             used_fallback=used_fallback,
             reflected=reflected,
+            replaced=why or "",
         )
         self.emit(
             ev.COMPACTION_FINISHED,
@@ -223,6 +226,7 @@ class Compactor:
             tokens_after=result.tokens_after,
             used_fallback=used_fallback,
             reflected=reflected,
+            replaced=result.replaced,
             seconds=round(time.monotonic() - started, 3),
         )
         self._after(span, new)
