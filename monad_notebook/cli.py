@@ -28,6 +28,8 @@ def _demo_overrides(args: argparse.Namespace) -> tuple[dict, str]:
             main["model"] = args.model
         if args.base_url:
             main["baseUrl"] = args.base_url
+        if args.context_window:
+            main["contextWindow"] = args.context_window
         label = f"model {args.model or 'gpt-4.1-mini'}" + (f" at {args.base_url}" if args.base_url else "")
     else:
         main["model"] = SCRIPTED_DEMO_MODEL
@@ -106,6 +108,16 @@ def run_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of tokens above 0, got {text!r}")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="monad", description="monad-notebook: an agent in your notebook.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -113,6 +125,11 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--model", help="a real model id (default: the scripted demo model)")
     demo.add_argument("--base-url", help="an OpenAI-compatible endpoint, e.g. http://localhost:11434/v1")
     demo.add_argument("--api-key-env", default="OPENAI_API_KEY", help="env var holding the API key")
+    demo.add_argument(
+        "--context-window",
+        type=_positive,
+        help="the server's context in tokens, when it is not the model's own (llama-server -c, Ollama num_ctx)",
+    )
     demo.add_argument("--db", help="LanceDB URI (default: store.uri, else ~/.monad/db)")
     demo.add_argument("--workdir", help="where the dataset is copied (default: a new temp dir)")
     demo.add_argument("--session", default="demo", help="session name (replaced on each run)")
