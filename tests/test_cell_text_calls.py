@@ -38,7 +38,7 @@ def test_a_turn_whose_written_calls_never_ran_says_what_to_change(ip, server, ri
     ip.run_cell_magic("monad", "--session miss", "Load notes.txt")
     texts = rich.texts()
     (block,) = [shown for shown in texts if "(written as text: json block)" in shown]
-    assert "load_csv" in block and "failed" in block and "unknown tool" in block
+    assert "load_csv" in block and "not run" in block and "unknown tool" in block
     (note,) = [shown for shown in texts if shown.strip().startswith("tool calls")]
     assert "could not be run (unknown tool 'load_csv')" in note and "textToolCalls" in note
     assert "1 tool call" in texts[-1] and "written as text" not in texts[-1]

@@ -130,6 +130,11 @@ class Turn:
         self.io.emit(ev.TEXT_CALLS, calls=written, run=found.usable, prose_chars=len(found.prose))
         return response.tool_calls
 
+    def _refused(self, call: ToolCall) -> ToolOutput | None:
+        """A call written as text that must not run (unknown tool, bad arguments, a repeat): its one-line result."""
+        line = self.io.text_calls.refusal(call.id) if self.io.text_calls is not None and call.recovered else None
+        return ToolOutput(line, outcome="refused") if line is not None else None
+
     def _text_call_verdict(self) -> None:
         reader = self.io.text_calls
         if reader is None:
@@ -197,7 +202,7 @@ class Turn:
             started = time.perf_counter()
             try:
                 with FOREGROUND.aside():
-                    output = io.run_tool(call)
+                    output = self._refused(call) or io.run_tool(call)
             except KeyboardInterrupt as stop:
                 told = stop.result if isinstance(stop, QuestionInterrupted) else INTERRUPTED_RESULT
                 results.append(io.cascade.tool_message(call, told))

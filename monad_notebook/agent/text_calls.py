@@ -8,7 +8,8 @@ models write (docs/configuration.md, "Tool calls written as text", lists them an
 - ``json block``: a fenced code block (```` ```json ````, ```` ```tool_call ```` or a bare fence)
   holding ``{"name": ..., "arguments": {...}}``;
 - ``tool_call tag``: ``<tool_call>{...}</tool_call>``, the form Qwen's and Hermes' chat templates ask for
-  (a last tag left open by the end of the reply counts);
+  (a last tag left open by the end of the reply counts), and ``tools tag``, the same in ``<tools>``,
+  the tag those templates list the tools in, which a small model echoes;
 - ``json``: the whole reply is that object.
 
 ``arguments`` may also be spelled ``parameters`` (Llama 3's documented form) or be a JSON string
@@ -35,16 +36,16 @@ from typing import Any
 from monad_notebook.agent.tools.base import Tool
 from monad_notebook.errors import ToolError
 from monad_notebook.events import Event
-from monad_notebook.messages import ToolCall
+from monad_notebook.messages import ToolCall, new_id
 
 JSON_BLOCK = "json block"
-TOOL_CALL_TAG = "tool_call tag"
 BARE_JSON = "json"
+REPEATED = "this exact call already ran in this turn and its result is above: answer from it, or make another call"
 NEAR_MISS_STEPS = 2  # replies of a turn whose written calls could none be run, before the text is the answer
 _ARGUMENT_KEYS = ("arguments", "parameters")
 _FENCE = re.compile(r"```[ \t]*(json|tool_call|tool_code)?[ \t]*\n(.*?)\n?[ \t]*```", re.S | re.I)
 _TRIPLE = re.compile(r'"""(.*?)"""', re.S)
-_TAG = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.S)
+_TAG = re.compile(r"<(tool_call|tools)>(.*?)(?:</\1>|\Z)", re.S)
 # a call whose JSON does not parse (a small model's unescaped quotes in code): its name and raw arguments
 _BROKEN = re.compile(
     r'\A\s*\{\s*"name"\s*:\s*"([^"\n]{1,200})"\s*,\s*"(?:arguments|parameters)"\s*:\s*(.*)\}\s*\Z', re.S
@@ -98,7 +99,7 @@ def find_calls(text: str, tools: Mapping[str, Tool]) -> Found | None:
 def _trailing_segments(text: str) -> tuple[int, list[tuple[str, str]]] | None:
     """Where the run of fenced blocks and tags that ends ``text`` starts, and each one's form and body."""
     spans = [(m.start(), m.end(), JSON_BLOCK, m.group(2)) for m in _FENCE.finditer(text)]
-    spans += [(m.start(), m.end(), TOOL_CALL_TAG, m.group(1)) for m in _TAG.finditer(text)]
+    spans += [(m.start(), m.end(), f"{m.group(1)} tag", m.group(2)) for m in _TAG.finditer(text)]
     spans.sort()
     run: list[tuple[int, int, str, str]] = []
     end = len(text)
@@ -188,7 +189,7 @@ def _checked(prose: str, written: list[tuple[str, Any]], tools: Mapping[str, Too
             except ToolError as error:
                 problem = str(error).removeprefix(f"{name}: ")
         text = raw if isinstance(raw, _RawArguments) else json.dumps(arguments, ensure_ascii=False)
-        attempts.append(Attempt(ToolCall("", name, text, recovered=form), problem))
+        attempts.append(Attempt(ToolCall(new_id()[:9], name, text, recovered=form), problem))
     return Found(prose, tuple(attempts))
 
 
@@ -206,14 +207,30 @@ def _arguments(raw: Any) -> tuple[dict[str, Any], str]:
     return raw, ""
 
 
+def _refusal_line(attempt: Attempt, tools: Mapping[str, Tool]) -> str:
+    """What a written call that cannot run gets as its result: one line, as the tool runner words it."""
+    name = attempt.call.name[:100]
+    if name not in tools:
+        return f"error: {attempt.problem}; available tools: {', '.join(sorted(tools)) or 'none'}"
+    return f"error: {name}: {attempt.problem}"
+
+
 @dataclass
 class TextCallReader:
-    """One turn's reading of replies for calls written as text (``models.main.textToolCalls``)."""
+    """One turn's reading of replies for calls written as text (``models.main.textToolCalls``).
+
+    A written call that cannot run is never handed to the tool runner: ``refusal`` gives the one
+    line its result is instead. That includes a call the model already made, identical, earlier in
+    the turn: a small model handed a result often writes the same call again, and again.
+    """
 
     tools: Mapping[str, Tool]
     mode: str = "auto"  # "auto": found calls run; "off": replies are answers, a written call only noted
     written: list[Attempt] = field(default_factory=list)  # every call found this turn, run or not
     near_misses: int = 0  # replies whose written calls could none be run
+    recovered: int = 0  # written calls handed to the tool runner this turn
+    _ran: set[tuple[str, str]] = field(default_factory=set)  # (name, arguments) of those
+    _refused: dict[str, str] = field(default_factory=dict)  # call id -> the result line it gets instead
 
     def read(self, content: str, finish_reason: str = "stop") -> Found | None:
         """The calls to run for this reply, or None when its text is the answer.
@@ -225,6 +242,7 @@ class TextCallReader:
         found = find_calls(content, self.tools)
         if found is None:
             return None
+        found = Found(found.prose, self._unrepeated(found.attempts))
         self.written.extend(found.attempts)
         if self.mode == "off":
             return None
@@ -232,12 +250,29 @@ class TextCallReader:
             if self.near_misses >= NEAR_MISS_STEPS:
                 return None
             self.near_misses += 1
+        for attempt in found.attempts:
+            if attempt.usable:
+                self.recovered += 1
+                self._ran.add((attempt.call.name, attempt.call.arguments))
+            else:
+                self._refused[attempt.call.id] = _refusal_line(attempt, self.tools)
         return found
 
-    @property
-    def recovered(self) -> int:
-        """Calls written as text that ran (or were put to the user for approval) this turn."""
-        return sum(a.usable for a in self.written) if self.mode != "off" else 0
+    def _unrepeated(self, attempts: tuple[Attempt, ...]) -> tuple[Attempt, ...]:
+        """The attempts, each call identical to one already run this turn (or earlier in the reply) refused."""
+        seen = set(self._ran)
+        kept = []
+        for attempt in attempts:
+            key = (attempt.call.name, attempt.call.arguments)
+            if attempt.usable and key in seen:
+                attempt = Attempt(attempt.call, REPEATED)
+            seen.add(key)
+            kept.append(attempt)
+        return tuple(kept)
+
+    def refusal(self, call_id: str) -> str | None:
+        """The result line of a written call that must not run; None for any other call."""
+        return self._refused.get(call_id)
 
     def verdict(self) -> str:
         """One line for the user when the model tried to call tools in text and none could run; else ""."""

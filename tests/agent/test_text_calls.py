@@ -23,6 +23,7 @@ SALES = "region,date,units\nNorth,2026-01-05,12\nSouth,2026-01-05,9\n"
 FENCED = '```json\n{"name": "read_file", "arguments": {"path": "data/sales.csv", "offset": 0, "limit": 200}}\n```'
 TAGGED = 'Let me read it.\n<tool_call>\n{"name": "read_file", "arguments": {"path": "data/sales.csv"}}\n</tool_call>'
 BARE = '{"name": "read_file", "arguments": {"path": "data/sales.csv"}}'
+ECHOED = '<tools>\n{"name": "read_file", "arguments": {"path": "data/sales.csv"}}\n</tools>'  # the template's own tag
 
 
 @pytest.fixture
@@ -55,7 +56,12 @@ def tool_results(store) -> list[str]:
 
 @pytest.mark.parametrize(
     ("reply", "form", "words"),
-    [(FENCED, "json block", ""), (TAGGED, "tool_call tag", "Let me read it."), (BARE, "json", "")],
+    [
+        (FENCED, "json block", ""),
+        (TAGGED, "tool_call tag", "Let me read it."),
+        (ECHOED, "tools tag", ""),
+        (BARE, "json", ""),
+    ],
 )
 def test_a_call_written_as_text_runs_and_the_next_request_carries_the_call_and_its_result(
     server, store, reply, form, words
@@ -155,6 +161,19 @@ def test_arguments_that_are_not_json_are_not_run(server, store):
     (result,) = tool_results(store)
     assert result.startswith("error: python: arguments are not valid JSON")
     assert stored_calls(store)[0][1] == '{"code": "print("hi")"}'  # kept as the model wrote it
+
+
+def test_the_same_call_written_again_in_the_turn_is_not_run_again(server, store):
+    # what Qwen2.5-Coder-1.5B did with the demo's first question: the same python call, step after step
+    again = '```json\n{"name": "python", "arguments": {"code": "runs = runs + 1"}}\n```'
+    server.queue(again, again, "It ran once.")
+    namespace = {"runs": 0}
+    answer = local_session(server, store, namespace=namespace).ask("Count.")
+    assert namespace["runs"] == 1 and answer.text == "It ran once."
+    assert answer.recovered_calls == 1 and answer.text_call_note == ""
+    ran, second = tool_results(store)
+    assert ran == "(no output)" and second.startswith("error: python: this exact call already ran in this turn")
+    assert server.chat_requests[2]["messages"][-1]["content"] == second
 
 
 def test_two_calls_in_one_block_run_in_order_as_one_round(server, store):
