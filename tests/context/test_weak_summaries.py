@@ -153,3 +153,21 @@ def test_a_session_replaces_a_copied_briefing_says_why_in_one_line_and_keeps_its
     )
     kept_store.close()
     weak_store.close()
+
+
+def test_monad_compact_says_when_the_fast_models_summary_was_not_kept(ip, isolated_env, capsys):
+    import json
+
+    with FakeOpenAIServer() as server:
+        main = {"model": "qwen2.5-coder-1.5b", "baseUrl": server.base_url, "maxRetries": 0}
+        config = {"models": {"main": main}, "context": {"summarize": {"keepRecent": 1, "background": False}}}
+        (isolated_env / "agents.json").write_text(json.dumps(config))
+        ip.run_line_magic("reload_ext", "monad_notebook")
+        server.queue("South grew fastest.", "Saved it.", EMPTY, EMPTY)
+        ip.run_cell_magic("monad", "--session compacted", "Which region grew fastest?")
+        ip.run_cell_magic("monad", "--session compacted", "Save a summary.")
+        capsys.readouterr()
+        ip.run_line_magic("monad", "compact")
+    out = capsys.readouterr().out
+    assert "compacted: " in out
+    assert "the fast model's summary was not kept (it is empty: nothing under its headings)" in out
