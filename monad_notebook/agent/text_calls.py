@@ -16,9 +16,10 @@ models write (docs/configuration.md, "Tool calls written as text", lists them an
 holding the object; a string between Python's triple quotes inside the JSON (how a small model
 writes code) is taken verbatim. A block may hold several calls (a list, or objects one after another).
 
-Carefully: the calls must end the reply (words before them are kept as the assistant's text;
-words after them mean the JSON was shown, not called), and an object with any other key is not
-a call. What is found becomes a :class:`ToolCall` marked ``recovered``, which the turn runs like
+Carefully: the calls must end the reply (words before them are kept as the assistant's text) or
+open it (words after them are dropped: the model was seen describing or making up the call's
+result there); JSON with words on both sides was shown, not called. An object with any other key
+is not a call. What is found becomes a :class:`ToolCall` marked ``recovered``, which the turn runs like
 any call: an unknown name or arguments that fail the tool's schema are never run and come back
 to the model as one ``error:`` line, as for an API call. A turn reads at most
 ``NEAR_MISS_STEPS`` replies whose calls could none be run; after that the reply is the answer,
@@ -77,40 +78,69 @@ class Found:
 
 
 def find_calls(text: str, tools: Mapping[str, Tool]) -> Found | None:
-    """The calls ``text`` ends with, each checked against the offered ``tools``; None for plain prose."""
+    """The calls that end ``text``, or else open it, each checked against the offered ``tools``;
+    None for plain prose. Words before calls that end it are kept; words after calls that open
+    it are dropped (the model was seen describing, or making up, the call's result there)."""
     stripped = text.strip()
     if not stripped:
         return None
     whole = _calls_in(stripped)
     if whole is not None and stripped.startswith(("{", "[")):
         return _checked("", [(BARE_JSON, value) for value in whole], tools)
-    segments = _trailing_segments(stripped)
-    if not segments:
+    spans = _segments(stripped)
+    trailing = _run(spans, stripped, from_end=True)
+    written = _written(trailing)
+    if written is not None:
+        return _checked(stripped[: trailing[0][0]].rstrip(), written, tools)
+    written = _written(_run(spans, stripped, from_end=False) or _leading_json(stripped))
+    return _checked("", written, tools) if written is not None else None
+
+
+Span = tuple[int, int, str, str]  # start, end, form, body
+
+
+def _segments(text: str) -> list[Span]:
+    """The fenced blocks and tags of ``text`` in order, each with its form and body."""
+    spans = [(m.start(), m.end(), JSON_BLOCK, m.group(2)) for m in _FENCE.finditer(text)]
+    spans += [(m.start(), m.end(), f"{m.group(1)} tag", _unfenced(m.group(2))) for m in _TAG.finditer(text)]
+    return sorted(spans)
+
+
+def _run(spans: list[Span], text: str, *, from_end: bool) -> list[Span]:
+    """The segments that follow each other from one end of ``text``, with only whitespace around them."""
+    run: list[Span] = []
+    edge = len(text) if from_end else 0
+    for span in reversed(spans) if from_end else spans:
+        start, stop = span[0], span[1]
+        if (text[stop:edge] if from_end else text[edge:start]).strip():
+            break
+        run.append(span)
+        edge = start if from_end else stop
+    return sorted(run)
+
+
+def _leading_json(text: str) -> list[Span]:
+    """A call object the reply opens with, words after it (a bare JSON object, then prose)."""
+    if not text.startswith("{"):
+        return []
+    try:
+        _, end = json.JSONDecoder().raw_decode(text)
+    except json.JSONDecodeError:
+        return []
+    return [(0, end, BARE_JSON, text[:end])]
+
+
+def _written(run: list[Span]) -> list[tuple[str, Any]] | None:
+    """Each segment's calls with its form; None when any segment is not calls."""
+    if not run:
         return None
     written: list[tuple[str, Any]] = []
-    for form, body in segments[1]:
+    for _, _, form, body in run:
         values = _calls_in(body)
         if values is None:
             return None
         written.extend((form, value) for value in values)
-    return _checked(stripped[: segments[0]].rstrip(), written, tools)
-
-
-def _trailing_segments(text: str) -> tuple[int, list[tuple[str, str]]] | None:
-    """Where the run of fenced blocks and tags that ends ``text`` starts, and each one's form and body."""
-    spans = [(m.start(), m.end(), JSON_BLOCK, m.group(2)) for m in _FENCE.finditer(text)]
-    spans += [(m.start(), m.end(), f"{m.group(1)} tag", m.group(2)) for m in _TAG.finditer(text)]
-    spans.sort()
-    run: list[tuple[int, int, str, str]] = []
-    end = len(text)
-    for start, stop, form, body in reversed(spans):
-        if text[stop:end].strip():
-            break
-        run.insert(0, (start, stop, form, body))
-        end = start
-    if not run:
-        return None
-    return run[0][0], [(form, _unfenced(body)) for _, _, form, body in run]
+    return written
 
 
 def _unfenced(body: str) -> str:

@@ -80,6 +80,16 @@ def test_a_call_written_as_text_runs_and_the_next_request_carries_the_call_and_i
     assert "North,2026-01-05,12" in result["content"]
 
 
+def test_a_call_that_opens_the_answer_runs_and_the_words_after_it_are_dropped(server, store):
+    # Qwen2.5-Coder-1.5B's first answer in the ten-turn benchmark: a call, then what it expected of it
+    opened = f"{FENCED}\nThe output will be the number of rows in the `sales` DataFrame."
+    server.queue(opened, "It has 2 rows.")
+    answer = local_session(server, store).ask("How many rows?")
+    assert answer.recovered_calls == 1 and "North,2026-01-05,12" in tool_results(store)[0]
+    call = server.chat_requests[1]["messages"][-2]
+    assert (call["content"] or "") == "" and call["tool_calls"][0]["function"]["name"] == "read_file"
+
+
 def test_a_recovered_python_call_still_asks_for_approval_and_runs_what_was_approved(server, store):
     code = "total = 12 + 9\nprint(total)"
     server.queue(f"```json\n{json.dumps({'name': 'python', 'arguments': {'code': code}})}\n```", "21 units.")
