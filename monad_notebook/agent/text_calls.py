@@ -10,7 +10,9 @@ models write (docs/configuration.md, "Tool calls written as text", lists them an
 - ``tool_call tag``: ``<tool_call>{...}</tool_call>``, the form Qwen's and Hermes' chat templates ask for
   (a last tag left open by the end of the reply counts), and ``tools tag``, the same in ``<tools>``,
   the tag those templates list the tools in, which a small model echoes;
-- ``json``: the whole reply is that object.
+- ``json``: that object alone, the whole reply or its opening.
+
+Inside a tag, ``<function name="..." arguments='{...}'/>`` elements stand for the same objects.
 
 ``arguments`` may also be spelled ``parameters`` (Llama 3's documented form) or be a JSON string
 holding the object; a string between Python's triple quotes inside the JSON (how a small model
@@ -20,10 +22,10 @@ Carefully: the calls must end the reply (words before them are kept as the assis
 open it (words after them are dropped: the model was seen describing or making up the call's
 result there); JSON with words on both sides was shown, not called. An object with any other key
 is not a call. What is found becomes a :class:`ToolCall` marked ``recovered``, which the turn runs like
-any call: an unknown name or arguments that fail the tool's schema are never run and come back
-to the model as one ``error:`` line, as for an API call. A turn reads at most
-``NEAR_MISS_STEPS`` replies whose calls could none be run; after that the reply is the answer,
-and the user is told in one line what to change.
+any call. An unknown name, arguments the tool's schema refuses, or the very call already run in
+this turn never reach the tool: the model gets one ``error:`` line instead. A turn reads at most
+``NEAR_MISS_STEPS`` replies whose calls could none run; after that the reply is the answer, and
+the user is told in one line what to change.
 """
 
 from __future__ import annotations
@@ -44,9 +46,11 @@ BARE_JSON = "json"
 REPEATED = "this exact call already ran in this turn and its result is above: answer from it, or make another call"
 NEAR_MISS_STEPS = 2  # replies of a turn whose written calls could none be run, before the text is the answer
 _ARGUMENT_KEYS = ("arguments", "parameters")
-_FENCE = re.compile(r"```[ \t]*(json|tool_call|tool_code)?[ \t]*\n(.*?)\n?[ \t]*```", re.S | re.I)
+_FENCE = re.compile(r"```[ \t]*(json|tool_call)?[ \t]*\n(.*?)\n?[ \t]*```", re.S | re.I)
 _TRIPLE = re.compile(r'"""(.*?)"""', re.S)
 _TAG = re.compile(r"<(tool_call|tools)>(.*?)(?:</\1>|\Z)", re.S)
+# how Qwen2.5-Coder-1.5B also wrote a call inside <tools>: the arguments a JSON string in single quotes
+_FUNCTION = re.compile(r"""<function\s+name="([^"\n]{1,200})"\s+arguments='(.*?)'\s*/>""", re.S)
 # a call whose JSON does not parse (a small model's unescaped quotes in code): its name and raw arguments
 _BROKEN = re.compile(
     r'\A\s*\{\s*"name"\s*:\s*"([^"\n]{1,200})"\s*,\s*"(?:arguments|parameters)"\s*:\s*(.*)\}\s*\Z', re.S
@@ -139,7 +143,8 @@ def _written(run: list[Span]) -> list[tuple[str, Any]] | None:
         values = _calls_in(body)
         if values is None:
             return None
-        written.extend((form, value) for value in values)
+        elements = not body.lstrip().startswith(("{", "[")) and _FUNCTION.search(body)
+        written.extend((f"{form}, function element" if elements else form, value) for value in values)
     return written
 
 
@@ -158,11 +163,21 @@ def _calls_in(body: str) -> list[Any] | None:
     values = _json_values(body.strip())
     if values is None:
         broken = _BROKEN.match(body)
-        return [{"name": broken.group(1), "arguments": _RawArguments(broken.group(2).strip())}] if broken else None
+        if broken:
+            return [{"name": broken.group(1), "arguments": _RawArguments(broken.group(2).strip())}]
+        return _function_elements(body)
     flat = [item for value in values for item in (value if isinstance(value, list) else [value])]
     if not flat or not all(_call_shaped(item) for item in flat):
         return None
     return flat
+
+
+def _function_elements(body: str) -> list[Any] | None:
+    """``<function name="..." arguments='{...}'/>`` elements, and nothing else, as calls (a tag's body)."""
+    elements = list(_FUNCTION.finditer(body))
+    if not elements or _FUNCTION.sub("", body).strip():
+        return None
+    return [{"name": m.group(1), "arguments": m.group(2)} for m in elements]
 
 
 def _json_values(text: str) -> list[Any] | None:

@@ -13,6 +13,8 @@ import pytest
 
 from monad_notebook import Session
 from monad_notebook import events as ev
+from monad_notebook.agent.text_calls import find_calls
+from monad_notebook.agent.tools.registry import configured_tools
 from monad_notebook.config import Config
 from monad_notebook.messages import ToolCall
 from monad_notebook.store.rows import message_from_row, message_row
@@ -23,6 +25,7 @@ SALES = "region,date,units\nNorth,2026-01-05,12\nSouth,2026-01-05,9\n"
 FENCED = '```json\n{"name": "read_file", "arguments": {"path": "data/sales.csv", "offset": 0, "limit": 200}}\n```'
 TAGGED = 'Let me read it.\n<tool_call>\n{"name": "read_file", "arguments": {"path": "data/sales.csv"}}\n</tool_call>'
 BARE = '{"name": "read_file", "arguments": {"path": "data/sales.csv"}}'
+ELEMENT = '<tools>\n  <function name="read_file" arguments=\'{"path": "data/sales.csv"}\'/>\n</tools>'
 ECHOED = '<tools>\n{"name": "read_file", "arguments": {"path": "data/sales.csv"}}\n</tools>'  # the template's own tag
 
 
@@ -60,6 +63,7 @@ def tool_results(store) -> list[str]:
         (FENCED, "json block", ""),
         (TAGGED, "tool_call tag", "Let me read it."),
         (ECHOED, "tools tag", ""),
+        (ELEMENT, "tools tag, function element", ""),
         (BARE, "json", ""),
     ],
 )
@@ -88,6 +92,19 @@ def test_a_call_that_opens_the_answer_runs_and_the_words_after_it_are_dropped(se
     assert answer.recovered_calls == 1 and "North,2026-01-05,12" in tool_results(store)[0]
     call = server.chat_requests[1]["messages"][-2]
     assert (call["content"] or "") == "" and call["tool_calls"][0]["function"]["name"] == "read_file"
+
+
+def test_a_function_element_keeps_the_single_quotes_inside_its_arguments():
+    # Qwen2.5-Coder-1.5B's first call in a run of the demo, as it wrote it
+    written = (
+        '<tools>\n  <function name="python" arguments=\'{"code": "import pandas as pd; '
+        "df = pd.read_csv('data/sales.csv'); print(df.head(5))\"}'/>\n</tools>"
+    )
+    (attempt,) = find_calls(written, configured_tools(python_approval="ask", persist_raw=True)).attempts
+    assert attempt.usable and attempt.call.recovered == "tools tag, function element"
+    assert json.loads(attempt.call.arguments)["code"] == (
+        "import pandas as pd; df = pd.read_csv('data/sales.csv'); print(df.head(5))"
+    )
 
 
 def test_a_recovered_python_call_still_asks_for_approval_and_runs_what_was_approved(server, store):
