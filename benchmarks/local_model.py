@@ -43,6 +43,7 @@ from fixtures import chat_server, fetch
 
 from monad_notebook import Session, cli
 from monad_notebook import events as ev
+from monad_notebook.agent.instructions import SYSTEM_PROMPT
 from monad_notebook.agent.text_calls import find_calls
 from monad_notebook.config import Config
 from monad_notebook.demo import dataset_path
@@ -77,6 +78,7 @@ class Run:
     summaries: list[dict[str, Any]] = field(default_factory=list)
     rejected: list[dict[str, Any]] = field(default_factory=list)
     forms: Counter[str] = field(default_factory=Counter)
+    summary: str = ""  # the session's rolling summary at the end, as saved
 
 
 # --- what the raw replies looked like -------------------------------------------------------------
@@ -121,11 +123,14 @@ class RawReplies:
 # --- the two runs ---------------------------------------------------------------------------------
 
 
-def user_config(base_url: str, ctx: int, home: Path) -> Path:
-    """agents.json as a user of a local server writes it."""
+def user_config(base_url: str, ctx: int, home: Path, note: str = "") -> Path:
+    """agents.json as a user of a local server writes it; ``note`` is added to the system prompt."""
     path = home / "agents.json"
     main = {"model": MODEL, "baseUrl": base_url, "contextWindow": ctx}
-    path.write_text(json.dumps({"models": {"main": main}, "tools": {"python": {"approval": "auto"}}}))
+    config: dict[str, Any] = {"models": {"main": main}, "tools": {"python": {"approval": "auto"}}}
+    if note:
+        config["agent"] = {"systemPrompt": f"{SYSTEM_PROMPT}\n{note}"}
+    path.write_text(json.dumps(config))
     return path
 
 
@@ -137,7 +142,7 @@ def run_demo(base_url: str, ctx: int, home: Path) -> Run:
         def ask(self, text, **kwargs):  # type: ignore[no-untyped-def]
             started = time.perf_counter()
             reply = super().ask(text, **kwargs)
-            watched.append((self, text, reply, time.perf_counter() - started))
+            watched.append((self, self.turn, text, reply, time.perf_counter() - started))
             return reply
 
     os.environ["MONAD_CONFIG"] = str(user_config(base_url, ctx, home))
@@ -150,8 +155,8 @@ def run_demo(base_url: str, ctx: int, home: Path) -> Run:
     finally:
         cli.Session = Session  # type: ignore[misc]
     print(f"(monad demo exited with {code})\n")
-    for number, (session, question, reply, seconds) in enumerate(watched, 1):
-        run.turns.append(turn_of(number, question, reply, seconds, session, None, ""))
+    for number, (session, turn, question, reply, seconds) in enumerate(watched, 1):
+        run.turns.append(turn_of(number, question, reply, seconds, session, turn, None, ""))
     run.forms = raw.forms(watched[-1][0].tools) if watched else Counter()
     store = LanceStore(db)
     read_summaries(run, store, "demo")
@@ -159,7 +164,7 @@ def run_demo(base_url: str, ctx: int, home: Path) -> Run:
     return run
 
 
-def run_session(base_url: str, ctx: int, home: Path, turns: int) -> Run:
+def run_session(base_url: str, ctx: int, home: Path, turns: int, note: str = "") -> Run:
     run = Run("session")
     work = home / "session-work"
     (work / "data").mkdir(parents=True)
@@ -167,7 +172,7 @@ def run_session(base_url: str, ctx: int, home: Path, turns: int) -> Run:
     truth = Truth(pd.read_csv(work / "data" / "sales.csv", parse_dates=["date"]))
     store = LanceStore(home / "session-db")
     namespace: dict[str, Any] = {}
-    config = Config.model_validate(json.loads(user_config(base_url, ctx, home).read_text()))
+    config = Config.model_validate(json.loads(user_config(base_url, ctx, home, note).read_text()))
     session = Session("local", config=config, store=store, namespace=namespace, root=work)
     with RawReplies() as raw:
         for number, (question, check) in enumerate(truth.questions()[:turns], 1):
@@ -179,7 +184,7 @@ def run_session(base_url: str, ctx: int, home: Path, turns: int) -> Run:
                 reply = session.ask(question)
             seconds = time.perf_counter() - started
             did, why = check(namespace, work, reply.text)
-            run.turns.append(turn_of(number, question, reply, seconds, session, did, why))
+            run.turns.append(turn_of(number, question, reply, seconds, session, session.turn, did, why))
             print(f"[turn {number}] monad ({seconds:.0f} s): {one_line(reply.text, 300)}", flush=True)
             print(f"    did the work: {'yes' if did else 'no'} ({why})\n", flush=True)
     session.wait_for_background(1800)
@@ -187,17 +192,18 @@ def run_session(base_url: str, ctx: int, home: Path, turns: int) -> Run:
     session.compact()
     run.forms = raw.forms(session.tools)
     read_summaries(run, store, "local")
+    summary = store.load_summary("local")
+    run.summary = summary.text if summary is not None else ""
     session.close()
     store.close()
     return run
 
 
 def turn_of(
-    number: int, question: str, reply: Any, seconds: float, session: Session, did: bool | None, why: str
+    number: int, question: str, reply: Any, seconds: float, session: Session, turn: int, did: bool | None, why: str
 ) -> Turn:
-    written = [
-        e for e in session.store.list_events(session.name, kind=ev.TEXT_CALLS) if e.data.get("turn") == session.turn
-    ]
+    """One turn's figures; ``turn`` is the session's number for it, which its ``tool.text_calls`` events carry."""
+    written = [e for e in session.store.list_events(session.name, kind=ev.TEXT_CALLS) if e.data.get("turn") == turn]
     tried = sum(len(e.data.get("calls") or []) for e in written)
     return Turn(
         number=number,
@@ -328,13 +334,15 @@ class Truth:
         amount = f"{self.top_day_revenue:,.0f}" in text or f"{self.top_day_revenue:.0f}" in text
         return day in text and amount, f"states {day}: {day in text}; states {self.top_day_revenue:,.0f}: {amount}"
 
-    def recap(self, ns: dict[str, Any], _: Path, text: str) -> tuple[bool, str]:
-        named = [
-            n
-            for n in ("sales", "revenue_by_region", "monthly_units", "price_per_unit", "monthly_units.csv")
-            if n in text
-        ]
-        return len(named) >= 4, f"names {', '.join(named) or 'none'}"
+    def recap(self, ns: dict[str, Any], work: Path, text: str) -> tuple[bool, str]:
+        """Names what the session really made, and claims nothing it did not make."""
+        asked = {n: n in ns for n in ("sales", "revenue_by_region", "monthly_units", "price_per_unit")}
+        asked["monthly_units.csv"] = (work / "monthly_units.csv").is_file()
+        made = [n for n, exists in asked.items() if exists]
+        missed = [n for n in made if n not in text]
+        claimed = [n for n, exists in asked.items() if not exists and n in text]
+        right = bool(made) and not missed and not claimed
+        return right, f"made {', '.join(made) or 'nothing'}; not named: {missed}; named but never made: {claimed}"
 
 
 def close_series(found: Any, expected: pd.Series, name: str) -> tuple[bool, str]:
@@ -386,6 +394,10 @@ def report(run: Run) -> None:
             print(f"  replaced: {s['replaced']}")
     for r in run.rejected:
         print(f"  rejected (attempt {r['attempt']}, then {r['then']}): {r['reason']}")
+    if run.summary:
+        lines = run.summary.strip().splitlines()
+        shown = "\n".join(lines[:40]) + (f"\n… {len(lines) - 40} more lines" if len(lines) > 40 else "")
+        print(f"the summary saved at the end:\n\n```\n{shown}\n```")
     print(
         "forms of the agent's raw replies: " + ", ".join(f"{form} {count}" for form, count in sorted(run.forms.items()))
     )
@@ -398,6 +410,7 @@ def main() -> int:
     parser.add_argument("--ctx", type=int, default=16384, help="the server's context (llama-server -c)")
     parser.add_argument("--turns", type=int, default=10)
     parser.add_argument("--json", help="also write the measurements here")
+    parser.add_argument("--prompt-note", default="", help="a sentence added to the system prompt (agent.systemPrompt)")
     args = parser.parse_args()
     path = fetch("qwen")
     home = Path(tempfile.mkdtemp(prefix="monad-local-model-"))
@@ -408,8 +421,11 @@ def main() -> int:
         if args.part in ("demo", "all"):
             runs.append(run_demo(base_url, args.ctx, home))
         if args.part in ("session", "all"):
-            runs.append(run_session(base_url, args.ctx, home, args.turns))
-    print(f"## A small local model, as a user runs it\n\n{path.name}, llama-server --jinja -c {args.ctx} -t 1\n")
+            runs.append(run_session(base_url, args.ctx, home, args.turns, args.prompt_note))
+    print(f"## A small local model, as a user runs it\n\n{path.name}, llama-server --jinja -c {args.ctx} -t 1")
+    if args.prompt_note:
+        print(f"system prompt: the default, and {args.prompt_note!r}")
+    print()
     for run in runs:
         report(run)
     print(f"({time.perf_counter() - started:.0f} s)")
