@@ -55,6 +55,17 @@ GOOD = briefing(
 )
 EMPTY = briefing()
 COPY = briefing(**{"Decisions & Facts": render_span(span()), "Next Step": "- continue"})
+# Qwen2.5-Coder-1.5B as the fast tier, summarizing the ten-turn benchmark session: one sentence, over and over
+LOOPING = briefing(
+    **{
+        "Objective": "- Analyze `data/sales.csv`",
+        "Files & State": "\n".join(
+            f"- The `pd.read_csv` function is used to load the data into a DataFrame named `{name}`."
+            for name in ("sales", "monthly_units", "revenue_by_region") * 3
+        ),
+        "Next Step": "- continue",
+    }
+)
 # invented words, none copied: far more than the span it folds
 RAMBLING = briefing(
     Objective="- " + " ".join(f"the analysis weighed aspect {i} of the sales at length" for i in range(300))
@@ -66,6 +77,7 @@ RAMBLING = briefing(
     [
         (EMPTY, "it is empty: nothing under its headings"),
         (COPY, "it copies the transcript instead of summarizing it"),
+        (LOOPING, "it repeats one line 3 times"),
         (RAMBLING, "it is longer than what it summarizes"),
     ],
 )
@@ -82,6 +94,11 @@ def test_each_kind_of_weak_briefing_is_retried_then_replaced_by_the_extractive_o
 def test_a_good_briefing_of_the_same_span_is_kept():
     summary, why = summarize_with_fallback(LLMSummarizer(ScriptedModel([GOOD])), ExtractiveSummarizer(), None, span())
     assert why is None and parse_sections(summary)["Decisions & Facts"] == "- South grew fastest (20.9%), North 16.9%"
+
+
+def test_short_lines_said_in_several_sections_are_not_a_loop():
+    said = briefing(**{name: "- none yet" for name in SECTIONS})
+    assert weakness(said, transcript=render_span(span())) is None
 
 
 def test_words_kept_from_the_previous_briefing_never_count_as_copied():

@@ -1,7 +1,8 @@
 """What makes a model's briefing too weak to keep, beyond a missing heading or a cut-off answer.
 
 A small fast model can answer with all five headings and still fail the job: nothing under them,
-the transcript pasted back instead of summarized, or more text than it was asked to fold. Kept,
+one line written over and over, the transcript pasted back instead of summarized, or more text
+than it was asked to fold. Kept,
 such a briefing either forgets the span or does not shrink the window, so it is rejected
 (retried once, then replaced by the extractive briefing, as ``summarize.py`` does for a missing
 section). Each check reads only the sections' own text: the identifier ledger is the compactor's
@@ -11,10 +12,13 @@ and is attached again whichever briefing is kept.
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 from monad_notebook.context.compaction.ledger import strip_ledger
 
 COPY_RUN = 8  # words in a row found in the transcript that count as pasted rather than summarized
+# a line this many times in one briefing: a small model stuck in a loop (seen: one sentence three times over)
+REPEATS = 3
 COPY_SHARE = 0.5  # share of a briefing's words inside such runs that makes it a copy of the transcript
 # characters a briefing may hold beyond what it folds: one short line (60) for each of its five sections,
 # so a span of a few sentences still gets its briefing, while one that outgrows a real span is caught
@@ -38,12 +42,22 @@ def weakness(briefing: str, *, transcript: str, previous: str = "") -> str | Non
     own = body(briefing)
     if not _WORD.search(own):
         return "it is empty: nothing under its headings"
+    repeats = most_repeated(own)
+    if repeats >= REPEATS:
+        return f"it repeats one line {repeats} times"
     if transcript and copied_share(own, transcript) >= COPY_SHARE:
         return "it copies the transcript instead of summarizing it"
     folded = len(body(previous)) + len(transcript)
     if folded and len(own) > folded + ALLOWANCE:
         return f"it is longer than what it summarizes ({len(own):,} characters for {folded:,})"
     return None
+
+
+def most_repeated(text: str) -> int:
+    """How often the most frequent line of ``COPY_RUN`` words or more occurs (case, bullets and spaces aside)."""
+    lines = [" ".join(_WORD.findall(line.lower())) for line in text.splitlines()]
+    counts = Counter(line for line in lines if line.count(" ") + 1 >= COPY_RUN)
+    return max(counts.values(), default=0)
 
 
 def copied_share(text: str, source: str, run: int = COPY_RUN) -> float:
