@@ -42,7 +42,7 @@ HELPERS = {
     "gemma_reference",
     "gemma_check",
 }
-LONG = {"reliability_long", "cost"}
+LONG = {"reliability_long", "cost", "local_model"}  # local_model: a real 1.5B model on the CPU, an hour or more
 ORDER = [
     "startup",
     "loop_overhead",
@@ -84,8 +84,9 @@ QUICK: dict[str, dict[str, list[str]]] = {
     "reference_trace": {"--steps": ["60"], "--windows": ["32000"], "--sizes": ["1000"], "--turns": ["5"]},
     "panel_latency": {"--events": ["300"]},
     "reliability_long": {"--kills": ["10"], "--compactions": ["3"], "--procs": ["2"], "--seconds": ["15"]},
+    "local_model": {"--part": ["session"], "--turns": ["2"]},
 }
-TIMEOUTS = {"full": 1800.0, "quick": 300.0, "reliability_long": 3600.0, "cost": 4 * 3600.0}
+TIMEOUTS = {"full": 1800.0, "quick": 300.0, "reliability_long": 3600.0, "cost": 4 * 3600.0, "local_model": 4 * 3600.0}
 PACKAGES = [
     "monad-notebook",
     "lancedb",

@@ -28,6 +28,8 @@ def _demo_overrides(args: argparse.Namespace) -> tuple[dict, str]:
             main["model"] = args.model
         if args.base_url:
             main["baseUrl"] = args.base_url
+        if args.context_window:
+            main["contextWindow"] = args.context_window
         label = f"model {args.model or 'gpt-4.1-mini'}" + (f" at {args.base_url}" if args.base_url else "")
     else:
         main["model"] = SCRIPTED_DEMO_MODEL
@@ -42,12 +44,15 @@ def _print_event(event: Event) -> None:
     data = event.data
     if event.kind == ev.TOOL_STARTED:
         first = " ".join(str(data.get("arguments", "")).split())[:90]
-        print(f"  -> {data['name']}({first})")
+        written = f" (written as text: {data['recovered']})" if data.get("recovered") else ""
+        print(f"  -> {data['name']}({first}){written}")
     elif event.kind == ev.TOOL_FINISHED:
         preview = " ".join(str(data.get("preview", "")).split())[:90]
         print(f"     <- {preview}")
     elif event.kind == ev.EVICTED:
         print(f"  [context] cleared {data['count']} old tool result(s), {data['reclaimed']} tokens, recoverable")
+    elif event.kind == ev.TEXT_CALLS_UNUSED:
+        print(f"  [tool calls] {data['message']}")
 
 
 def run_demo(args: argparse.Namespace) -> int:
@@ -64,6 +69,7 @@ def run_demo(args: argparse.Namespace) -> int:
     print(f"working directory {workdir}, python tool approval: auto (demo), session {args.session!r}\n")
     totals = {"turns": 0, "steps": 0, "tool calls": 0, "prompt tokens sent": 0}
     estimated = False
+    written = 0  # tool calls the model wrote as text, run as calls
     session = None
     for number, question in enumerate(DEMO_QUESTIONS, 1):
         if number == len(DEMO_QUESTIONS):
@@ -83,6 +89,7 @@ def run_demo(args: argparse.Namespace) -> int:
         totals["turns"] += 1
         totals["steps"] += reply.steps
         totals["tool calls"] += reply.tool_calls
+        written += reply.recovered_calls
         totals["prompt tokens sent"] += reply.prompt_tokens
         estimated = estimated or reply.estimated
     assert session is not None
@@ -92,11 +99,23 @@ def run_demo(args: argparse.Namespace) -> int:
     }
     if estimated:
         totals["prompt tokens sent"] = f"{totals['prompt tokens sent']} (estimated)"
+    if written:
+        totals["tool calls"] = f"{totals['tool calls']} ({written} written as text)"
     print("| what | count |\n| --- | --- |")
     for key, value in {**totals, **rows}.items():
         print(f"| {key} | {value} |")
     store.close()
     return 0
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of tokens above 0, got {text!r}")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -106,6 +125,11 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--model", help="a real model id (default: the scripted demo model)")
     demo.add_argument("--base-url", help="an OpenAI-compatible endpoint, e.g. http://localhost:11434/v1")
     demo.add_argument("--api-key-env", default="OPENAI_API_KEY", help="env var holding the API key")
+    demo.add_argument(
+        "--context-window",
+        type=_positive,
+        help="the server's context in tokens, when it is not the model's own (llama-server -c, Ollama num_ctx)",
+    )
     demo.add_argument("--db", help="LanceDB URI (default: store.uri, else ~/.monad/db)")
     demo.add_argument("--workdir", help="where the dataset is copied (default: a new temp dir)")
     demo.add_argument("--session", default="demo", help="session name (replaced on each run)")

@@ -105,6 +105,7 @@ class ModelConfig(_Section):
     max_retries: NonNegativeInt = 4
     cache: CacheConfig = Field(default_factory=CacheConfig)
     vision: bool | Literal["auto"] = "auto"  # send images: auto is on for model names known to take them
+    text_tool_calls: Literal["auto", "off"] = "auto"  # run the tool calls a model writes as text (main tier only)
 
     @field_validator("max_output_tokens")
     @classmethod

@@ -311,6 +311,8 @@ class MonadMagics(Magics):
             f"compacted: {data['messages']} older messages folded into the summary; the whole prompt went from "
             f"{data['tokens_before']:,} to {data['tokens_after']:,} tokens (both estimated); the summary is saved"
         )
+        if data.get("replaced"):
+            print(f"the fast model's summary was not kept ({data['replaced']}): the extractive summary stands in")
 
     def _cmd_handoff(self, rest: list[str]) -> None:
         (name,) = self._want(rest, 1, "handoff NEW")

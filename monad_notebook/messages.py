@@ -30,6 +30,9 @@ class ToolCall:
     id: str
     name: str
     arguments: str  # JSON text exactly as the model produced it
+    # how a call the model wrote as text was recognised ("json block", "json", "tool_call tag");
+    # empty for a call the endpoint returned as ``tool_calls``
+    recovered: str = ""
 
     def parsed_arguments(self) -> dict[str, Any]:
         """The arguments as a dict; raises ValueError with a readable reason."""
@@ -44,7 +47,11 @@ class ToolCall:
         return value
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "name": self.name, "arguments": self.arguments}
+        """The call as stored; ``recovered`` only when set, so rows read the same as before it existed."""
+        stored = {"id": self.id, "name": self.name, "arguments": self.arguments}
+        if self.recovered:
+            stored["recovered"] = self.recovered
+        return stored
 
 
 IMAGE_PREFIX = "img_"

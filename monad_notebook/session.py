@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from monad_notebook.agent.loop import Reply, Turn
+from monad_notebook.agent.text_calls import TextCallReader, tally
 from monad_notebook.agent.tools.base import Tool, ToolOutput
 from monad_notebook.agent.tools.runner import ToolRunner, ToolServices
 from monad_notebook.branching import branch_session, check_session_name
@@ -27,7 +28,7 @@ from monad_notebook.context.recall.service import RecallService
 from monad_notebook.context.turn_stages import TurnStages
 from monad_notebook.context.window import Window
 from monad_notebook.errors import UsageError
-from monad_notebook.events import ERROR, RESET, EventBus, EventLog
+from monad_notebook.events import ERROR, RESET, TEXT_CALLS, EventBus, EventLog
 from monad_notebook.foreground import FOREGROUND
 from monad_notebook.memory import MemoryPromotion, MemoryService, resolve_scope
 from monad_notebook.messages import Message, ToolCall
@@ -225,7 +226,10 @@ class Session:
             self.cascade.catch_up()
             try:
                 self.reload_config()
-                turn = Turn(self.cascade, self.runner, self.model, max_steps=self.config.agent.max_steps)
+                reader = TextCallReader(self.tools, self.config.models.main.text_tool_calls)
+                turn = Turn(
+                    self.cascade, self.runner, self.model, max_steps=self.config.agent.max_steps, text_calls=reader
+                )
                 reply = turn.run(text, on_text)
             except BaseException:
                 with contextlib.suppress(Exception):  # the turn's own error is the one to report
@@ -256,6 +260,9 @@ class Session:
             **self.usage_snapshot(),
             "images": self.window.frame.image_detail or "",
             "mcp_servers": self.settings.mcp.statuses(),
+            "text_calls": tally(
+                self.store.list_events(self.name, kind=TEXT_CALLS), self.config.models.main.text_tool_calls
+            ),
         }
 
     def compact(self) -> bool:

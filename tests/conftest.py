@@ -35,3 +35,16 @@ def store(tmp_path):
     store = LanceStore(tmp_path / "db")
     yield store
     store.close()
+
+
+@pytest.fixture
+def rich(ip, monkeypatch):
+    """The cell as a Jupyter frontend shows it: displays, in-place updates and printed output, in order."""
+    from monad_notebook.magics import MonadMagics
+    from tests.frontend import Frontend
+
+    frontend = Frontend()
+    monkeypatch.setattr(ip, "display_pub", frontend)
+    monkeypatch.setattr(ip.display_formatter, "active_types", ["text/plain", "text/markdown", "text/html"])
+    monkeypatch.setattr(MonadMagics, "rich", property(lambda self: True))
+    return frontend

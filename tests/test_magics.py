@@ -14,7 +14,6 @@ import pytest
 
 from monad_notebook import events as ev
 from monad_notebook.testing import FakeOpenAIServer, tool_call
-from tests.frontend import Frontend
 
 
 @pytest.fixture
@@ -27,18 +26,6 @@ def server(ip, isolated_env):
         (isolated_env / "agents.json").write_text(json.dumps(config))
         ip.run_line_magic("reload_ext", "monad_notebook")
         yield server
-
-
-@pytest.fixture
-def rich(ip, monkeypatch):
-    """The cell as a Jupyter frontend shows it: displays, in-place updates and printed output, in order."""
-    from monad_notebook.magics import MonadMagics
-
-    frontend = Frontend()
-    monkeypatch.setattr(ip, "display_pub", frontend)
-    monkeypatch.setattr(ip.display_formatter, "active_types", ["text/plain", "text/markdown", "text/html"])
-    monkeypatch.setattr(MonadMagics, "rich", property(lambda self: True))
-    return frontend
 
 
 def magics(ip):

@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 
 from monad_notebook import events as ev
 from monad_notebook.agent.call_ids import unique_tool_calls
+from monad_notebook.agent.text_calls import TextCallReader
 from monad_notebook.agent.tools.approval import QuestionInterrupted
+from monad_notebook.agent.tools.base import ToolOutput
 from monad_notebook.agent.tools.runner import ToolRunner
 from monad_notebook.context.cascade import Cascade
 from monad_notebook.errors import ContextLengthError, ImagesRefusedError
@@ -42,17 +44,29 @@ class Reply:
     stopped_at_max_steps: bool = False
     truncated: bool = False  # the final answer was cut off by the output token limit (its text says so)
     tool_names: list[str] = field(default_factory=list)
+    recovered_calls: int = 0  # of tool_calls: written as text by the model, read and run (text_calls.py)
+    text_call_note: str = ""  # the model wrote calls as text and none could run: what to change
 
 
 class Turn:
     """One user message and everything the agent does to answer it: the cascade keeps the window, the
     runner runs the tools, the model answers."""
 
-    def __init__(self, cascade: Cascade, tools: ToolRunner, model: ChatModel, *, max_steps: int) -> None:
+    def __init__(
+        self,
+        cascade: Cascade,
+        tools: ToolRunner,
+        model: ChatModel,
+        *,
+        max_steps: int,
+        text_calls: TextCallReader | None = None,
+    ) -> None:
+        """``text_calls`` reads the calls a reply wrote as text (None: its text is the answer)."""
         self.cascade = cascade
         self.tools = tools
         self.model = model
         self.max_steps = max_steps
+        self.text_calls = text_calls
         self.on_text: TextCallback | None = None
         self.reply = Reply(text="")
 
@@ -73,6 +87,7 @@ class Turn:
                 f"(stopped after agent.maxSteps={self.max_steps} steps without a final answer; "
                 "ask again to continue, or raise agent.maxSteps)"
             )
+        self._text_call_verdict()
         cascade.emit(ev.TURN_FINISHED, steps=self.reply.steps, tool_calls=self.reply.tool_calls)
         return self.reply
 
@@ -83,7 +98,9 @@ class Turn:
         before = cascade.projected()
         cascade.run_step()
         response, prompt_tokens = self._call_model()
-        calls = unique_tool_calls(cascade.window, cascade.saved_outputs, response.tool_calls)
+        calls = unique_tool_calls(
+            cascade.window, cascade.saved_outputs, response.tool_calls or self._written_calls(response)
+        )
         if response.finish_reason == "length":
             response.content = f"{response.content}\n\n{TRUNCATED_NOTE}".lstrip()
             cascade.emit(ev.ANSWER_TRUNCATED, tool_calls=len(calls), chars=len(response.content))
@@ -95,6 +112,31 @@ class Turn:
             self.reply.completion_tokens += response.usage.completion_tokens
         cascade.emit(ev.USAGE, **cascade.usage(), before=before)
         return response
+
+    def _written_calls(self, response: ChatResponse) -> list[ToolCall]:
+        """The calls the reply wrote in its text (it has none through the API); its text keeps the rest."""
+        reader = self.text_calls
+        found = reader.read(response.content, response.finish_reason) if reader is not None else None
+        if found is None:
+            return []
+        response.content, response.tool_calls = found.prose, [a.call for a in found.attempts]
+        written = [{"name": a.call.name[:100], "form": a.call.recovered, "problem": a.problem} for a in found.attempts]
+        self.cascade.emit(ev.TEXT_CALLS, calls=written, run=found.usable, prose_chars=len(found.prose))
+        return response.tool_calls
+
+    def _refused(self, call: ToolCall) -> ToolOutput | None:
+        """A call written as text that must not run (unknown tool, bad arguments, a repeat): its one-line result."""
+        line = self.text_calls.refusal(call.id) if self.text_calls is not None and call.recovered else None
+        return ToolOutput(line, outcome="refused") if line is not None else None
+
+    def _text_call_verdict(self) -> None:
+        reader = self.text_calls
+        if reader is None:
+            return
+        self.reply.recovered_calls = reader.recovered
+        self.reply.text_call_note = reader.verdict()
+        if self.reply.text_call_note:
+            self.cascade.emit(ev.TEXT_CALLS_UNUSED, message=self.reply.text_call_note)
 
     def _call_model(self) -> tuple[ChatResponse, int]:
         """Call the model; on a context-length error make room (evict, compact) and retry once, and
@@ -142,12 +184,14 @@ class Turn:
         cascade = self.cascade
         results: list[Message] = []
         for index, call in enumerate(calls):
+            written = {"recovered": call.recovered} if call.recovered else {}
             arguments = call.arguments[:ARGUMENTS_SHOWN]
-            cascade.emit(ev.TOOL_STARTED, tool_call_id=call.id, name=call.name, arguments=arguments)
+            cascade.emit(ev.TOOL_STARTED, tool_call_id=call.id, name=call.name, arguments=arguments, **written)
             started = time.perf_counter()
             try:
                 with FOREGROUND.aside():
-                    output = self.tools.run(call, sees_images=cascade.window.frame.image_detail is not None)
+                    sees_images = cascade.window.frame.image_detail is not None
+                    output = self._refused(call) or self.tools.run(call, sees_images=sees_images)
             except KeyboardInterrupt as stop:
                 told = stop.result if isinstance(stop, QuestionInterrupted) else INTERRUPTED_RESULT
                 results.append(cascade.tool_message(call, told))

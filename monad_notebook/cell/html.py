@@ -25,6 +25,7 @@ CELL_CSS = """
   border-radius: 3px; background: var(--jp-layout-color2, #eee); }
 .monad-tool-brief { font-family: var(--jp-code-font-family, monospace); color: var(--jp-ui-font-color2, #555); }
 .monad-tool-state { color: var(--jp-ui-font-color2, #666); }
+.monad-tool-written { color: var(--jp-ui-font-color2, #666); font-style: italic; }
 .monad-tool-state-running { color: var(--jp-brand-color1, #1976d2); }
 .monad-tool-state-failed { color: var(--jp-error-color1, #c00); }
 .monad-tool-label { color: var(--jp-ui-font-color2, #666); margin: 6px 0 0; }
@@ -74,6 +75,7 @@ class ToolBlock:
     state: str = "running"
     result: str | None = None
     seconds: float | None = None
+    recovered: str = ""  # the form of a call the model wrote as text ("json block", ...), else ""
 
     @property
     def code(self) -> str | None:
@@ -126,15 +128,20 @@ class ToolBlock:
         if self.result is not None:
             label = "result sent to the model" if self.name == "python" else "result"
             body += f'<div class="monad-tool-label">{label}</div>{_pre(clipped(self.result))}'
+        written = f'<span class="monad-tool-written">{html.escape(self.written())}</span> ' if self.recovered else ""
         summary = (
             f'<span class="monad-tool-name">{escaped(self.name)}</span> '
-            f'<span class="monad-tool-brief">{html.escape(self.brief())}</span> '
+            f'<span class="monad-tool-brief">{html.escape(self.brief())}</span> {written}'
             f'<span class="monad-tool-state monad-tool-state-{self.state}">· {self.status()}</span>'
         )
         return f'{STYLE}<details class="monad-tool" data-role="tool"><summary>{summary}</summary>{body}</details>'
 
+    def written(self) -> str:
+        """How the cell says the model wrote this call in its text, not through the API."""
+        return f"(written as text: {self.recovered})" if self.recovered else ""
+
     def header(self) -> str:
-        return f"[{self.name}] {self.brief()}"
+        return f"[{self.name}] {self.brief()}" + (f" {self.written()}" if self.recovered else "")
 
     def outcome(self) -> str:
         """What follows the header once the call ended: its status, and a non-python result with its line breaks."""
@@ -186,6 +193,7 @@ class Footer:
     reclaimed: int = 0
     suggestions: int = 0
     truncated: bool = False  # the answer stopped at the output token limit
+    recovered: int = 0  # of tool_calls: written as text by the model and run
 
     @property
     def fraction(self) -> float:
@@ -199,7 +207,10 @@ class Footer:
         )
         requests = f"{self.requests} request" + ("" if self.requests == 1 else "s")
         sent = f"sent this turn {self.sent:,} tokens in {requests}" + (" (estimated)" if self.sent_estimated else "")
-        parts = [window, sent, f"{self.tool_calls} tool call" + ("" if self.tool_calls == 1 else "s")]
+        calls = f"{self.tool_calls} tool call" + ("" if self.tool_calls == 1 else "s")
+        if self.recovered:
+            calls += f" ({self.recovered} written as text)"
+        parts = [window, sent, calls]
         if self.truncated:
             parts.insert(0, "answer cut off at the output token limit")
         if self.reclaimed:

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from monad_notebook.session import Session
 
 KNOWN = {
+    "text_calls",
     "mcp_servers",
     "images",
     "session",
@@ -133,6 +134,20 @@ def mcp_sentence(server: Any, allowed: bool = False) -> str:
     return f"MCP server {server.name}: {server.state}{detail}."
 
 
+def text_calls_sentence(written: dict[str, Any]) -> str:
+    """Whether tool calls the model writes in its text are run, and how many were ("" when none and on)."""
+    mode, run, refused = written.get("mode", "auto"), int(written.get("run") or 0), int(written.get("refused") or 0)
+    if mode == "off":
+        return 'Tool calls the model writes as text are not run (models.main.textToolCalls is "off").'
+    if not (run or refused):
+        return ""
+    said = f"The model wrote {_plural(run + refused, 'tool call')} as text instead of calling through the API; "
+    said += f"{run:,} ran as calls" if run else "none could run"
+    if run and refused:
+        said += f", {refused:,} could not (an unknown tool or arguments its schema refuses)"
+    return said + ' (models.main.textToolCalls is "auto").'
+
+
 def images_sentence(detail: str) -> str:
     """How the charts the agent's code displays reach the model ("" detail: they do not)."""
     if detail:
@@ -171,6 +186,9 @@ def status_sentences(
     if "images" in status:
         lines.append(images_sentence(str(status["images"])))
     lines.append(python_sentence(approval, allowed_for_session))
+    written = text_calls_sentence(status.get("text_calls") or {})
+    if written:
+        lines.append(written)
     lines += [mcp_sentence(server, server.name in allowed_servers) for server in status.get("mcp_servers") or []]
     extra = {k: v for k, v in status.items() if k not in KNOWN and k not in COST_KEYS}
     if extra:
@@ -197,4 +215,5 @@ def footer_for(session: Session, reply: Reply) -> Footer:
         reclaimed=int(usage.get("reclaimed") or 0),
         suggestions=suggestions,
         truncated=reply.truncated,
+        recovered=reply.recovered_calls,
     )

@@ -48,6 +48,8 @@ def note_for(event: Event) -> tuple[str, str, str] | None:
         return "warning", str(data.get("message", "")), "warning"
     if event.kind == ev.HANDOFF_SUGGESTED:
         return "tip", str(data.get("message", "")), "info"
+    if event.kind == ev.TEXT_CALLS_UNUSED:
+        return "tool calls", str(data.get("message", "")), "warning"
     if event.kind == ev.COMPACTION_APPLIED:
         unit = "tokens" if data.get("exact") else "tokens, estimated"
         text = (
@@ -55,6 +57,8 @@ def note_for(event: Event) -> tuple[str, str, str] | None:
             + (" (prepared in the background)" if data.get("background") else "")
             + f": window {data['tokens_before']:,} -> {data['tokens_after']:,} {unit}"
         )
+        if data.get("replaced"):
+            text += f"; extractive summary used, the fast model's was not kept: {data['replaced']}"
         return "summarized", text, "info"
     return None
 
@@ -116,7 +120,12 @@ class CellView:
         self._show_background()
         data = event.data
         if event.kind == ev.TOOL_STARTED:
-            self._tool_started(str(data.get("tool_call_id", "")), str(data.get("name", "")), data.get("arguments", ""))
+            block = ToolBlock(
+                str(data.get("name", "")), str(data.get("arguments", "")), recovered=str(data.get("recovered") or "")
+            )
+            self._tool_started(str(data.get("tool_call_id", "")), block)
+        elif event.kind == ev.TEXT_CALLS:
+            self._keep_prose(int(data.get("prose_chars") or 0))
         elif event.kind == ev.TOOL_FINISHED:
             self._tool_finished(str(data.get("tool_call_id", "")), data)
         else:
@@ -124,10 +133,19 @@ class CellView:
             if note is not None:
                 self._note(*note)
 
-    def _tool_started(self, call_id: str, name: str, arguments: Any) -> None:
+    def _keep_prose(self, chars: int) -> None:
+        """The text just streamed ended with tool calls written as text, now shown as tool blocks:
+        only the words before them (their first ``chars`` characters) stay."""
+        if self._piece_handle is None:
+            return
+        text = self._piece.strip()[:chars]
+        self.text = self.text[: len(self.text) - len(self._piece)] + text
+        self._piece_handle.update(_answer(text) if text.strip() else {"text/plain": ""}, raw=True)
+        self._piece, self._piece_handle = "", None
+
+    def _tool_started(self, call_id: str, block: ToolBlock) -> None:
         self._end_piece()
         _flush_streams()
-        block = ToolBlock(name, str(arguments))
         handle = None
         if self.rich:
             handle = self.show({"text/html": block.html(), "text/plain": block.text()}, raw=True, display_id=True)

@@ -373,6 +373,7 @@ class Cascade:
             tokens_after=compaction.tokens_after,
             used_fallback=compaction.used_fallback,
             reflected=compaction.reflected,
+            replaced=compaction.replaced,
             seconds=round(compaction.seconds, 3),
         )
         self.promotion.on_summary_saved(self.window.session, span, self.agent)
@@ -425,6 +426,7 @@ class Cascade:
             exact=False,
             messages=len(compaction.folded_ids),
             background=background,
+            replaced=compaction.replaced,
         )
         fraction = self.occupancy_now() / self.context_window if self.context_window else 0.0
         reflections = self.window.summary.reflections if self.window.summary else 0

@@ -178,6 +178,8 @@ def render_text(state: PanelState) -> str:
     if compaction.get("last"):
         last = compaction["last"]
         how = " (extractive fallback)" if last["fallback"] else ""
+        if last.get("replaced"):
+            how = f" (extractive fallback, the fast model's was not kept: {last['replaced']})"
         lines.append(
             f"last compaction: {minus(max(0, last['before'] - last['after']))} tokens "
             f"(messages only: {last['before']:,} -> {last['after']:,}) in {last['seconds']} s{how}"

@@ -182,6 +182,7 @@ class PanelState:
             "after": _int(data.get("tokens_after")),
             "seconds": round(float(data.get("seconds") or 0.0), 2),
             "fallback": bool(data.get("used_fallback")),
+            "replaced": str(data.get("replaced") or ""),  # why the fast model's briefing was not kept
             "reflected": bool(data.get("reflected")),
             "turn": _int(data.get("turn")),
             "step": _int(data.get("step")),

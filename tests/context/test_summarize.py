@@ -105,19 +105,17 @@ def test_a_retried_answer_with_headings_is_accepted():
 def test_the_extractive_summary_is_used_when_the_endpoint_fails():
     model = ScriptedModel([EndpointError("Cannot reach http://127.0.0.1:9 (connection refused)")])
 
-    summary, used_fallback = summarize_with_fallback(
-        LLMSummarizer(model), ExtractiveSummarizer(), None, span_with_error()
-    )
+    summary, why = summarize_with_fallback(LLMSummarizer(model), ExtractiveSummarizer(), None, span_with_error())
 
-    assert used_fallback
+    assert why == "Cannot reach http://127.0.0.1:9 (connection refused)"
     assert headings(summary) == list(SECTIONS)
     assert "Load data/sales.csv" in parse_sections(summary)["Objective"]
 
 
 def test_no_fast_model_means_the_extractive_summary():
-    summary, used_fallback = summarize_with_fallback(None, ExtractiveSummarizer(), None, span_with_error())
+    summary, why = summarize_with_fallback(None, ExtractiveSummarizer(), None, span_with_error())
 
-    assert used_fallback
+    assert why == ""  # the extractive summary, with no fast model's briefing to have replaced
     assert headings(summary) == list(SECTIONS)
 
 

@@ -104,6 +104,7 @@ def test_background_compaction_shows_progress_then_before_and_after(comms, sessi
             tokens_after=800,
             used_fallback=True,
             reflected=False,
+            replaced="it copies the transcript instead of summarizing it",
             seconds=1.5,
         )
     )
@@ -116,6 +117,7 @@ def test_background_compaction_shows_progress_then_before_and_after(comms, sessi
         "after": 800,
         "seconds": 1.5,
         "fallback": True,
+        "replaced": "it copies the transcript instead of summarizing it",
         "reflected": False,
         "turn": 0,
         "step": 0,

@@ -101,6 +101,12 @@ class Tool:
 
     def run(self, ctx: ToolContext, arguments: dict[str, Any]) -> str:
         """Call the tool; bad arguments raise ToolError with a message for the model."""
+        self.check(arguments)
+        return self.func(ctx, **arguments)
+
+    def check(self, arguments: dict[str, Any]) -> None:
+        """Raise ToolError, in one line for the model, when ``arguments`` do not fit the schema
+        (unknown or missing names, wrong JSON types)."""
         props = self.parameters.get("properties", {})
         unknown = sorted(set(arguments) - set(props))
         if unknown and self.parameters.get("additionalProperties", True) is False:
@@ -111,7 +117,6 @@ class Tool:
         for name, value in arguments.items():
             if name in props:
                 _check_type(self.name, name, props[name], value)
-        return self.func(ctx, **arguments)
 
 
 def _check_type(tool: str, name: str, schema: dict[str, Any], value: Any) -> None:

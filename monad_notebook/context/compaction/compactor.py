@@ -46,6 +46,7 @@ class Compaction:
     used_fallback: bool
     reflected: bool
     seconds: float
+    replaced: str = ""  # why the fast model's briefing was replaced by the extractive one ("" if it was not)
 
     @property
     def folded_ids(self) -> list[str]:
@@ -119,7 +120,8 @@ class Compactor:
         started = time.monotonic()
         previous = summary.text if summary else ""
         tokens_before = self.tokens(window, summary)
-        text, used_fallback = summarize_with_fallback(summarizer, self.fallback, previous or None, span)
+        text, why = summarize_with_fallback(summarizer, self.fallback, previous or None, span)
+        used_fallback = why is not None
         book = self._ledger(previous)
         changed = book.add_span(span, self._raw_outputs(span))
         ledger, notes = book.top(self.ledger_max_tokens, self.ledger_max_items, self.counter.count_text)
@@ -147,6 +149,7 @@ class Compactor:
             used_fallback=used_fallback,
             reflected=reflected,
             seconds=time.monotonic() - started,
+            replaced=why or "",
         )
 
     def _ledger(self, previous: str) -> Ledger:

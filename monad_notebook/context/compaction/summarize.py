@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from monad_notebook.context.compaction.ledger import parse_ledger, parse_notes, render_ledger, strip_ledger
+from monad_notebook.context.compaction.weakness import weakness
 from monad_notebook.errors import ModelError
 from monad_notebook.messages import Message, image_lines
 from monad_notebook.provider import ChatModel, ChatResponse
@@ -63,8 +64,20 @@ _SHORTER = (
     "That briefing was cut off by the output limit. Write it again, shorter, with exactly the five "
     "## headings, in order, and nothing else."
 )
+_WEAK = (
+    "That briefing cannot be used: {why}. Write it again: terse bullets in your own words under the five "
+    "## headings, in order, much shorter than the transcript, and nothing else."
+)
 
 OnRejected = Callable[[str, int], None]  # (why the answer was rejected, attempt number)
+
+
+class SummaryRejected(ModelError):
+    """The fast model's briefing was rejected twice; ``why`` says what was wrong with the last one."""
+
+    def __init__(self, message: str, why: str) -> None:
+        super().__init__(message)
+        self.why = why
 
 
 class Summarizer(Protocol):
@@ -127,15 +140,17 @@ def unfence(text: str) -> str:
     return "\n".join(lines)
 
 
-def rejection(response: ChatResponse) -> str | None:
-    """Why a model's briefing cannot be used, or None: it must have finished and hold every section."""
+def rejection(response: ChatResponse, *, transcript: str = "", previous: str = "") -> str | None:
+    """Why a model's briefing cannot be used, or None: it must have finished, hold every section,
+    and not be weak (``weakness.py``: empty, a copy of ``transcript``, longer than what it folds)."""
     if response.finish_reason == "length":
         return 'it was cut off by the output token limit (finish_reason "length")'
-    present = parse_sections(unfence(response.content))
+    briefing = unfence(response.content)
+    present = parse_sections(briefing)
     missing = [name for name in SECTIONS if name not in present]
     if missing:
         return "it lacks " + ", ".join(f"## {name}" for name in missing)
-    return None
+    return weakness(briefing, transcript=transcript, previous=previous)
 
 
 def ensure_sections(text: str) -> str:
@@ -236,13 +251,16 @@ class LLMSummarizer:
         parts = []
         if previous and previous.strip():
             parts.append(f"<previous_summary>\n{previous.strip()}\n</previous_summary>")
-        parts.append(f"<transcript>\n{render_span(span, self.span_budget_chars, self.tool_clip)}\n</transcript>")
+        transcript = render_span(span, self.span_budget_chars, self.tool_clip)
+        parts.append(f"<transcript>\n{transcript}\n</transcript>")
         parts.append("Write the updated briefing.")
         return self._ask(
             [
                 {"role": "system", "content": _SUMMARY_PROMPT.format(target=self.target_tokens)},
                 {"role": "user", "content": "\n\n".join(parts)},
-            ]
+            ],
+            transcript=transcript,
+            previous=previous or "",
         )
 
     def reflect(self, summary: str, target_tokens: int) -> str:
@@ -250,24 +268,30 @@ class LLMSummarizer:
             [
                 {"role": "system", "content": _REFLECT_PROMPT.format(target=target_tokens)},
                 {"role": "user", "content": summary},
-            ]
+            ],
+            previous=summary,
         )
 
-    def _ask(self, messages: list[dict[str, Any]]) -> str:
-        """One retry with a reminder when the answer is cut off or lacks a section; then give up."""
+    def _ask(self, messages: list[dict[str, Any]], *, transcript: str = "", previous: str = "") -> str:
+        """One retry with a reminder when the answer is cut off, lacks a section or is weak; then give up."""
         response = self.model.complete(messages, [])
-        why = rejection(response)
+        why = rejection(response, transcript=transcript, previous=previous)
         if why is None:
             return ensure_sections(response.content)
         self._rejected(why, 1)
-        reminder = _SHORTER if response.finish_reason == "length" else _REMINDER
-        retry = [*messages, {"role": "assistant", "content": response.content}, {"role": "user", "content": reminder}]
+        retry = [
+            *messages,
+            {"role": "assistant", "content": response.content},
+            {"role": "user", "content": _reminder(response, why)},
+        ]
         response = self.model.complete(retry, [])
-        why = rejection(response)
+        why = rejection(response, transcript=transcript, previous=previous)
         if why is None:
             return ensure_sections(response.content)
         self._rejected(why, 2)
-        raise ModelError(f"{self.model.name}'s summary was rejected twice ({why}); using the extractive summary")
+        raise SummaryRejected(
+            f"{self.model.name}'s summary was rejected twice ({why}); using the extractive summary", why
+        )
 
     def _rejected(self, why: str, attempt: int) -> None:
         log.warning("summary from %s rejected (attempt %d): %s", self.model.name, attempt, why)
@@ -275,16 +299,28 @@ class LLMSummarizer:
             self.on_rejected(why, attempt)
 
 
+def _reminder(response: ChatResponse, why: str) -> str:
+    if response.finish_reason == "length":
+        return _SHORTER
+    return _REMINDER if why.startswith("it lacks ") else _WEAK.format(why=why)
+
+
 def summarize_with_fallback(
     primary: Summarizer | None, fallback: Summarizer, previous: str | None, span: list[Message]
-) -> tuple[str, bool]:
-    """(summary, used_fallback): a failing or missing fast model yields the extractive summary."""
-    if primary is not None:
-        try:
-            return primary.summarize(previous, span), False
-        except ModelError as exc:
-            log.warning("summarizer failed, using the extractive summary: %s", exc)
-    return fallback.summarize(previous, span), True
+) -> tuple[str, str | None]:
+    """(summary, why the extractive summary was used): None when the fast model's briefing was kept.
+
+    The reason is one line: what was wrong with the model's last briefing, or how the model failed;
+    "" when there is no fast model to ask.
+    """
+    if primary is None:
+        return fallback.summarize(previous, span), ""
+    try:
+        return primary.summarize(previous, span), None
+    except ModelError as exc:
+        log.warning("summarizer failed, using the extractive summary: %s", exc)
+        why = exc.why if isinstance(exc, SummaryRejected) else str(exc)
+    return fallback.summarize(previous, span), why
 
 
 def reflect_with_fallback(primary: Summarizer | None, fallback: Summarizer, summary: str, target_tokens: int) -> str:

@@ -171,7 +171,7 @@ export function drawOccupancy(model, root) {
 }
 
 /**
- * @param {{running?: boolean, reason?: string, tokens_before?: number, last?: {before: number, after: number, seconds: number, fallback: boolean, turn?: number, step?: number} | null}} compaction
+ * @param {{running?: boolean, reason?: string, tokens_before?: number, last?: {before: number, after: number, seconds: number, fallback: boolean, replaced?: string, turn?: number, step?: number} | null}} compaction
  * @returns {HTMLElement[]}
  */
 function compactionLines(compaction) {
@@ -187,10 +187,13 @@ function compactionLines(compaction) {
   if (compaction.last) {
     const last = compaction.last;
     const where = last.turn ? ` at turn ${last.turn}` : "";
+    const how = last.replaced
+      ? `, extractive fallback, the fast model's was not kept: ${last.replaced}`
+      : last.fallback ? ", extractive fallback" : "";
     lines.push(
       h("div", { class: "monad-compaction", "data-role": "compaction-last" }, [
         `last compaction${where}: −${fmt.format(Math.max(0, last.before - last.after))} tokens `,
-        h("span", { class: "monad-dim" }, [`(messages only: ${fmt.format(last.before)} → ${fmt.format(last.after)}, ${last.seconds} s${last.fallback ? ", extractive fallback" : ""})`]),
+        h("span", { class: "monad-dim" }, [`(messages only: ${fmt.format(last.before)} → ${fmt.format(last.after)}, ${last.seconds} s${how})`]),
       ]),
     );
   }
