@@ -14,7 +14,7 @@ a line, bar, scatter or histogram of seeded data) whose title carries a planted 
 (``FIG-0003-K7QZ``), so what each strategy can still see at the end is checked too.
 
 Every strategy is sent the same image bytes: the ones the session keeps after
-``FigureRecorder`` (``monad_notebook/agent/tools/figures.py``) has decoded the display and
+``FigureRecorder`` (``monad_notebook/images/figures.py``) has decoded the display and
 scaled it to ``context.images.maxSide`` (1024), so each image costs the same tokens everywhere
 (OpenAI's tile formula, ``TokenCounter.count_messages`` reading the size from the data URL)
 and the comparison is of context management only. Strategies:
@@ -86,13 +86,14 @@ from benchmarks.trace import Trace, generate_trace, replay_events
 from monad_notebook import events as ev
 from monad_notebook.agent.instructions import SYSTEM_PROMPT
 from monad_notebook.agent.tools.base import Tool, ToolContext, tool
-from monad_notebook.agent.tools.figures import FigureRecorder
 from monad_notebook.config import Config
 from monad_notebook.config_schema import ImagesConfig
 from monad_notebook.context.lossless.eviction import PLACEHOLDER_PREFIX
 from monad_notebook.context.occupancy.tokens import TokenCounter
 from monad_notebook.errors import ContextLengthError
-from monad_notebook.messages import IMAGES_CLEARED, Image, ToolCall
+from monad_notebook.images.figures import FigureRecorder
+from monad_notebook.images.image import IMAGES_CLEARED, Image
+from monad_notebook.messages import ToolCall
 from monad_notebook.session import Session
 from monad_notebook.store.lance import LanceStore
 

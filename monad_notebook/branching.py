@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from monad_notebook.errors import UsageError
-from monad_notebook.store.base import SessionRecord, Store
+from monad_notebook.store.base import SessionRecord, Sessions
 from monad_notebook.store.rows import is_text
 
 
@@ -19,7 +19,7 @@ def check_session_name(name: str) -> None:
         raise UsageError("a session name must be 1-200 characters of text, without newlines")
 
 
-def branch_session(store: Store, source: str, target: str, *, settle: Callable[[], None]) -> SessionRecord:
+def branch_session(store: Sessions, source: str, target: str, *, settle: Callable[[], None]) -> SessionRecord:
     """``target`` as a copy of ``source``; ``settle`` lets background work on ``source`` land first."""
     check_session_name(target)
     settle()

@@ -18,14 +18,20 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from monad_notebook import events as ev
 from monad_notebook.errors import UsageError
-from monad_notebook.messages import Image, Message
+from monad_notebook.images.image import Image
+from monad_notebook.messages import Message
 from monad_notebook.notebook.proposals import without_decisions
 from monad_notebook.safe_markdown import sanitize_markdown
-from monad_notebook.store.base import Store
+from monad_notebook.store.base import Events, Images, ToolOutputs, Transcript
+
+
+class ExportStore(Transcript, ToolOutputs, Images, Events, Protocol):
+    """What an export reads: the transcript, the saved outputs and images of its code, how each call went."""
+
 
 _SECTION = re.compile(r"^(?:(stdout|stderr|displayed|value):\n|(value|error): )", re.M)
 _MAX_LABELS = 400
@@ -95,7 +101,7 @@ class CodeRun:
     tool_call_id: str = ""
 
 
-def _outcomes(store: Store, session: str) -> dict[str, str]:
+def _outcomes(store: ExportStore, session: str) -> dict[str, str]:
     return {
         str(e.data.get("tool_call_id")): str(e.data.get("outcome") or "")
         for e in store.list_events(session, kind=ev.TOOL_FINISHED)
@@ -112,7 +118,7 @@ def _ran(result: str, outcome: str) -> bool:
     return parsed is not None and not parsed.failed
 
 
-def code_runs(store: Store, session: str, messages: list[Message] | None = None) -> list[CodeRun]:
+def code_runs(store: ExportStore, session: str, messages: list[Message] | None = None) -> list[CodeRun]:
     """Every python call of the session that ran without an error, oldest first."""
     messages = store.load_messages(session) if messages is None else messages
     results = {m.tool_call_id: m for m in messages if m.role == "tool"}
@@ -133,7 +139,7 @@ def code_runs(store: Store, session: str, messages: list[Message] | None = None)
     return runs
 
 
-def last_turn_code(store: Store, session: str) -> str:
+def last_turn_code(store: ExportStore, session: str) -> str:
     """The code the last turn that ran python ran, as one cell's source."""
     runs = code_runs(store, session)
     if not runs:
@@ -182,7 +188,7 @@ def _code(run: CodeRun, count: int, images: list[Image]) -> dict[str, Any]:
     }
 
 
-def build_notebook(store: Store, session: str) -> dict[str, Any]:
+def build_notebook(store: ExportStore, session: str) -> dict[str, Any]:
     """The session as an nbformat v4 notebook: questions, code that ran, answers, in order."""
     messages = store.load_messages(session)
     runs: dict[int, list[CodeRun]] = {}
@@ -220,7 +226,7 @@ def build_notebook(store: Store, session: str) -> dict[str, Any]:
     }
 
 
-def export_notebook(store: Store, session: str, path: str | Path) -> tuple[Path, int]:
+def export_notebook(store: ExportStore, session: str, path: str | Path) -> tuple[Path, int]:
     """Write the session to ``path`` (an .ipynb) at once or not at all; returns the path and its code cells."""
     target = Path(path).expanduser()
     if target.suffix != ".ipynb":

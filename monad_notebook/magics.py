@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 
 from monad_notebook import events as ev
-from monad_notebook.agent.tools.approval import ApprovalGate
-from monad_notebook.cell.asking import notebook_gate
+from monad_notebook.approval.asking import notebook_gate
+from monad_notebook.approval.gate import ApprovalGate
 from monad_notebook.cell.background import Inbox
 from monad_notebook.cell.heap import settle_heap
 from monad_notebook.cell.html import one_line

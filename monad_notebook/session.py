@@ -1,17 +1,14 @@
 """Session: one named conversation, composed of its config, store, services, window, cascade and tools.
 
-The parts do the work (``context.window.Window`` holds the in-memory window, ``context.cascade``
-runs the stages, ``agent.tools.runner.ToolRunner`` runs the tools, ``agent.loop.Turn`` runs a
-turn); the session owns the services they share (memory, recall), puts each configuration in force
-by pushing it to them, and is the public API.
+The parts do the work (``Window`` holds the in-memory window, ``Cascade`` runs the stages,
+``ToolRunner`` runs the tools, ``Turn`` runs a turn); the session owns the services they share
+(memory, recall), pushes each configuration in force to them, and is the public API.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,9 +20,7 @@ from monad_notebook.branching import branch_session, check_session_name
 from monad_notebook.config import Config, ConfigWatcher, watch_config
 from monad_notebook.context.cascade import Cascade
 from monad_notebook.context.compaction.handoff import seed_handoff
-from monad_notebook.context.compaction.lossy import summarizer
 from monad_notebook.context.recall.service import RecallService
-from monad_notebook.context.turn_stages import TurnStages
 from monad_notebook.context.window import Window
 from monad_notebook.errors import UsageError
 from monad_notebook.events import ERROR, RESET, TEXT_CALLS, EventBus, EventLog
@@ -46,15 +41,11 @@ if TYPE_CHECKING:
 class Session:
     """One named conversation. ``Session("eda").ask("...")`` runs a turn and returns a Reply.
 
-    Without ``config`` it reads agents.json as ``%%monad`` does (``$MONAD_CONFIG``, then
-    ``./agents.json``, then ``$MONAD_HOME/agents.json``) and follows its changes; a Config,
-    a path or a ConfigWatcher given as ``config`` is used instead.
-
-    ``model`` / ``fast_model`` fix the main and fast tiers (tests, demos); otherwise both are
-    built from the configuration and follow its changes; ``embedder`` likewise fixes recall's
-    embedder. ``extra_tools`` join the configured tools (a tool of the same name replaces the
-    built-in one). ``notebook`` is the open notebook the notebook tools work in (None: none is open,
-    and they are not offered).
+    Without ``config`` it reads agents.json as ``%%monad`` does (``$MONAD_CONFIG``, then ``./agents.json``,
+    then ``$MONAD_HOME/agents.json``) and follows its changes; a Config, a path or a ConfigWatcher is used
+    instead. ``model`` / ``fast_model`` / ``embedder`` fix the main and fast tiers and recall's embedder
+    (tests, demos) whatever the configuration says. ``extra_tools`` join the configured tools (one of the
+    same name replaces the built-in one). ``notebook``: the open notebook the notebook tools work in.
     """
 
     def __init__(
@@ -91,7 +82,7 @@ class Session:
         self.shell = shell
         self.events = EventBus()
         self.lease = TurnLease(self.store, name)
-        self.record = ensure_session(self.store, name, self.model.name)
+        ensure_session(self.store, name, self.model.name)
         self.window = Window(name)
         self.window.load(self.store)
         self.memory = MemoryService(self.store, notify=self.events.emit)
@@ -102,45 +93,28 @@ class Session:
             store=self.store,
             events=EventLog(name, self.events, self.store.append_events),
             lease=self.lease,
-            counter=setup.counter,
-            stages=TurnStages(self.memory, self.recall),
+            counter=setup.cascade.counter,
+            memory=self.memory,
             promotion=self.promotion,
             recall=self.recall,
         )
         user_ns = namespace if namespace is not None else (shell.user_ns if shell is not None else {})
-        self.services = ToolServices(self.name, user_ns, shell, self.store, self.memory, self.recall, approve, notebook)
+        self.services = ToolServices(
+            name, user_ns, shell, self.store, self.memory, self.recall, approve, notebook, root
+        )
         self._apply(setup)
 
     # --- configuration -------------------------------------------------------------
 
     def _apply(self, setup: Setup) -> None:
         """Put a prepared configuration in force, all at once, pushing to each part what it follows."""
-        config = self.config = setup.config
-        self.model, self.context_window = setup.model, setup.context_window
-        self.memory.redactor = setup.lossless.redactor
-        promotion = config.context.memory_promotion
-        self.promotion.fast_model, self.promotion.mode, self.promotion.max_facts = (
-            setup.fast_model, promotion.mode, promotion.max_facts
-        )  # fmt: skip
+        config, redactor = setup.config, setup.cascade.lossless.redactor
+        self.config, self.model, self.context_window = config, setup.model, setup.cascade.context_window
+        self.memory.redactor = redactor
+        self.promotion.reconfigure(config.context.memory_promotion, setup.fast_model)
         self.recall.reconfigure(config)
-        self.cascade.reconfigure(
-            settings=config.context,
-            agent=config.agent.name,
-            lossless=setup.lossless,
-            counter=setup.counter,
-            frame=setup.frame,
-            pricing=setup.pricing,
-            context_window=setup.context_window,
-            summarizer=summarizer(setup.summarizer_model, self.emit),
-        )
-        self.runner = ToolRunner.for_config(
-            setup.tools,
-            config,
-            self.services,
-            root=self.settings.root,
-            redactor=setup.lossless.redactor,
-            memory_scope=self.memory_scope,
-        )
+        self.cascade.reconfigure(setup.cascade)
+        self.runner = ToolRunner(setup.tools, config, self.services, redactor)
         self.store.optimize_every = config.store.optimize_every_writes
         warning = self.settings.store_warning(config, self.store.uri)
         if warning:
@@ -165,7 +139,7 @@ class Session:
 
     @approve.setter
     def approve(self, gate: Callable[..., bool | None] | None) -> None:
-        self._lend(approve=gate)
+        self.services.approve = gate
 
     @property
     def namespace(self) -> dict[str, Any]:
@@ -174,12 +148,7 @@ class Session:
 
     @namespace.setter
     def namespace(self, namespace: dict[str, Any]) -> None:
-        self._lend(namespace=namespace)
-
-    def _lend(self, **changes: Any) -> None:
-        """Lend the tools something else from now on (the magic sets the approval gate after the session starts)."""
-        self.services = replace(self.services, **changes)
-        self.runner = self.runner.lend(**changes)
+        self.services.namespace = namespace
 
     @property
     def summary(self) -> Summary | None:
@@ -224,26 +193,11 @@ class Session:
             raise UsageError("the message is empty: write what you want the agent to do")
         with FOREGROUND.held(), self.lease.hold():  # set aside while the model answers, tools run or the lease waits
             self.cascade.catch_up()
-            try:
+            with self.cascade.turn():
                 self.reload_config()
                 reader = TextCallReader(self.tools, self.config.models.main.text_tool_calls)
-                turn = Turn(
-                    self.cascade, self.runner, self.model, max_steps=self.config.agent.max_steps, text_calls=reader
-                )
-                reply = turn.run(text, on_text)
-            except BaseException:
-                with contextlib.suppress(Exception):  # the turn's own error is the one to report
-                    self.cascade.save_calibration()
-                with contextlib.suppress(Exception):
-                    self.flush_events()
-                raise
-            self.cascade.save_calibration()
-            self.flush_events()
-            return reply
-
-    def occupancy(self) -> int:
-        """effectiveInputTokens: the provider's last real count, else the calibrated estimate."""
-        return self.cascade.occupancy_now()
+                turn = Turn(self.cascade, self.runner, self.model, max_steps=self.config.agent.max_steps)
+                return turn.run(text, on_text, text_calls=reader)
 
     def usage_snapshot(self) -> dict[str, Any]:
         return self.cascade.usage()
@@ -254,11 +208,7 @@ class Session:
             "model": self.model.name,
             "config": str(self.watcher.source) if self.watcher.source else "(defaults)",
             "stored_messages": self.store.count_messages(self.name),
-            "window_messages": len(self.window.messages),
-            "summary": bool(self.window.summary and self.window.summary.text),
-            **self.cascade.indexing(),
-            **self.usage_snapshot(),
-            "images": self.window.frame.image_detail or "",
+            **self.cascade.status(),
             "mcp_servers": self.settings.mcp.statuses(),
             "text_calls": tally(
                 self.store.list_events(self.name, kind=TEXT_CALLS), self.config.models.main.text_tool_calls

@@ -18,14 +18,15 @@ from monad_notebook.agent.tools.mcp import McpServers
 from monad_notebook.agent.tools.registry import configured_tools
 from monad_notebook.config import SCRIPTED_DEMO_MODEL, Config, ConfigWatcher
 from monad_notebook.config_errors import working_dir
+from monad_notebook.context.cascade import CascadeSettings
 from monad_notebook.context.lossless.stage import LosslessStage
-from monad_notebook.context.occupancy.cost import CachePricing, pricing_for
+from monad_notebook.context.occupancy.cost import pricing_for
 from monad_notebook.context.occupancy.tokens import TokenCounter
 from monad_notebook.context.window import Frame
 from monad_notebook.demo import DemoModel
 from monad_notebook.errors import ConfigError
+from monad_notebook.images.vision import sees_images
 from monad_notebook.provider import ChatModel, OpenAIChatModel, context_window_for
-from monad_notebook.provider.vision import sees_images
 
 
 @dataclass(frozen=True)
@@ -34,15 +35,9 @@ class Setup:
 
     config: Config
     model: ChatModel
-    fast_model: ChatModel  # summaries, memory promotion
-    summarizer_model: ChatModel | None  # the fast model, unless it is the scripted demo, which cannot summarize
-    counter: TokenCounter
-    lossless: LosslessStage
+    fast_model: ChatModel  # memory promotion; the summaries too, unless it is the scripted demo
     tools: dict[str, Tool]
-    frame: Frame
-    context_window: int
-    pricing: CachePricing
-    sees_images: bool
+    cascade: CascadeSettings
 
 
 def build_model(config: Config, tier: str = "main") -> ChatModel:
@@ -110,23 +105,21 @@ def prepare_setup(
         extra=[*(mcp.tools(cfg.mcp_servers) if mcp is not None else []), *extra_tools],
     )
     window = cfg.models.main.context_window or getattr(model, "context_window", None)
-    return Setup(
-        config=cfg,
-        model=model,
-        fast_model=fast_model,
-        summarizer_model=None if cfg.models.resolved_fast().model == SCRIPTED_DEMO_MODEL else fast_model,
-        counter=counter,
+    cascade = CascadeSettings(
+        context=cfg.context,
+        agent=cfg.agent.name,
         lossless=LosslessStage(cfg.context, counter),
-        tools=tools,
+        counter=counter,
         frame=Frame(
             cfg.agent.system_prompt or SYSTEM_PROMPT,
             [t.schema() for t in tools.values()],
             image_detail=cfg.context.images.detail if sees else None,
         ),
-        context_window=window or context_window_for(model.name, None),
         pricing=pricing_for(cfg.models.main),
-        sees_images=sees,
+        context_window=window or context_window_for(model.name, None),
+        summarizer_model=None if cfg.models.resolved_fast().model == SCRIPTED_DEMO_MODEL else fast_model,
     )
+    return Setup(config=cfg, model=model, fast_model=fast_model, tools=tools, cascade=cascade)
 
 
 class FollowedConfig:

@@ -19,10 +19,22 @@ PACKAGE = Path(monad_notebook.__file__).parent
 LAYERS: list[set[str]] = [
     {"monad_notebook", "magics", "cli", "cell"},
     {"session", "session_setup"},
-    {"agent", "context", "memory", "widget", "notebook", "branching", "demo", "testing", "safe_markdown", "export"},
+    {
+        "agent",
+        "approval",
+        "context",
+        "memory",
+        "widget",
+        "notebook",
+        "branching",
+        "demo",
+        "testing",
+        "safe_markdown",
+        "export",
+    },
     {"store", "redaction"},
     {"provider"},
-    {"config", "config_errors", "config_json", "config_schema", "events", "errors", "foreground", "messages"},
+    {"config", "config_errors", "config_json", "config_schema", "events", "errors", "foreground", "messages", "images"},
 ]
 
 
@@ -133,7 +145,7 @@ def test_only_the_provider_package_imports_openai_and_only_the_lance_store_impor
             for dependency in set(roots) & {"openai", "lancedb", "anywidget"}:
                 owners[dependency].add(name)
     assert {room(name) for name in owners["openai"]} == {"provider"}
-    assert owners["anywidget"] == {"monad_notebook.widget.panel", "monad_notebook.widget.cell_approval"}
+    assert owners["anywidget"] == {"monad_notebook.widget.panel", "monad_notebook.approval.in_cell"}
     assert owners["lancedb"] <= {
         "monad_notebook.store.lance",
         "monad_notebook.store.tables",

@@ -282,7 +282,7 @@ def test_the_footer_labels_the_window_and_what_the_turn_sent(ip, server, rich):
     ip.run_cell_magic("monad", "--session foot", "What is defined?")
     footer = rich.texts()[-1]
     session = magics(ip).session()
-    occupancy, window = session.occupancy(), session.context_window
+    occupancy, window = session.usage_snapshot()["occupancy"], session.context_window
     assert f"window {occupancy:,} / {window:,} tokens ({occupancy / window:.0%})" in footer
     sent = sum(len(json.dumps(request["messages"])) // 4 for request in server.chat_requests)
     assert f"sent this turn {sent:,} tokens in 2 requests" in footer and "1 tool call" in footer

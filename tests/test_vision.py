@@ -9,7 +9,7 @@ import pytest
 from PIL import Image as PILImage
 
 from monad_notebook.context.occupancy.tokens import TokenCounter
-from monad_notebook.provider.vision import data_url_size, image_tokens, sees_images
+from monad_notebook.images.vision import data_url_size, image_tokens, sees_images
 
 
 @pytest.mark.parametrize(

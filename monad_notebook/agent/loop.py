@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from monad_notebook import events as ev
 from monad_notebook.agent.call_ids import unique_tool_calls
 from monad_notebook.agent.text_calls import TextCallReader
-from monad_notebook.agent.tools.approval import QuestionInterrupted
 from monad_notebook.agent.tools.base import ToolOutput
 from monad_notebook.agent.tools.runner import ToolRunner
+from monad_notebook.approval.gate import QuestionInterrupted
 from monad_notebook.context.cascade import Cascade
 from monad_notebook.errors import ContextLengthError, ImagesRefusedError
 from monad_notebook.foreground import FOREGROUND
@@ -52,28 +52,22 @@ class Turn:
     """One user message and everything the agent does to answer it: the cascade keeps the window, the
     runner runs the tools, the model answers."""
 
-    def __init__(
-        self,
-        cascade: Cascade,
-        tools: ToolRunner,
-        model: ChatModel,
-        *,
-        max_steps: int,
-        text_calls: TextCallReader | None = None,
-    ) -> None:
-        """``text_calls`` reads the calls a reply wrote as text (None: its text is the answer)."""
+    def __init__(self, cascade: Cascade, tools: ToolRunner, model: ChatModel, *, max_steps: int) -> None:
         self.cascade = cascade
         self.tools = tools
         self.model = model
         self.max_steps = max_steps
-        self.text_calls = text_calls
+        self.text_calls: TextCallReader | None = None
         self.on_text: TextCallback | None = None
         self.reply = Reply(text="")
 
-    def run(self, text: str, on_text: TextCallback | None = None) -> Reply:
-        """Answer ``text`` (streamed to ``on_text``): steps until the model answers without tool calls."""
+    def run(self, text: str, on_text: TextCallback | None = None, *, text_calls: TextCallReader | None = None) -> Reply:
+        """Answer ``text`` (streamed to ``on_text``): steps until the model answers without tool calls.
+
+        ``text_calls`` reads the calls a reply wrote as text (None: its text is the answer).
+        """
         cascade = self.cascade
-        self.on_text = on_text
+        self.on_text, self.text_calls = on_text, text_calls
         cascade.begin_turn(text)
         for _ in range(self.max_steps):
             response = self._step()

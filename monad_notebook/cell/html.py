@@ -13,8 +13,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from monad_notebook.agent.tools.code_html import CODE_CSS, code_html
-from monad_notebook.agent.tools.code_view import shown_lines, visible
+from monad_notebook.approval.code_html import CODE_CSS, code_html
+from monad_notebook.approval.code_view import shown_lines, visible
 
 RESULT_LINES = 40
 CELL_CSS = """

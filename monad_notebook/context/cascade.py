@@ -17,10 +17,11 @@ handed to it.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from monad_notebook import events as ev
@@ -35,7 +36,7 @@ from monad_notebook.context.compaction.compactor import (
 )
 from monad_notebook.context.compaction.extractive import ExtractiveSummarizer
 from monad_notebook.context.compaction.handoff import handoff_nudge
-from monad_notebook.context.compaction.lossy import pressure
+from monad_notebook.context.compaction.lossy import pressure, summarizer
 from monad_notebook.context.compaction.summarize import Summarizer
 from monad_notebook.context.lossless.spill import Spill
 from monad_notebook.context.lossless.stage import LosslessStage
@@ -48,8 +49,10 @@ from monad_notebook.context.turn_stages import TurnStages
 from monad_notebook.context.window import Frame, Window
 from monad_notebook.errors import ContextLengthError, SessionBusyError
 from monad_notebook.events import EventLog
-from monad_notebook.memory import MemoryPromotion
-from monad_notebook.messages import Image, Message, Role, ToolCall
+from monad_notebook.images.image import Image
+from monad_notebook.memory import MemoryPromotion, MemoryService
+from monad_notebook.messages import Message, Role, ToolCall
+from monad_notebook.provider import ChatModel
 from monad_notebook.store.base import Images, Summary, Transcript
 from monad_notebook.store.lease import TurnLease
 
@@ -62,6 +65,20 @@ class CascadeStore(CompactionStore, Transcript, Images, Calibrations, Protocol):
     """What the cascade keeps: messages, their placeholders and images, saved outputs, summaries, calibration."""
 
 
+@dataclass(frozen=True)
+class CascadeSettings:
+    """What a configuration gives the cascade, built whole before it is in force (``session_setup.py``)."""
+
+    context: ContextConfig
+    agent: str | None  # whose memory scope (``agent.name``); None: global
+    lossless: LosslessStage
+    counter: TokenCounter
+    frame: Frame
+    pricing: CachePricing
+    context_window: int
+    summarizer_model: ChatModel | None  # writes the summaries; None: the extractive summary does
+
+
 class Cascade:
     def __init__(
         self,
@@ -71,15 +88,16 @@ class Cascade:
         events: EventLog,
         lease: TurnLease,
         counter: TokenCounter,
-        stages: TurnStages,
+        memory: MemoryService,
         promotion: MemoryPromotion,
         recall: RecallService,
     ) -> None:
+        """``memory``, ``promotion`` and ``recall`` are the session's services, which the stages read."""
         self.window = window
         self.store = store
         self.events = events
         self.lease = lease
-        self.stages = stages
+        self.stages = TurnStages(memory, recall)
         self.promotion = promotion
         self.recall = recall
         self.meter = Meter(store, window.session, counter)
@@ -97,38 +115,27 @@ class Cascade:
         self.compactions = 0
         self.images_refused_by: str | None = None  # the model whose endpoint refused images
 
-    def reconfigure(
-        self,
-        *,
-        settings: ContextConfig,
-        agent: str | None,
-        lossless: LosslessStage,
-        counter: TokenCounter,
-        frame: Frame,
-        pricing: CachePricing,
-        context_window: int,
-        summarizer: Summarizer | None,
-    ) -> None:
-        """A configuration is in force (these were built from it): follow it.
-
-        ``summarizer`` writes the summaries (the fast model's); None: the extractive one does.
+    def reconfigure(self, given: CascadeSettings) -> None:
+        """A configuration is in force: follow it.
 
         Another model's counter starts from what earlier kernels learnt of its provider's counts.
         """
+        counter, frame = given.counter, given.frame
         if self.meter.use_counter(counter):
             self.window.new_model()
         if self.images_refused_by == counter.model:
             frame = replace(frame, image_detail=None)
         self.window.set_frame(frame)
-        self.meter.cost.pricing = pricing
-        self.settings, self.agent, self.lossless = settings, agent, lossless
-        self.context_window, self.summarizer = context_window, summarizer
-        summarize = settings.summarize
+        self.meter.cost.pricing = given.pricing
+        self.settings, self.agent, self.lossless = given.context, given.agent, given.lossless
+        self.context_window = given.context_window
+        self.summarizer = summarizer(given.summarizer_model, self.emit)
+        summarize = given.context.summarize
         self.compactor.counter = counter
         self.compactor.reflect_at_tokens = summarize.reflect_at_tokens
         self.compactor.ledger_max_items = summarize.ledger_max_items
         self.compactor.ledger_max_tokens = summarize.ledger_max_tokens
-        self.stages.reconfigure(settings, agent)
+        self.stages.reconfigure(given.context, given.agent)
 
     def emit(self, kind: str, **data: Any) -> None:
         """Tell listeners now; persisted kinds are written with the step, or at once from a worker thread.
@@ -142,6 +149,21 @@ class Cascade:
     def flush(self) -> None:
         """Write the pending events; if the write fails they stay pending for the next flush."""
         self.events.flush()
+
+    @contextlib.contextmanager
+    def turn(self) -> Iterator[None]:
+        """Around a turn: what the provider's counts taught and the pending events are written at its end,
+        whatever ended it (a failure's own error is the one reported)."""
+        try:
+            yield
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self.save_calibration()
+            with contextlib.suppress(Exception):
+                self.flush()
+            raise
+        self.save_calibration()
+        self.flush()
 
     @property
     def redactor(self) -> Any:
@@ -320,6 +342,17 @@ class Cascade:
     def indexing(self) -> dict[str, Any]:
         """How far recall's index is behind (``RecallService.indexing``)."""
         return self.recall.indexing()
+
+    def status(self) -> dict[str, Any]:
+        """What ``%monad status`` says of the window: its messages, the summary, recall's index, the occupancy."""
+        summary = self.window.summary
+        return {
+            "window_messages": len(self.window.messages),
+            "summary": bool(summary and summary.text),
+            **self.indexing(),
+            **self.usage(),
+            "images": self.window.frame.image_detail or "",
+        }
 
     # --- compaction: decided by the compactor, kept here -----------------------------
 

@@ -11,7 +11,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from monad_notebook.messages import Image, Message
+from monad_notebook.images.image import Image
+from monad_notebook.messages import Message
 
 PLAN_NOTE = "(a reminder from your own running summary, not a new request)"
 IMAGES_NOTE = "(the images the tool results above displayed to the user)"

@@ -12,13 +12,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from monad_notebook.context.prompt import Prompt, assemble
 from monad_notebook.messages import Message, Role, ToolCall, apply_placeholders
-from monad_notebook.store.base import Store, Summary
+from monad_notebook.store.base import Images, Summaries, Summary, Transcript
 
 log = logging.getLogger(__name__)
+
+
+class WindowStore(Transcript, Summaries, Images, Protocol):
+    """What the window reads: the messages after the summary, the summary, the images results carry."""
 
 
 @dataclass(frozen=True)
@@ -55,7 +59,7 @@ class Window:
 
     # --- loading and counters ---------------------------------------------------------
 
-    def load(self, store: Store) -> None:
+    def load(self, store: WindowStore) -> None:
         """Read the rolling summary and the messages after its boundary: O(window), never the transcript.
 
         A tool result whose call fell behind the boundary is left out: no request ever holds an orphan.
@@ -72,7 +76,7 @@ class Window:
         self.next_seq = (stored[-1].seq if stored else boundary) + 1
         self.turn = max((m.turn for m in stored), default=0)
 
-    def catch_up(self, store: Store) -> bool:
+    def catch_up(self, store: WindowStore) -> bool:
         """Reload if another kernel wrote to this session since this one last looked (True if it did).
 
         Called holding the turn lease, so numbering continues from the store's newest message and
@@ -107,7 +111,7 @@ class Window:
         else:
             self._mark = None
 
-    def reset(self, store: Store) -> None:
+    def reset(self, store: WindowStore) -> None:
         """After the stored conversation was forgotten: reload, and start the numbering over."""
         self.load(store)
         self.turn = 0

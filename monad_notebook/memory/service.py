@@ -21,7 +21,7 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from monad_notebook.errors import UsageError
 from monad_notebook.events import MEMORY_SAVED, MEMORY_SUGGESTION, MEMORY_SUGGESTION_RESOLVED, Event
@@ -30,9 +30,15 @@ from monad_notebook.memory.notes_block import render_notes
 from monad_notebook.memory.secrets import secret_kinds
 from monad_notebook.messages import Message, new_id
 from monad_notebook.redaction.redactor import Redactor
-from monad_notebook.store.base import MemoryFact, Store
+from monad_notebook.store.base import Events, Facts, MemoryFact
+
+
+class FactStore(Facts, Events, Protocol):
+    """What memory keeps: facts, and suggestions as events."""
+
 
 if TYPE_CHECKING:
+    from monad_notebook.config_schema import MemoryPromotionConfig
     from monad_notebook.provider import ChatModel
 
 log = logging.getLogger(__name__)
@@ -150,7 +156,7 @@ class MemoryService:
     """
 
     def __init__(
-        self, store: Store, redactor: Redactor | None = None, *, notify: Callable[[Event], None] | None = None
+        self, store: FactStore, redactor: Redactor | None = None, *, notify: Callable[[Event], None] | None = None
     ) -> None:
         self.store = store
         self.redactor = redactor
@@ -344,6 +350,9 @@ class MemoryPromotion:
         self.fast_model = fast_model
         self.mode = mode
         self.max_facts = max_facts
+
+    def reconfigure(self, cfg: MemoryPromotionConfig, fast_model: ChatModel | None) -> None:
+        self.mode, self.max_facts, self.fast_model = cfg.mode, cfg.max_facts, fast_model
 
     def on_summary_saved(self, session: str, span: Sequence[Message], agent: str | None = None) -> None:
         """suggest: one suggestion event; auto: save to the session's scope. Never raises."""

@@ -2,7 +2,7 @@
 
 The kernel is busy running the ``%%monad`` turn while the agent reads or changes the notebook,
 so the frontend's replies would wait behind the cell on the main shell. They are routed to the
-kernel subshell the panel's approvals already use (``widget/approval.py``, ipykernel >= 7.3),
+kernel subshell the approvals already use (``approval/busy.py``, ipykernel >= 7.3),
 whose thread hands each reply to the turn waiting for it. A frontend with no extension (VS Code,
 others) never answers, or closes the comm at once (JupyterLab without the extension): the
 request then fails in bounded time and the caller takes the other path.
@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from monad_notebook.widget.approval import owned_subshell, route_to_subshell, supports_busy_routing
+from monad_notebook.approval.busy import owned_subshell, route_to_subshell, supports_busy_routing
 
 TARGET = "monad-notebook"
 HELLO_SECONDS = 3.0  # how long a frontend has to answer that it holds the running cell

@@ -46,7 +46,7 @@ class OutputReview:
         if kernel is not None:
             from IPython.display import display
 
-            from monad_notebook.widget.cell_approval import can_ask_in_cell
+            from monad_notebook.approval.in_cell import can_ask_in_cell
             from monad_notebook.widget.cell_review import review_in_cell
 
             if can_ask_in_cell(kernel):

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from monad_notebook.agent.tools.code_view import shown_lines
+from monad_notebook.approval.code_view import shown_lines
 from monad_notebook.events import NOTEBOOK_DECIDED, NOTEBOOK_PROPOSED
 
 Emit = Callable[..., None]

@@ -12,7 +12,8 @@ from typing import Any, Protocol
 
 from monad_notebook.errors import StoreError
 from monad_notebook.events import Event
-from monad_notebook.messages import Image, Message
+from monad_notebook.images.image import Image
+from monad_notebook.messages import Message
 
 
 @dataclass

@@ -18,7 +18,8 @@ import pyarrow as pa
 from monad_notebook.config import Config
 from monad_notebook.errors import StoreError
 from monad_notebook.events import Event
-from monad_notebook.messages import Image, Message, new_id
+from monad_notebook.images.image import Image
+from monad_notebook.messages import Message, new_id
 from monad_notebook.store.base import LedgerEntry, MemoryFact, SessionRecord, Summary, clone_origin
 from monad_notebook.store.claims import LanceClaims
 from monad_notebook.store.rows import (

@@ -21,7 +21,7 @@ from dataclasses import replace
 
 from monad_notebook.errors import SessionBusyError, StoreError
 from monad_notebook.foreground import FOREGROUND
-from monad_notebook.store.base import Claim, Store
+from monad_notebook.store.base import Claim, Claims
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +55,7 @@ def busy_message(session: str, holder: Claim) -> str:
 class TurnLease:
     """Re-entrant within one Session (its turn and its background compaction share it)."""
 
-    def __init__(self, store: Store, session: str, *, ttl: float = TTL_SECONDS, wait: float = WAIT_SECONDS) -> None:
+    def __init__(self, store: Claims, session: str, *, ttl: float = TTL_SECONDS, wait: float = WAIT_SECONDS) -> None:
         self.store = store
         self.session = session
         self.ttl = ttl

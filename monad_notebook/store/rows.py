@@ -15,7 +15,8 @@ from typing import Any
 import pyarrow as pa
 
 from monad_notebook.errors import StoreError
-from monad_notebook.messages import Image, Message, ToolCall
+from monad_notebook.images.image import Image
+from monad_notebook.messages import Message, ToolCall
 from monad_notebook.store.base import Chunk, EmbeddingHit, MemoryFact, SessionRecord
 
 TYPES = {"text": pa.string(), "int": pa.int64(), "float": pa.float64(), "bool": pa.bool_(), "bytes": pa.binary()}

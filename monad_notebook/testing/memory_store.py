@@ -22,7 +22,8 @@ from typing import Any
 
 from monad_notebook.errors import StoreError
 from monad_notebook.events import Event
-from monad_notebook.messages import Image, Message, new_id
+from monad_notebook.images.image import Image
+from monad_notebook.messages import Message, new_id
 from monad_notebook.store.base import (
     FORGET_AFTER_SECONDS,
     Chunk,

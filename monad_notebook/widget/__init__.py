@@ -12,7 +12,7 @@ __all__ = ["MonadPanel", "PanelApprover", "status_line", "text_report"]
 
 _LAZY = {
     "MonadPanel": "monad_notebook.widget.panel",
-    "PanelApprover": "monad_notebook.widget.approval",
+    "PanelApprover": "monad_notebook.approval.asking",
     "status_line": "monad_notebook.widget.report",
     "text_report": "monad_notebook.widget.report",
 }

@@ -2,7 +2,7 @@
 
 The fallback of the notebook tools for frontends without the monad-notebook extension (VS Code and
 others that draw widgets): the diff, every line as text with hidden characters as markers, and
-Accept / Reject. It is the same live question as "run this code?" (``cell_approval.py``): its
+Accept / Reject. It is the same live question as "run this code?" (``approval/in_cell.py``): its
 answer reaches the kernel while the turn runs, a frontend that never reports it on screen gets
 the input prompt instead, and once answered it is replaced by one line saying what was decided.
 """
@@ -14,9 +14,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from monad_notebook.agent.tools.approval import TIMEOUT, Answer, within
-from monad_notebook.widget.approval import PendingAnswer
-from monad_notebook.widget.cell_approval import SHOWN_WAIT, LiveQuestion, put_in_cell
+from monad_notebook.approval.busy import PendingAnswer
+from monad_notebook.approval.gate import TIMEOUT, Answer, within
+from monad_notebook.approval.in_cell import HERE as QUESTION_ASSETS
+from monad_notebook.approval.in_cell import SHOWN_WAIT, LiveQuestion, put_in_cell
 
 HERE = Path(__file__).resolve().parent
 DONE = {
@@ -31,8 +32,8 @@ DONE = {
 class CellReview(LiveQuestion):
     """One proposed change: a title, the diff rows, Accept and Reject."""
 
-    _esm = HERE / "cell_approval.js"
-    _css = (HERE / "cell_approval.css").read_text(encoding="utf-8") + (HERE / "cell_review.css").read_text(
+    _esm = QUESTION_ASSETS / "in_cell.js"
+    _css = (QUESTION_ASSETS / "in_cell.css").read_text(encoding="utf-8") + (HERE / "cell_review.css").read_text(
         encoding="utf-8"
     )
 

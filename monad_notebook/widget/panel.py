@@ -17,17 +17,17 @@ import anywidget
 import traitlets as t
 
 from monad_notebook import events as ev
-from monad_notebook.agent.tools.approval import PYTHON, wording
-from monad_notebook.agent.tools.code_view import approval_view
-from monad_notebook.events import Event
-from monad_notebook.widget.approval import (
-    PanelApprover,
+from monad_notebook.approval.asking import PanelApprover
+from monad_notebook.approval.busy import (
     PendingAnswer,
     current_kernel,
     owned_subshell,
     route_to_subshell,
     supports_busy_routing,
 )
+from monad_notebook.approval.code_view import approval_view
+from monad_notebook.approval.gate import PYTHON, wording
+from monad_notebook.events import Event
 from monad_notebook.widget.esm import joined
 from monad_notebook.widget.memory_actions import MemoryActions
 from monad_notebook.widget.report import records_of, render_text, state_from_session, thresholds_of

@@ -7,7 +7,7 @@ from typing import Any, Protocol
 
 from monad_notebook.config import Config
 from monad_notebook.events import EventBus
-from monad_notebook.store.base import MemoryFact, Store
+from monad_notebook.store.base import Events, MemoryFact
 
 
 class MemoryBox(Protocol):
@@ -37,7 +37,7 @@ class PanelSource(Protocol):
     @property
     def config(self) -> Config: ...
     @property
-    def store(self) -> Store | None: ...
+    def store(self) -> Events | None: ...
     @property
     def memory(self) -> MemoryBox | None: ...
     @property

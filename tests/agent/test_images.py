@@ -10,9 +10,9 @@ import pytest
 from PIL import Image as PILImage
 
 from monad_notebook import Session
-from monad_notebook.agent.tools.figures import FigureRecorder, describe
 from monad_notebook.config import Config
 from monad_notebook.config_schema import ImagesConfig
+from monad_notebook.images.figures import FigureRecorder, describe
 from monad_notebook.testing import ScriptedModel
 
 pytestmark = pytest.mark.lance

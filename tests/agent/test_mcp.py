@@ -13,8 +13,8 @@ from types import SimpleNamespace
 import pytest
 
 from monad_notebook import Session
-from monad_notebook.agent.tools.approval import Answer, ApprovalGate
 from monad_notebook.agent.tools.mcp import result_text, usable_tools
+from monad_notebook.approval.gate import Answer, ApprovalGate
 from monad_notebook.cell.status import status_sentences
 from monad_notebook.config import Config
 from monad_notebook.testing import MemoryStore, ScriptedModel, tool_call

@@ -5,13 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from monad_notebook.config import Config
-from monad_notebook.context.cascade import Cascade
+from monad_notebook.context.cascade import Cascade, CascadeSettings
 from monad_notebook.context.compaction.summarize import Summarizer
 from monad_notebook.context.lossless.stage import LosslessStage
 from monad_notebook.context.occupancy.cost import pricing_for
 from monad_notebook.context.occupancy.tokens import TokenCounter
 from monad_notebook.context.recall.service import RecallService
-from monad_notebook.context.turn_stages import TurnStages
 from monad_notebook.context.window import Frame, Window
 from monad_notebook.events import EventBus, EventLog
 from monad_notebook.memory import MemoryPromotion, MemoryService
@@ -58,20 +57,22 @@ def make_cascade(
         events=EventLog(session, bus, store.append_events),
         lease=TurnLease(store, session),
         counter=counter,
-        stages=TurnStages(memory, recall),
+        memory=memory,
         promotion=promotion or MemoryPromotion(memory),
         recall=recall,
     )
     config = Config.model_validate({"context": {"recall": {"enabled": False}, **(context or {})}})
     recall.reconfigure(config)
-    cascade.reconfigure(
-        settings=config.context,
+    settings = CascadeSettings(
+        context=config.context,
         agent=None,
         lossless=LosslessStage(config.context, counter),
         counter=counter,
         frame=Frame(),
         pricing=pricing_for(config.models.main),
         context_window=context_window,
-        summarizer=summarizer,
+        summarizer_model=None,
     )
+    cascade.reconfigure(settings)
+    cascade.summarizer = summarizer  # the summaries these tests write, whatever model would
     return cascade, events

@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 from monad_notebook import events as ev
-from monad_notebook.agent.tools.code_view import approval_view
+from monad_notebook.approval.code_view import approval_view
 from monad_notebook.events import Event
 from monad_notebook.widget.panel import PANEL_ESM
 from monad_notebook.widget.state import PanelState

@@ -17,8 +17,8 @@ import time
 import pytest
 
 from monad_notebook import events as ev
-from monad_notebook.agent.tools.approval import INTERRUPTED_QUESTION
 from monad_notebook.agent.tools.python import DECLINED
+from monad_notebook.approval.gate import INTERRUPTED_QUESTION
 from monad_notebook.testing import FakeOpenAIServer, tool_call
 from tests.e2e.kernel_frontend import Frontend, Views, is_input, is_widget
 

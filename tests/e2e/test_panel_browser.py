@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 
-from monad_notebook.agent.tools.code_view import approval_view
+from monad_notebook.approval.code_view import approval_view
 from tests.e2e.browser import ARTIFACTS, counting_server, serve
 from tests.e2e.jupyter import jupyter_server, write_notebook
 from tests.e2e.panel_page import panel_state, write_pages

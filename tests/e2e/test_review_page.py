@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
+from monad_notebook.approval.in_cell import HERE
 from monad_notebook.notebook.proposals import diff_lines
-from monad_notebook.widget.cell_approval import HERE
 from monad_notebook.widget.cell_review import DONE, CellReview
 from tests.e2e.browser import ARTIFACTS, counting_server, serve
 from tests.e2e.panel_page import AUDIT, PAGE, THEMES, theme_css
@@ -21,7 +21,7 @@ from tests.hostile import MARKDOWN_LOADS
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     root = tmp_path_factory.mktemp("review-page")
-    (root / "review.js").write_text((HERE / "cell_approval.js").read_text(encoding="utf-8"), encoding="utf-8")
+    (root / "review.js").write_text((HERE / "in_cell.js").read_text(encoding="utf-8"), encoding="utf-8")
     (root / "review.css").write_text(CellReview._css, encoding="utf-8")
     page = PAGE.replace("panel.js", "review.js").replace("panel.css", "review.css")
     for theme in THEMES:

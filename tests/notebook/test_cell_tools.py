@@ -11,8 +11,8 @@ from types import SimpleNamespace
 
 from monad_notebook import Session
 from monad_notebook import events as ev
-from monad_notebook.agent.tools.approval import Answer, ApprovalGate
 from monad_notebook.agent.tools.python import DECLINED
+from monad_notebook.approval.gate import Answer, ApprovalGate
 from monad_notebook.config import Config
 from monad_notebook.export import export_notebook
 from monad_notebook.notebook.frontend import NotebookFrontend

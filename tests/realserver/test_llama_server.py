@@ -156,7 +156,8 @@ def test_a_server_that_takes_no_images_gets_the_request_again_with_their_descrip
 
     from PIL import Image as PILImage
 
-    from monad_notebook.messages import Image, ToolCall
+    from monad_notebook.images.image import Image
+    from monad_notebook.messages import ToolCall
 
     session = session_on(llama, store, vision=True)  # this model name is not known to see: the user said so
     picture = io.BytesIO()

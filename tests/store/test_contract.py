@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from monad_notebook.errors import StoreError
 from monad_notebook.events import EVICTED, HANDOFF_SUGGESTED, TURN_FINISHED, TURN_STARTED, Event
-from monad_notebook.messages import Image, Message, ToolCall
+from monad_notebook.images.image import Image
+from monad_notebook.messages import Message, ToolCall
 from monad_notebook.store.base import Chunk, Claim, LedgerEntry, MemoryFact, Store, Summary
 from monad_notebook.store.rows import sql_str
 from tests.store.sessions import HOSTILE_NAMES, fill_session, turn

@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from monad_notebook.agent.tools.approval import Answer
-from monad_notebook.widget.approval import PendingAnswer, route_to_subshell, supports_busy_routing
-from monad_notebook.widget.cell_approval import CellApproval, ask_in_cell, can_ask_in_cell
+from monad_notebook.approval.busy import PendingAnswer, route_to_subshell, supports_busy_routing
+from monad_notebook.approval.gate import Answer
+from monad_notebook.approval.in_cell import CellApproval, ask_in_cell, can_ask_in_cell
 from monad_notebook.widget.panel import MonadPanel, _busy_safe
 from tests.hostile import HIDDEN_CODE, Hidden, invisible_characters
 

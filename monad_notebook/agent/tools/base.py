@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from monad_notebook.config_schema import ImagesConfig, ToolOutputConfig
 from monad_notebook.errors import ToolError
-from monad_notebook.messages import Image
-from monad_notebook.store.base import Images, ToolOutputs
+from monad_notebook.images.image import Image
+from monad_notebook.store.base import Images, Sessions, ToolOutputs
 
 if TYPE_CHECKING:
     from monad_notebook.context.recall.service import RecallService
@@ -28,8 +28,9 @@ if TYPE_CHECKING:
     from monad_notebook.redaction.redactor import Redactor
 
 
-class ToolStore(ToolOutputs, Images, Protocol):
-    """What tools read of the store: saved full outputs and the images results showed."""
+class ToolStore(ToolOutputs, Images, Sessions, Protocol):
+    """What tools read of the store: saved full outputs, the images results showed (in a handed-off session's
+    parent too)."""
 
 
 _JSON_TYPES: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}

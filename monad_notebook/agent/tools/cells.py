@@ -16,10 +16,10 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from monad_notebook.agent.tools.base import Tool, ToolContext, tool
-from monad_notebook.agent.tools.figures import FigureRecorder
 from monad_notebook.agent.tools.notebook import _clip
 from monad_notebook.agent.tools.python import approval_refusal, strip_ansi
 from monad_notebook.errors import ToolError
+from monad_notebook.images.figures import FigureRecorder
 from monad_notebook.notebook.document import Cell
 from monad_notebook.notebook.frontend import EXTENSION, NotebookRefused
 from monad_notebook.notebook.proposals import CELL_TYPES, POSITIONS, Proposal, new_cell_id

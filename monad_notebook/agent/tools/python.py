@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from monad_notebook.agent.tools.base import Tool, ToolContext, tool
-from monad_notebook.agent.tools.figures import FigureRecorder
 from monad_notebook.agent.tools.time_limit import CodeTimedOut, TimeLimit
 from monad_notebook.config_schema import ImagesConfig
+from monad_notebook.images.figures import FigureRecorder
 
 CutPoint = Callable[..., int]  # Redactor.cut_point(text, at, *, forward) -> where to cut instead
 

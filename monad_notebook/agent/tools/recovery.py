@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import json
 
-from monad_notebook.agent.tools.base import ToolContext, tool
+from monad_notebook.agent.tools.base import ToolContext, ToolStore, tool
 from monad_notebook.context.lossless.truncation import read_call, truncate_tool_output
 from monad_notebook.errors import ToolError
-from monad_notebook.messages import IMAGE_PREFIX, Image
-from monad_notebook.store.base import Store
+from monad_notebook.images.image import IMAGE_PREFIX, Image
 
 MAX_ID_CHARS = 256
 MAX_GREP_MATCHES = 200
@@ -72,7 +71,7 @@ def view_image(ctx: ToolContext, id: str) -> str:
     return f"{image.line()}: attached below"
 
 
-def _image_in_lineage(store: Store, session: str, handle: str) -> Image | None:
+def _image_in_lineage(store: ToolStore, session: str, handle: str) -> Image | None:
     """The image in this session, else in the one it was handed off from (whose summary named it)."""
     seen: set[str] = set()
     while session and session not in seen:

@@ -1,22 +1,22 @@
 """The tool runner: the tools a configuration offers, and the one way the turn runs a call.
 
 The session lends its tools what they may see of the world (``ToolServices``: the kernel, the
-store, memory, recall, the approval gate, the open notebook) once; each configuration in force
-makes one runner from them and its settings (``ToolRunner.for_config``), and each call gets a
-fresh :class:`ToolContext` from it, so what one call reports (redacted, its outcome, its images)
-never leaks into the next.
+store, memory, recall, the approval gate, the open notebook); each configuration in force makes
+one runner from them and its settings, and each call gets a fresh :class:`ToolContext`, so what
+one call reports (redacted, its outcome, its images) never leaks into the next.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from monad_notebook.agent.tools.base import Tool, ToolContext, ToolOutput, ToolStore
 from monad_notebook.agent.tools.registry import run_tool
 from monad_notebook.config import Config
+from monad_notebook.memory import resolve_scope
 from monad_notebook.messages import ToolCall
 
 if TYPE_CHECKING:
@@ -28,9 +28,10 @@ if TYPE_CHECKING:
     from monad_notebook.redaction.redactor import Redactor
 
 
-@dataclass(frozen=True)
+@dataclass
 class ToolServices:
-    """What the session lends its tools, the same whatever the configuration."""
+    """What the session lends its tools whatever the configuration; the magic sets ``approve`` once the session
+    exists, and a user may hand the session another ``namespace``."""
 
     session: str
     namespace: dict[str, Any]
@@ -40,61 +41,50 @@ class ToolServices:
     recall: RecallService
     approve: Callable[..., bool | None] | None = None
     notebook: NotebookFrontend | None = None
+    root: str | Path | None = None  # where the file tools may read (``Session(root=...)``); None: configured
 
 
 class ToolRunner:
-    def __init__(self, tools: dict[str, Tool], context: ToolContext, root: str | Path | None = None) -> None:
-        """``root``: where the file tools may read (None: the kernel's working directory at each call)."""
-        self.tools = tools
-        self.context = context
-        self.root = root
+    def __init__(self, tools: dict[str, Tool], config: Config, services: ToolServices, redactor: Redactor) -> None:
+        """The tools ``config`` offers, run with ``services`` and the configuration's ``redactor``.
 
-    @classmethod
-    def for_config(
-        cls,
-        tools: dict[str, Tool],
-        config: Config,
-        services: ToolServices,
-        *,
-        root: str | Path | None,
-        redactor: Redactor,
-        memory_scope: str,
-    ) -> ToolRunner:
-        """The runner of a configuration: its tools, and the context each of their calls starts from.
-
-        ``root``: the session's own file root (``Session(root=...)``), else ``tools.files.root``, else the
-        working directory, which a notebook's ``%cd`` moves.
+        The file tools read under the session's own root, else ``tools.files.root``, else the
+        working directory at each call (a notebook's ``%cd`` moves it).
         """
-        python = config.tools.python
-        context = ToolContext(
+        self.tools = tools
+        self.config = config
+        self.services = services
+        self.root = services.root or config.tools.files.root
+        self.redactor = redactor
+        self.memory_scope = resolve_scope(config.agent.name)
+
+    def context(self, *, sees_images: bool = False) -> ToolContext:
+        """What one call may see of the world, fresh (what it reports back starts empty)."""
+        services, cfg = self.services, self.config
+        return ToolContext(
             session=services.session,
             namespace=services.namespace,
-            root=Path(),
+            root=Path(self.root or os.getcwd()).expanduser().resolve(),
             shell=services.shell,
             store=services.store,
-            python_approval=python.approval,
-            python_timeout=python.timeout_seconds,
+            python_approval=cfg.tools.python.approval,
+            python_timeout=cfg.tools.python.timeout_seconds,
             approve=services.approve,
-            redactor=redactor,
-            output_max_chars=config.context.tool_output.max_chars,
+            redactor=self.redactor,
+            output_max_chars=cfg.context.tool_output.max_chars,
             memory=services.memory,
-            memory_scope=memory_scope,
-            recall=services.recall if config.context.recall.enabled else None,
-            images_config=config.context.images,
+            memory_scope=self.memory_scope,
+            recall=services.recall if cfg.context.recall.enabled else None,
+            images_config=cfg.context.images,
+            sees_images=sees_images,
             notebook=services.notebook,
         )
-        return cls(tools, context, root or config.tools.files.root)
-
-    def lend(self, **changes: Any) -> ToolRunner:
-        """The same tools with what the session lends them changed (its namespace, its approval gate)."""
-        return ToolRunner(self.tools, replace(self.context, **changes), self.root)
 
     def run(self, call: ToolCall, *, sees_images: bool = False) -> ToolOutput:
         """Run one call (a tool problem becomes a one-line ``error: ...`` result; only an interrupt raises).
 
         ``sees_images``: the model is sent images now (an endpoint that refused them stops that mid-session).
         """
-        root = Path(self.root or os.getcwd()).expanduser().resolve()
-        ctx = replace(self.context, root=root, redacted=False, outcome="", images=[], sees_images=sees_images)
+        ctx = self.context(sees_images=sees_images)
         text = run_tool(self.tools, ctx, call.name, call.arguments)
         return ToolOutput(text, redacted=ctx.redacted, outcome=ctx.outcome, images=tuple(ctx.images))

@@ -18,7 +18,8 @@ from monad_notebook.context.compaction.summarize import (
     parse_sections,
     render_sections,
 )
-from monad_notebook.messages import Message, image_lines
+from monad_notebook.images.image import image_lines
+from monad_notebook.messages import Message
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 _PLAN = re.compile(r"\b(?:next|i will|i'll|let me|then i|plan|going to)\b", re.I)

@@ -7,10 +7,14 @@ a new session whose first summary is this one's, so the new window starts small 
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Protocol
 
 from monad_notebook.errors import UsageError
-from monad_notebook.store.base import SessionRecord, Store, Summary
+from monad_notebook.store.base import SessionRecord, Sessions, Summaries, Summary
+
+
+class HandoffStore(Sessions, Summaries, Protocol):
+    """What a handoff writes: the new session, seeded with the old one's summary."""
 
 
 def handoff_nudge(cfg: Any, fraction: float, reflections: int, compactions: int) -> dict[str, Any] | None:
@@ -36,7 +40,7 @@ def handoff_nudge(cfg: Any, fraction: float, reflections: int, compactions: int)
     }
 
 
-def seed_handoff(store: Store, source: str, target: str, summary: Summary | None, model: str) -> SessionRecord:
+def seed_handoff(store: HandoffStore, source: str, target: str, summary: Summary | None, model: str) -> SessionRecord:
     """Create ``target`` seeded with ``summary`` (the caller compacts first when there is none)."""
     if store.get_session(target) is not None:
         raise UsageError(f"session {target!r} already exists; pick a new name for the handoff")

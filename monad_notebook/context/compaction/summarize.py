@@ -18,7 +18,8 @@ from typing import Any, Protocol
 from monad_notebook.context.compaction.ledger import parse_ledger, parse_notes, render_ledger, strip_ledger
 from monad_notebook.context.compaction.weakness import weakness
 from monad_notebook.errors import ModelError
-from monad_notebook.messages import Message, image_lines
+from monad_notebook.images.image import image_lines
+from monad_notebook.messages import Message
 from monad_notebook.provider import ChatModel, ChatResponse
 
 log = logging.getLogger(__name__)

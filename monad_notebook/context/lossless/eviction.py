@@ -41,7 +41,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from monad_notebook.context.lossless.truncation import read_call
-from monad_notebook.messages import IMAGES_CLEARED, Message
+from monad_notebook.images.image import IMAGES_CLEARED
+from monad_notebook.messages import Message
 
 PLACEHOLDER_PREFIX = "[context-cleared]"
 

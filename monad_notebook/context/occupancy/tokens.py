@@ -32,8 +32,8 @@ from typing import Any
 import tiktoken
 from tiktoken_ext.openai_public import ENDOFPROMPT, ENDOFTEXT, FIM_MIDDLE, FIM_PREFIX, FIM_SUFFIX
 
-from monad_notebook.messages import Image
-from monad_notebook.provider.vision import Detail, data_url_size, image_tokens
+from monad_notebook.images.image import Image
+from monad_notebook.images.vision import Detail, data_url_size, image_tokens
 
 log = logging.getLogger(__name__)
 

@@ -36,6 +36,7 @@ import weakref
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from monad_notebook.context.recall.chunks import embedding_inputs, indexed_text, message_chunks
 from monad_notebook.context.recall.tuning import TUNING
@@ -43,7 +44,12 @@ from monad_notebook.context.recall.wordmatch import WordVectors, words_of
 from monad_notebook.foreground import FOREGROUND, Foreground, lower_priority
 from monad_notebook.messages import Message
 from monad_notebook.provider.local_embedder import Embedder, EmbeddingInterrupted
-from monad_notebook.store.base import Chunk, Store
+from monad_notebook.store.base import Chunk, SearchIndex, ToolOutputs, Transcript
+
+
+class RecallStore(SearchIndex, Transcript, ToolOutputs, Protocol):
+    """What recall reads and writes: its index, the messages it indexes, the saved full outputs it indexes from."""
+
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +92,7 @@ class RecallIndexer:
 
     def __init__(
         self,
-        store: Store,
+        store: RecallStore,
         embedder: Embedder | None,
         *,
         embed_max_chars: int = EMBED_MAX_CHARS,

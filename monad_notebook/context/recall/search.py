@@ -38,7 +38,7 @@ from monad_notebook.context.recall.tuning import TUNING, RecallTuning
 from monad_notebook.context.recall.wordmatch import STOP_WORDS, WordVectors, rank_by_words
 from monad_notebook.messages import Message
 from monad_notebook.provider.local_embedder import Embedder
-from monad_notebook.store.base import EmbeddingHit, Store
+from monad_notebook.store.base import EmbeddingHit, SearchIndex
 from monad_notebook.store.rows import words
 
 log = logging.getLogger(__name__)
@@ -112,7 +112,7 @@ class Recall:
 
     def __init__(
         self,
-        store: Store,
+        store: SearchIndex,
         embedder: Embedder | None,
         words: WordVectors | None = None,
         steps: Sequence[str] = STEPS,
@@ -205,7 +205,7 @@ class ByWords:
     """Which passages hold the question's words? BM25 over the session's chunks, each message's best chunk;
     at least ``at_least`` of them however few are wanted, for ``WordMeaning`` to rank."""
 
-    store: Store
+    store: SearchIndex
     at_least: int = 0
 
     def __call__(self, found: Candidates, phrasing: Phrasing) -> None:
@@ -224,7 +224,7 @@ class ByMeaning:
     messages come from those when they hold enough of them (one read).
     """
 
-    store: Store
+    store: SearchIndex
     embedder: Embedder
     tuning: RecallTuning
     words: WordVectors | None = None

@@ -13,10 +13,10 @@ first has a small backlog of vectors made (``RecallIndexer.settle``), so it sear
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from monad_notebook.config import Config, EmbeddingConfig
-from monad_notebook.context.recall.indexing import RecallIndexer
+from monad_notebook.context.recall.indexing import RecallIndexer, RecallStore
 from monad_notebook.context.recall.retrieval import Retrieval
 from monad_notebook.context.recall.search import Passage, Recall
 from monad_notebook.context.recall.wordmatch import WordVectors, shared_word_vectors
@@ -24,13 +24,8 @@ from monad_notebook.context.window import Window
 from monad_notebook.foreground import FOREGROUND
 from monad_notebook.messages import Message
 from monad_notebook.provider.local_embedder import Embedder, make_embedder
-from monad_notebook.store.base import SearchIndex, ToolOutputs, Transcript
 
 Embedders = Callable[[EmbeddingConfig], "Embedder | None"]
-
-
-class RecallStore(SearchIndex, Transcript, ToolOutputs, Protocol):
-    """What recall reads and writes: its index, the messages it indexes, the saved full outputs it indexes from."""
 
 
 class RecallService:

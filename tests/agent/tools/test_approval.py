@@ -11,8 +11,8 @@ import pytest
 
 from monad_notebook import Session
 from monad_notebook import events as ev
-from monad_notebook.agent.tools.approval import INTERRUPTED_QUESTION, Answer, ApprovalGate, stdin_asker
 from monad_notebook.agent.tools.python import DECLINED, NO_APPROVER
+from monad_notebook.approval.gate import INTERRUPTED_QUESTION, Answer, ApprovalGate, stdin_asker
 from monad_notebook.config import Config
 from monad_notebook.testing import ScriptedModel, tool_call
 
@@ -128,7 +128,7 @@ def test_the_input_prompt_shows_hidden_characters_and_its_limit_before_asking(mo
 
 
 def test_a_notebook_question_waits_as_long_as_agents_json_says_read_when_asked(store, tmp_path, monkeypatch, capsys):
-    from monad_notebook.cell.asking import notebook_gate
+    from monad_notebook.approval.asking import notebook_gate
 
     def nobody_types(prompt: str) -> str:
         time.sleep(30)

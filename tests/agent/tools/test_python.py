@@ -12,9 +12,9 @@ from IPython.core.displaypub import CapturingDisplayPublisher
 from IPython.core.error import StdinNotImplementedError
 
 from monad_notebook import Session
-from monad_notebook.agent.tools.approval import stdin_approver
 from monad_notebook.agent.tools.base import ToolContext
 from monad_notebook.agent.tools.python import DECLINED, python
+from monad_notebook.approval.gate import stdin_approver
 from monad_notebook.config import Config
 from monad_notebook.testing import ScriptedModel, tool_call
 from tests.hostile import HIDDEN_CODE, PAYLOAD, Hidden, invisible_characters, terminal_screen

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from monad_notebook.config_schema import ImagesConfig
-from monad_notebook.messages import Image, new_image_id
+from monad_notebook.images.image import Image, new_image_id
 
 RASTER = ("image/png", "image/jpeg", "image/gif", "image/webp")
 VECTOR = ("image/svg+xml", "application/pdf")

@@ -111,21 +111,3 @@ class PendingAnswer:
                 return None
             self._done.wait(min(0.1, left))
         return self.answer
-
-
-class PanelApprover:
-    """``session.approve`` that asks in the panel: shows the code with Run / Skip and blocks for the click.
-
-    Returns True (Run), False (Skip) or None (no answer within ``timeout`` seconds). Where the
-    kernel cannot deliver the click while the cell runs, ``fallback`` decides instead (None if unset).
-    """
-
-    def __init__(self, panel: Any, *, timeout: float = 600.0, fallback: Approver | None = None) -> None:
-        self.panel = panel
-        self.timeout = timeout
-        self.fallback = fallback
-
-    def __call__(self, code: str) -> bool | None:
-        if not self.panel.answers_while_busy:
-            return self.fallback(code) if self.fallback is not None else None
-        return self.panel.request_approval(code, timeout=self.timeout)

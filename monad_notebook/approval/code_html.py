@@ -12,7 +12,7 @@ import html
 import re
 from collections.abc import Iterator
 
-from monad_notebook.agent.tools.code_view import shown_lines
+from monad_notebook.approval.code_view import shown_lines
 
 _MARKER = re.compile(r"<(?:NUL|BS|VT|FF|CR|ESC|DEL|U\+[0-9A-F]{4,6})>")
 

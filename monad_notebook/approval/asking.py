@@ -11,12 +11,20 @@ papermill) the prompt reports that, and the python tool refuses with its usual e
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from monad_notebook.agent.tools.approval import PYTHON, Answer, ApprovalGate, Asker, Seconds, stdin_asker
+from monad_notebook.approval.busy import Approver
+from monad_notebook.approval.gate import PYTHON, Answer, ApprovalGate, Asker, Seconds, stdin_asker
+from monad_notebook.config import Config
 
-if TYPE_CHECKING:
-    from monad_notebook.session import Session
+
+class Asking(Protocol):
+    """What a gate needs of its session: the configuration in force (how long a question waits, read at each
+    question) and where its decisions are recorded."""
+
+    config: Config
+
+    def emit(self, kind: str, **data: Any) -> None: ...
 
 
 def notebook_asker(shell: Any, *, rich: bool, panel: Callable[[], Any], timeout: Seconds) -> Asker:
@@ -28,7 +36,7 @@ def notebook_asker(shell: Any, *, rich: bool, panel: Callable[[], Any], timeout:
         if rich and kernel is not None:
             from IPython.display import display
 
-            from monad_notebook.widget.cell_approval import ask_in_cell, can_ask_in_cell
+            from monad_notebook.approval.in_cell import ask_in_cell, can_ask_in_cell
 
             if can_ask_in_cell(kernel):
                 seconds, open_panel = timeout(), panel()
@@ -47,7 +55,25 @@ def notebook_asker(shell: Any, *, rich: bool, panel: Callable[[], Any], timeout:
     return ask
 
 
-def notebook_gate(session: Session, shell: Any, *, rich: bool, panel: Callable[[], Any]) -> ApprovalGate:
+def notebook_gate(session: Asking, shell: Any, *, rich: bool, panel: Callable[[], Any]) -> ApprovalGate:
     """The session's approval gate: decisions recorded as its events, "allow for session" kept with it."""
     timeout = lambda: session.config.tools.python.approval_timeout_seconds  # noqa: E731 - read at each question
     return ApprovalGate(notebook_asker(shell, rich=rich, panel=panel, timeout=timeout), emit=session.emit)
+
+
+class PanelApprover:
+    """``session.approve`` that asks in the panel: shows the code with Run / Skip and blocks for the click.
+
+    Returns True (Run), False (Skip) or None (no answer within ``timeout`` seconds). Where the
+    kernel cannot deliver the click while the cell runs, ``fallback`` decides instead (None if unset).
+    """
+
+    def __init__(self, panel: Any, *, timeout: float = 600.0, fallback: Approver | None = None) -> None:
+        self.panel = panel
+        self.timeout = timeout
+        self.fallback = fallback
+
+    def __call__(self, code: str) -> bool | None:
+        if not self.panel.answers_while_busy:
+            return self.fallback(code) if self.fallback is not None else None
+        return self.panel.request_approval(code, timeout=self.timeout)

@@ -24,16 +24,16 @@ from typing import Any
 import anywidget
 import traitlets as t
 
-from monad_notebook.agent.tools.approval import PYTHON, TIMEOUT, Answer, within, wording
-from monad_notebook.agent.tools.code_html import CODE_CSS, code_html
-from monad_notebook.agent.tools.code_view import summary
-from monad_notebook.widget.approval import (
+from monad_notebook.approval.busy import (
     PendingAnswer,
     current_kernel,
     owned_subshell,
     route_to_subshell,
     supports_busy_routing,
 )
+from monad_notebook.approval.code_html import CODE_CSS, code_html
+from monad_notebook.approval.code_view import summary
+from monad_notebook.approval.gate import PYTHON, TIMEOUT, Answer, within, wording
 
 HERE = Path(__file__).resolve().parent
 SHOWN_WAIT = 2.0  # how long a frontend has to report that it drew the question
@@ -113,8 +113,8 @@ class LiveQuestion(anywidget.AnyWidget):
 class CellApproval(LiveQuestion):
     """Asks "run this code?": the code highlighted, Run, Skip and "Allow ... for this session"."""
 
-    _esm = HERE / "cell_approval.js"
-    _css = CODE_CSS + (HERE / "cell_approval.css").read_text(encoding="utf-8")
+    _esm = HERE / "in_cell.js"
+    _css = CODE_CSS + (HERE / "in_cell.css").read_text(encoding="utf-8")
 
     def __init__(
         self, code: str, pending: PendingAnswer, *, timeout: float = TIMEOUT, subject: str = PYTHON, **kwargs: Any

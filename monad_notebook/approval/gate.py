@@ -6,7 +6,7 @@ arguments). The gate holds the session's "allow ... for this session" overrides,
 (set by an answer, shown by ``%monad status``, gone with the Session object), and records every
 decision as a ``tool.approval`` event, so the store keeps who ran what. How the question is put (a widget
 in the running cell, the panel, the frontend's input prompt) is the asker's business; the
-input prompt's asker (:func:`stdin_asker`) is here, the widgets' are in ``cell/``.
+input prompt's asker (:func:`stdin_asker`) is here, the notebook's are in ``asking.py``.
 
 Every question is bounded in time (``tools.python.approvalTimeoutSeconds``) and says so; no
 answer in time means the code does not run. An interrupt during the question ends it at once:
@@ -21,8 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from monad_notebook.agent.tools.code_view import shown_lines, summary, terminal_view
 from monad_notebook.agent.tools.time_limit import CodeTimedOut, TimeLimit
+from monad_notebook.approval.code_view import shown_lines, summary, terminal_view
 from monad_notebook.config_schema import PythonToolConfig
 from monad_notebook.events import APPROVAL, Emit
 
