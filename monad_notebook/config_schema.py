@@ -130,6 +130,8 @@ class EmbeddingConfig(_Section):
     base_url: Url | None = None
     api_key_env: Name = "OPENAI_API_KEY"
     dimensions: PositiveInt | None = None
+    query_prefix: Annotated[str, Field(max_length=200)] | None = None  # None: the model's known prefix, if any
+    document_prefix: Annotated[str, Field(max_length=200)] | None = None
 
 
 class ModelsConfig(_Section):

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from monad_notebook.errors import ModelError
 from monad_notebook.foreground import Foreground
+from monad_notebook.provider.prefixes import NO_PREFIXES, Prefixes, prefixes_for, vector_space
 
 if TYPE_CHECKING:
     from monad_notebook.config import EmbeddingConfig
@@ -45,7 +46,9 @@ class Embedder(Protocol):
     """Turns texts into vectors of one fixed width; ``name`` keeps vectors of different models apart.
 
     An embedder may also say how many chunks the background indexer gives it per call
-    (``chunks_per_call``); without it the indexer sends 8.
+    (``chunks_per_call``); without it the indexer sends 8. It may name the prefixes its model
+    expects (``query_prefix``, ``document_prefix``: ``prefixes.py``), which recall adds to the
+    texts it gives ``embed``; its ``name`` then carries the passage prefix.
     """
 
     name: str
@@ -114,11 +117,13 @@ class LocalEmbedder:
     # one chunk per call keeps that wait short, at no cost in throughput (a batch pads to its longest).
     chunks_per_call = 1
 
-    def __init__(self, files: tuple[Path, Path] | None = None) -> None:
+    def __init__(self, files: tuple[Path, Path] | None = None, prefixes: Prefixes = NO_PREFIXES) -> None:
         found = files or local_model_files()
         if found is None:
             raise ModelError(f"the offline embedding model is not installed: {LOCAL_INSTALL_HINT}")
         self._model_path, self._tokenizer_path = found
+        self.query_prefix, self.document_prefix = prefixes.query, prefixes.document
+        self.name = vector_space(LOCAL_MODEL_NAME, prefixes.document)
         self._lock = threading.Lock()
         self._session: Any = None
         self._tokenizer: Any = None
@@ -211,9 +216,10 @@ class RemoteEmbedder:
     other width is an error rather than a silent mix of spaces.
     """
 
-    def __init__(self, inner: Any, *, dims: int | None = None) -> None:
+    def __init__(self, inner: Any, *, dims: int | None = None, prefixes: Prefixes = NO_PREFIXES) -> None:
         self._inner = inner
-        self.name: str = inner.name
+        self.query_prefix, self.document_prefix = prefixes.query, prefixes.document
+        self.name: str = vector_space(inner.name, prefixes.document)
         self.dims: int = dims or 0
         self._lock = threading.Lock()
 
@@ -228,7 +234,7 @@ class RemoteEmbedder:
 
 
 _warned_missing_local = False
-_shared_local: LocalEmbedder | None = None
+_shared_local: dict[Prefixes, LocalEmbedder] = {}
 _shared_lock = threading.Lock()
 
 
@@ -237,11 +243,13 @@ def make_embedder(cfg: EmbeddingConfig) -> Embedder | None:
 
     A missing ``local`` extra is not an error (retrieval is opt-in and best-effort); it is
     logged once per process with the command that fixes it. The local model is shared by
-    every session of the process: each copy would hold its own ~100 MB runtime.
+    every session of the process with the same prefixes: each copy would hold its own ~100 MB runtime.
     """
-    global _warned_missing_local, _shared_local
+    global _warned_missing_local
     if cfg.provider == "none":
         return None
+    model = LOCAL_MODEL_NAME if cfg.provider == "local" else cfg.model or DEFAULT_OPENAI_MODEL
+    prefixes = prefixes_for(model, cfg.query_prefix, cfg.document_prefix)
     if cfg.provider == "local":
         files = local_model_files()
         if files is None:
@@ -250,12 +258,11 @@ def make_embedder(cfg: EmbeddingConfig) -> Embedder | None:
                 log.warning("offline embeddings are unavailable, so retrieval is off: %s", LOCAL_INSTALL_HINT)
             return None
         with _shared_lock:
-            if _shared_local is None:
-                _shared_local = LocalEmbedder(files)
-            return _shared_local
+            if prefixes not in _shared_local:
+                _shared_local[prefixes] = LocalEmbedder(files, prefixes)
+            return _shared_local[prefixes]
     from monad_notebook.provider import OpenAIEmbedder
 
-    model = cfg.model or DEFAULT_OPENAI_MODEL
     inner = OpenAIEmbedder(
         model,
         base_url=cfg.base_url,
@@ -265,4 +272,4 @@ def make_embedder(cfg: EmbeddingConfig) -> Embedder | None:
         max_retries=REMOTE_MAX_RETRIES,
     )
     known = KNOWN_DIMS.get(model) if cfg.base_url is None else None
-    return RemoteEmbedder(inner, dims=cfg.dimensions or known)
+    return RemoteEmbedder(inner, dims=cfg.dimensions or known, prefixes=prefixes)

@@ -18,7 +18,7 @@ message has its vectors, the search finds it by its words only (``unembedded`` n
 History. The first time an indexer meets a session (``meet``) it compares the session's stored
 messages with the index (one read of one column per table) and indexes what is missing: messages
 a kernel stored but never indexed (it stopped with work queued, or crashed) and, after the
-embedding model changed, messages without a vector from the new one. What was embedded stays
+embedding model (or its passage prefix) changed, messages without a vector from the new one. What was embedded stays
 embedded: a new process finds it in the store and leaves it.
 
 With vectors, the indexer also learns each new word's vector (``wordmatch.WordVectors``), so
@@ -44,6 +44,7 @@ from monad_notebook.context.recall.wordmatch import WordVectors, words_of
 from monad_notebook.foreground import FOREGROUND, Foreground, lower_priority
 from monad_notebook.messages import Message
 from monad_notebook.provider.local_embedder import Embedder, EmbeddingInterrupted
+from monad_notebook.provider.prefixes import as_documents
 from monad_notebook.store.base import Chunk, SearchIndex, ToolOutputs, Transcript
 
 
@@ -79,7 +80,7 @@ class _Job:
 class RecallIndexer:
     """Writes messages' chunks for full-text search at once and, with an embedder, their vectors in the background."""
 
-    write_chunks = 256  # vectors per write at most ...
+    write_chunks = 256  # vectors per write at most (a longer message's own excepted) ...
     write_seconds = 1.0  # ... and what is embedded is written this often, so a long backlog is found as it goes
     embed_batch = 8  # chunks per embedding call, unless the embedder says (``chunks_per_call``)
     linger = 0.5  # seconds a job waits for the next ones, so back-to-back steps share their writes
@@ -407,11 +408,15 @@ class RecallIndexer:
                 return
             rows += [(chunk, vector) for (chunk, _), vector in zip(batch, unit, strict=True)]
             last = at + self.embed_batch >= len(todo)
-            if last or len(rows) >= self.write_chunks or time.monotonic() - written >= self.write_seconds:
+            due = last or len(rows) >= self.write_chunks or time.monotonic() - written >= self.write_seconds
+            # a message's vectors are written together: a process stopped in its middle leaves it to the next
+            following = None if last else todo[at + self.embed_batch][0].message_id
+            ready = [row for row in rows if row[0].message_id != following]
+            if due and ready:
                 self._yield(session)
-                self.store.save_embeddings(session, rows, self.embedder.name)
-                self._embedded_inputs(session, [chunk.message_id for chunk, _ in rows], left, done)
-                rows, written = [], time.monotonic()
+                self.store.save_embeddings(session, ready, self.embedder.name)
+                self._embedded_inputs(session, [chunk.message_id for chunk, _ in ready], left, done)
+                rows, written = rows[len(ready) :], time.monotonic()
         self._embedded_inputs(session, [], {m.id: 0 for m in messages if not left[m.id]}, done)
 
     def _embedded_inputs(self, session: str, ids: list[str], left: dict[str, int], done: set[str]) -> None:
@@ -438,7 +443,7 @@ class RecallIndexer:
         """
         assert self.embedder is not None
         interruptible = getattr(self.embedder, "embed_in_background", None)
-        interruptions = 0
+        interruptions, passages = 0, as_documents(self.embedder, texts)
         while True:
             self._yield(session)
             if self._stopping:
@@ -446,9 +451,9 @@ class RecallIndexer:
             started = time.monotonic()
             try:
                 if interruptible is None or interruptions >= self.max_interruptions or session in self._urgent:
-                    vectors = self.embedder.embed(texts)
+                    vectors = self.embedder.embed(passages)
                 else:
-                    vectors = interruptible(texts, self.foreground)
+                    vectors = interruptible(passages, self.foreground)
             except EmbeddingInterrupted:
                 interruptions += 1
                 continue

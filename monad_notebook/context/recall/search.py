@@ -38,6 +38,7 @@ from monad_notebook.context.recall.tuning import TUNING, RecallTuning
 from monad_notebook.context.recall.wordmatch import STOP_WORDS, WordVectors, rank_by_words
 from monad_notebook.messages import Message
 from monad_notebook.provider.local_embedder import Embedder
+from monad_notebook.provider.prefixes import as_documents, as_question
 from monad_notebook.store.base import EmbeddingHit, SearchIndex
 from monad_notebook.store.rows import words
 
@@ -232,7 +233,8 @@ class ByMeaning:
     def __call__(self, found: Candidates, phrasing: Phrasing) -> None:
         wanted, words = found.wanted, self.words
         unknown = words.unknown(phrasing.terms[: self.tuning.max_terms]) if words is not None else []
-        vector, *learnt = self.embedder.embed([phrasing.text[:QUERY_MAX_CHARS], *unknown])
+        question = as_question(self.embedder, phrasing.text[:QUERY_MAX_CHARS])
+        vector, *learnt = self.embedder.embed([question, *as_documents(self.embedder, unknown)])
         nearest = partial(self.store.search_embeddings, found.session, vector, model=self.embedder.name)
         skipped: dict[str, Any] = {"exclude_ids": found.hidden, "shown": found.in_part}
         chunks: list[EmbeddingHit] = []

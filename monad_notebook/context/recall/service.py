@@ -3,8 +3,9 @@
 The session owns one and hands it to what uses it: the cascade indexes each committed step
 (``index``), the turn's stages ask for the ``<related_context>`` block (``related``), and the
 ``recall`` tool searches (``search``). It follows ``models.embedding``, ``context.recall`` and
-``context.retrieval`` (``reconfigure``): a new embedding model gets a new indexer, which gives the
-stored history vectors from that model in the background.
+``context.retrieval`` (``reconfigure``): a new embedding model (or passage prefix) gets a new
+indexer, which gives the stored history vectors from that model in the background, and the old
+one stops.
 
 A search holds the foreground gate (``foreground.py``), so background work waits for it, and
 first has a small backlog of vectors made (``RecallIndexer.settle``), so it searches all of it.
@@ -51,6 +52,8 @@ class RecallService:
             self.retrieval = self.recall = self.indexer = None
             return
         if self.indexer is None or config.models.embedding != self._embedding:
+            if self.indexer is not None:
+                self.indexer.stop(0)
             self._embedder = self._embedders(config.models.embedding)
             self._embedding = config.models.embedding
             self._words = shared_word_vectors(self._embedder.name) if self._embedder is not None else None
