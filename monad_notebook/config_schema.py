@@ -258,6 +258,8 @@ class RecallConfig(_Section):
     snippet_chars: Annotated[int, Field(ge=80, le=2000)] = 320
     embed_max_chars: NonNegativeInt = 200_000
     steps: list[RecallStep] = Field(default_factory=lambda: ["word_meaning", "names_first", "one_of_each"])
+    rewrite: Literal["off", "fast"] = "off"
+    rewrite_timeout_seconds: Annotated[float, Field(gt=0, le=60)] = 5.0
 
 
 class MemoryPromotionConfig(_Section):

@@ -112,7 +112,7 @@ class Session:
         self.config, self.model, self.context_window = config, setup.model, setup.cascade.context_window
         self.memory.redactor = redactor
         self.promotion.reconfigure(config.context.memory_promotion, setup.fast_model)
-        self.recall.reconfigure(config)
+        self.recall.reconfigure(config, setup.writer)
         self.cascade.reconfigure(setup.cascade)
         self.runner = ToolRunner(setup.tools, config, self.services, redactor)
         self.store.optimize_every = config.store.optimize_every_writes

@@ -39,6 +39,11 @@ class Setup:
     tools: dict[str, Tool]
     cascade: CascadeSettings
 
+    @property
+    def writer(self) -> ChatModel | None:
+        """The fast tier where it is a real model, which writes summaries and recall's rewrites."""
+        return self.cascade.summarizer_model
+
 
 def build_model(config: Config, tier: str = "main") -> ChatModel:
     """The configured model of a tier; ``scripted-demo`` is the labelled scripted demo model."""

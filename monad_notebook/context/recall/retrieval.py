@@ -14,7 +14,7 @@ or an embedding failure yields no block, never a failed turn.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from monad_notebook.config import RetrievalConfig
 from monad_notebook.context.recall.ranking import Passage, coverage
@@ -44,23 +44,32 @@ class Retrieval:
         self.unembedded = unembedded
 
     def related_context(
-        self, session: str, query: str, window: Iterable[Message] = (), *, query_id: str | None = None
+        self,
+        session: str,
+        query: str,
+        window: Iterable[Message] = (),
+        *,
+        query_id: str | None = None,
+        guesses: Sequence[str] = (),
     ) -> str | None:
         """The ``<related_context>`` block for ``query``, or None when there is nothing worth adding.
 
         What the window shows and the query's own message are skipped: repeating what the
-        model can see wastes the budget this stage exists to save.
+        model can see wastes the budget this stage exists to save. ``guesses``: other phrasings
+        of the query, searched with it (``Recall.search``).
         """
         if not self.cfg.enabled or self.embedder is None or not query.strip():
             return None
         try:
-            passages = self._trusted(session, query, list(window), query_id)
+            passages = self._trusted(session, query, list(window), query_id, guesses)
         except Exception as exc:
             log.debug("retrieval skipped for this turn: %s", exc)
             return None
         return format_related(passages, self.cfg.snippet_chars) if passages else None
 
-    def _trusted(self, session: str, query: str, window: list[Message], query_id: str | None) -> list[Passage]:
+    def _trusted(
+        self, session: str, query: str, window: list[Message], query_id: str | None, guesses: Sequence[str]
+    ) -> list[Passage]:
         """Recall's passages naming the query's identifiers (first), then those above ``minScore``, and those
         still without vectors that hold enough of the query's words."""
         limit, tuning = self.cfg.max_results, self.recall.tuning
@@ -69,7 +78,7 @@ class Retrieval:
         unembedded = self.unembedded(session)
         words = query_terms(query, tuning) if unembedded else []
         named, near = [], []
-        for passage in self.recall.search(session, query, 2 * limit + 1, window=window, shown=limit):
+        for passage in self.recall.search(session, query, 2 * limit + 1, guesses=guesses, window=window, shown=limit):
             hit = passage.hit
             if hit.message_id == query_id or hit.snippet.strip() == asked:
                 continue

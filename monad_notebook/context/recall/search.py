@@ -150,6 +150,7 @@ class Recall:
         k: int,
         *,
         also: Sequence[str] = (),
+        guesses: Sequence[str] = (),
         window: Iterable[Message] = (),
         shown: int | None = None,
     ) -> list[Passage]:
@@ -157,18 +158,21 @@ class Recall:
 
         ``also``: other ways to ask the same thing (up to ``MAX_ALSO``), such as the words the
         session may have used instead of the user's; ``Fuse`` keeps a passage one phrasing finds
-        well near the top whatever the others find, and the steps after it run once.
+        well near the top whatever the others find, and the steps after it run once. ``guesses``:
+        more of them (up to ``MAX_ALSO``, ``rewrite.py``), whose identifiers are guessed, not given,
+        so ``names_first`` does not trust them.
 
         ``shown``: how many of them the caller will show at most (default ``k``), which sets how
         many each search brings: a caller asking for more than it shows, to filter them, does not
         make the searches read more rows.
         """
-        texts = list(dict.fromkeys(q for q in (query, *also[:MAX_ALSO]) if q.strip()))
+        asked = [query, *also[:MAX_ALSO]]
+        texts = list(dict.fromkeys(q for q in (*asked, *guesses[:MAX_ALSO]) if q.strip()))
         if k <= 0 or not texts:
             return []
         phrasings = [Phrasing(text, query_terms(text, self.tuning)) for text in texts]
         wanted = self.tuning.candidates * (min(k, shown) if shown else k)
-        names = identifier_terms(" ".join(texts), self.tuning)
+        names = identifier_terms(" ".join(asked), self.tuning)
         found = Candidates(session, phrasings, names, wanted, *_visibility(window))
         for stage in self.stages:
             found = stage(found)

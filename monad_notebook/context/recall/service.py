@@ -5,7 +5,8 @@ The session owns one and hands it to what uses it: the cascade indexes each comm
 ``recall`` tool searches (``search``). It follows ``models.embedding``, ``context.recall`` and
 ``context.retrieval`` (``reconfigure``): a new embedding model (or passage prefix) gets a new
 indexer, which gives the stored history vectors from that model in the background, and the old
-one stops.
+one stops. With ``context.recall.rewrite`` "fast", both searches also look for the fast model's
+phrasings of the question (``rewrite.py``).
 
 A search holds the foreground gate (``foreground.py``), so background work waits for it, and
 first has a small backlog of vectors made (``RecallIndexer.settle``), so it searches all of it.
@@ -19,11 +20,13 @@ from typing import Any
 from monad_notebook.config import Config, EmbeddingConfig
 from monad_notebook.context.recall.indexing import RecallIndexer, RecallStore
 from monad_notebook.context.recall.retrieval import Retrieval
+from monad_notebook.context.recall.rewrite import Rewriter
 from monad_notebook.context.recall.search import Passage, Recall
 from monad_notebook.context.recall.wordmatch import WordVectors, shared_word_vectors
 from monad_notebook.context.window import Window
 from monad_notebook.foreground import FOREGROUND
 from monad_notebook.messages import Message
+from monad_notebook.provider import ChatModel
 from monad_notebook.provider.local_embedder import Embedder, make_embedder
 
 Embedders = Callable[[EmbeddingConfig], "Embedder | None"]
@@ -41,13 +44,19 @@ class RecallService:
         self.indexer: RecallIndexer | None = None
         self.recall: Recall | None = None  # the recall tool's search; None when the tool is off
         self.retrieval: Retrieval | None = None  # the related-context block; None when retrieval is off
+        self.rewriter: Rewriter | None = None
         self.snippet_chars = 0
         self.max_results = 0
 
-    def reconfigure(self, config: Config) -> None:
-        """Follow the configuration: the embedder (and with it the indexer) when ``models.embedding`` changed."""
+    def reconfigure(self, config: Config, fast_model: ChatModel | None = None) -> None:
+        """Follow the configuration: the embedder (and with it the indexer) when ``models.embedding`` changed.
+
+        ``fast_model``: the fast tier where it is a real model (never the scripted demo), for the rewrite.
+        """
         cfg = config.context
         self.snippet_chars, self.max_results = cfg.recall.snippet_chars, cfg.recall.max_results
+        rewrite = cfg.recall.rewrite == "fast" and fast_model is not None
+        self.rewriter = Rewriter(fast_model, cfg.recall.rewrite_timeout_seconds) if rewrite else None
         if not (cfg.retrieval.enabled or cfg.recall.enabled):
             self.retrieval = self.recall = self.indexer = None
             return
@@ -79,9 +88,10 @@ class RecallService:
         if self.recall is None:
             return []
         with FOREGROUND.held():
+            guesses = self._rewrite(query)
             self._settle()
             return self.recall.search(
-                self.window.session, query, self.max_results, also=also, window=self.window.messages
+                self.window.session, query, self.max_results, also=also, guesses=guesses(), window=self.window.messages
             )
 
     def related(self, user: Message) -> str | None:
@@ -89,10 +99,15 @@ class RecallService:
         if self.retrieval is None:
             return None
         with FOREGROUND.held():
+            guesses = self._rewrite(user.content)
             self._settle()
             return self.retrieval.related_context(
-                self.window.session, user.content, self.window.messages, query_id=user.id
+                self.window.session, user.content, self.window.messages, query_id=user.id, guesses=guesses()
             )
+
+    def _rewrite(self, question: str) -> Callable[[], list[str]]:
+        """The fast model asked for other phrasings now, while the backlog settles; the wait for them."""
+        return self.rewriter.ask(question) if self.rewriter is not None else list
 
     def _settle(self) -> None:
         if self.indexer is not None:
