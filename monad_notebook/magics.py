@@ -192,12 +192,8 @@ class MonadMagics(Magics):
             reply = session.ask(message, on_text=view.on_text)
         finally:
             unsubscribe()
-        if reply.stopped_at_max_steps:
-            view.on_text(f"\n\n{reply.text}")
-        elif reply.truncated:
-            from monad_notebook.agent.loop import TRUNCATED_NOTE
-
-            view.on_text(f"\n\n{TRUNCATED_NOTE}")
+        if reply.note:
+            view.on_text(f"\n\n{reply.note}")
         view.finish(footer_for(session, reply))
         settle_heap()  # after the first cell, what the kernel loaded leaves the full collections
 

@@ -199,6 +199,10 @@ class Session:
                 turn = Turn(self.cascade, self.runner, self.model, max_steps=self.config.agent.max_steps)
                 return turn.run(text, on_text, text_calls=reader)
 
+    def occupancy(self) -> int:
+        """Tokens the prompt holds now (effectiveInputTokens): the provider's last count, else the estimate."""
+        return self.cascade.occupancy_now()
+
     def usage_snapshot(self) -> dict[str, Any]:
         return self.cascade.usage()
 

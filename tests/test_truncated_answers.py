@@ -9,7 +9,7 @@ import pytest
 
 from monad_notebook import Session
 from monad_notebook import events as ev
-from monad_notebook.agent.loop import TRUNCATED_NOTE
+from monad_notebook.agent.loop import EMPTY_NOTE, SERVER_CUT_NOTE, TRUNCATED_NOTE
 from monad_notebook.config import Config
 from monad_notebook.provider import OpenAIChatModel
 from monad_notebook.testing import FakeOpenAIServer, ScriptedModel, text, tool_call
@@ -69,7 +69,7 @@ def test_a_step_cut_off_before_its_tool_call_is_noted_for_the_model(store):
     session = Session("step", config=on("http://127.0.0.1:9/v1"), store=store, model=model, namespace={})
     reply = session.ask("compute")
     assert not reply.truncated
-    assert model.calls[1].messages[-2]["content"] == f"Let me compute\n\n{TRUNCATED_NOTE}"
+    assert model.calls[1].messages[-2]["content"] == f"Let me compute\n\n{SERVER_CUT_NOTE}"  # no limit of ours set
     (event,) = store.list_events("step", kind=ev.ANSWER_TRUNCATED)
     assert event.data["tool_calls"] == 1
 
@@ -81,6 +81,19 @@ def test_the_cell_shows_the_note_and_the_footer_says_cut_off(ip, isolated_env, s
     server.queue(text(CUT, finish_reason="length"))
     ip.run_cell_magic("monad", "--session cellcut", "Which regions grew fastest?")
     out = capsys.readouterr().out
-    assert CUT in out and TRUNCATED_NOTE in out
-    (footer,) = [line for line in out.splitlines() if line.startswith("answer cut off at the output token limit · ")]
+    assert CUT in out and SERVER_CUT_NOTE in out  # no models.main.maxOutputTokens: the server stopped it
+    assert TRUNCATED_NOTE not in out
+    (footer,) = [line for line in out.splitlines() if line.startswith("answer cut off (see its last line) · ")]
     assert "session cellcut" in footer
+
+
+def test_an_empty_answer_says_so_in_the_cell_and_the_reply(ip, isolated_env, server, capsys):
+    config = {"models": {"main": {"model": "m", "baseUrl": server.base_url, "maxRetries": 0}}}
+    (isolated_env / "agents.json").write_text(json.dumps(config))
+    ip.run_line_magic("reload_ext", "monad_notebook")
+    server.queue("", "Here it is.")
+    ip.run_cell_magic("monad", "--session empty", "Which regions grew fastest?")
+    out = capsys.readouterr().out
+    assert EMPTY_NOTE in out
+    ip.run_cell_magic("monad", "--session empty", "again")
+    assert EMPTY_NOTE not in capsys.readouterr().out

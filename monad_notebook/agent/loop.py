@@ -27,6 +27,12 @@ TRUNCATED_NOTE = (
     '[cut off: the answer reached the output token limit (finish_reason "length"); '
     "ask to continue, or raise models.main.maxOutputTokens]"
 )
+SERVER_CUT_NOTE = (  # no output limit of ours was set: the server's context (n_ctx) or its own limit stopped it
+    '[cut off by the server (finish_reason "length"): the request and the answer filled its context, or reached '
+    "its own output limit; ask to continue, or give the server a larger context and set "
+    "models.main.contextWindow to match]"
+)
+EMPTY_NOTE = "(the model returned an empty answer; ask again, or try another model)"
 ARGUMENTS_SHOWN = 20_000  # characters of arguments a tool.call.started event carries (the cell shows the code)
 PREVIEW_SHOWN = 2_000  # characters of a result its tool.call.finished event carries
 
@@ -43,6 +49,7 @@ class Reply:
     estimated: bool = False  # True when some step had no provider count
     stopped_at_max_steps: bool = False
     truncated: bool = False  # the final answer was cut off by the output token limit (its text says so)
+    note: str = ""  # a line the cell adds below the streamed answer: why it stopped, was cut off, or is empty
     tool_names: list[str] = field(default_factory=list)
     recovered_calls: int = 0  # of tool_calls: written as text by the model, read and run (text_calls.py)
     text_call_note: str = ""  # the model wrote calls as text and none could run: what to change
@@ -74,14 +81,17 @@ class Turn:
             if not response.tool_calls:
                 self.reply.text = response.content
                 self.reply.truncated = response.finish_reason == "length"
+                self.reply.note = self._cut_note() if self.reply.truncated else ""
                 break
         else:
             self.reply.stopped_at_max_steps = True
-            self.reply.text = (
+            self.reply.text = self.reply.note = (
                 f"(stopped after agent.maxSteps={self.max_steps} steps without a final answer; "
                 "ask again to continue, or raise agent.maxSteps)"
             )
         self._text_call_verdict()
+        if not self.reply.text.strip() and not self.reply.text_call_note:
+            self.reply.text = self.reply.note = EMPTY_NOTE
         cascade.emit(ev.TURN_FINISHED, steps=self.reply.steps, tool_calls=self.reply.tool_calls)
         return self.reply
 
@@ -96,7 +106,7 @@ class Turn:
             cascade.window, cascade.saved_outputs, response.tool_calls or self._written_calls(response)
         )
         if response.finish_reason == "length":
-            response.content = f"{response.content}\n\n{TRUNCATED_NOTE}".lstrip()
+            response.content = f"{response.content}\n\n{self._cut_note()}".lstrip()
             cascade.emit(ev.ANSWER_TRUNCATED, tool_calls=len(calls), chars=len(response.content))
         assistant = cascade.new_message("assistant", response.content, tool_calls=calls)
         results = self._run_tools(assistant, calls)
@@ -106,6 +116,10 @@ class Turn:
             self.reply.completion_tokens += response.usage.completion_tokens
         cascade.emit(ev.USAGE, **cascade.usage(), before=before)
         return response
+
+    def _cut_note(self) -> str:
+        """Why an answer stopped at finish_reason "length": our output limit when one is set, else the server's."""
+        return TRUNCATED_NOTE if getattr(self.model, "max_output_tokens", None) else SERVER_CUT_NOTE
 
     def _written_calls(self, response: ChatResponse) -> list[ToolCall]:
         """The calls the reply wrote in its text (it has none through the API); its text keeps the rest."""

@@ -192,7 +192,7 @@ class Footer:
     model: str
     reclaimed: int = 0
     suggestions: int = 0
-    truncated: bool = False  # the answer stopped at the output token limit
+    truncated: bool = False  # the answer stopped at finish_reason "length" (its last line says why)
     recovered: int = 0  # of tool_calls: written as text by the model and run
 
     @property
@@ -212,7 +212,7 @@ class Footer:
             calls += f" ({self.recovered} written as text)"
         parts = [window, sent, calls]
         if self.truncated:
-            parts.insert(0, "answer cut off at the output token limit")
+            parts.insert(0, "answer cut off (see its last line)")
         if self.reclaimed:
             parts.append(f"reclaimed {self.reclaimed:,} tokens by clearing old results")
         if self.suggestions:
