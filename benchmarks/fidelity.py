@@ -29,6 +29,14 @@ the held-out probe with the tuning probe's words is the upper bound of a rewrite
 session's words; the tuning probe with the held-out words shows what a poor second phrasing
 costs.
 
+``--rewrite-with qwen`` (the benchmark fixture, ``fixtures.py``, served by llama-server as a user
+runs it) or ``--rewrite-with BASE_URL MODEL`` (any OpenAI-compatible endpoint) asks each probe again
+with ``context.recall.rewrite`` "fast" and that model as the fast tier, through the session's own
+recall (``RecallService``): reachable, found by recall, and recall's latency with the rewrite's wait
+(``--rewrite-timeout``, 60 s by default so each probe gets its phrasings; the product's default is 5).
+The summaries stay scripted. ``--embedding-with gemma`` or ``BASE_URL MODEL`` indexes through an
+embeddings endpoint instead of the offline model (``models.embedding``, its known prefixes applied).
+
 ``--misses`` lists each identifier recall did not bring back: where it was, its probe, what
 recall answered, and the rank of the message holding it in each search alone (words, vectors).
 """
@@ -44,6 +52,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,7 +72,7 @@ from monad_notebook.context.recall.tuning import TUNING
 from monad_notebook.context.recall.wordmatch import shared_word_vectors
 from monad_notebook.errors import ModelError
 from monad_notebook.messages import ToolCall
-from monad_notebook.provider import ChatResponse, Usage
+from monad_notebook.provider import ChatModel, ChatResponse, OpenAIChatModel, Usage
 from monad_notebook.provider import local_embedder as embeddings
 from monad_notebook.session import Session
 from monad_notebook.store.lance import LanceStore
@@ -188,10 +197,13 @@ class Run:
     also: dict[str, tuple[int, int, float, float]] = field(default_factory=dict)
 
 
-def config(window: int, embedder: embeddings.Embedder | None) -> Config:
+def config(window: int, embedder: embeddings.Embedder | None, endpoint: tuple[str, str] | None = None) -> Config:
+    embedding = {"provider": "local" if embedder else "none"}
+    if endpoint is not None:
+        embedding = {"provider": "openai", "baseUrl": endpoint[0], "model": endpoint[1]}
     return Config.model_validate(
         {
-            "models": {"main": {"contextWindow": window}, "embedding": {"provider": "local" if embedder else "none"}},
+            "models": {"main": {"contextWindow": window}, "embedding": embedding},
             "agent": {"maxSteps": 64},
             "context": {"toolOutput": {"maxChars": MAX_CHARS}},
         }
@@ -208,6 +220,8 @@ def run(
     misses: bool = False,
     ablate: bool = False,
     also: bool = False,
+    rewrite: tuple[ChatModel, float] | None = None,
+    endpoint: tuple[str, str] | None = None,
 ) -> Run:
     counter = TokenCounter("gpt-4o")
     result = Run(quality)
@@ -216,12 +230,12 @@ def run(
     fast = FastModel(quality)
     session = Session(
         "fidelity",
-        config=config(window, embedder),
+        config=config(window, embedder, endpoint),
         store=store,
         model=model,
         fast_model=fast,
         extra_tools=[fake_python(script)],
-        embedder=embedder,
+        embedder=None if endpoint else embedder,
     )
     tools_tokens = counter.count_messages([], [t.schema() for t in session.tools.values()]) - counter.count_messages([])
     model._usage = lambda messages: Usage(counter.count_messages(messages) + tools_tokens, 30)
@@ -243,6 +257,8 @@ def run(
         result.ablation = ablation(result, script, session, embedder, counter)
     if also:
         result.also = with_also(result, script, tool, counter)
+    if rewrite is not None:
+        result.also.update(with_rewrite(result, script, session, *rewrite, counter))
     result.seconds = time.perf_counter() - started
     session.close()
     store.close()
@@ -367,6 +383,31 @@ def with_also(result: Run, script: Script, tool: Ask, counter: TokenCounter) -> 
         for number, plant in enumerate(script.plants):
             query, other = ask(plant)
             got = _recalled(probe, tool, counter, f"also_{number}", query, plant, also=other)
+            reach += bool(result.found[plant.value] - {"recall"} | got)
+            recalled += bool(got)
+        ms = sorted(probe.recall_ms)
+        rows[label] = (reach, recalled, statistics.median(ms), ms[int(0.95 * (len(ms) - 1))])
+    return rows
+
+
+def with_rewrite(
+    result: Run, script: Script, session: Session, fast: ChatModel, seconds: float, counter: TokenCounter
+) -> dict[str, tuple]:
+    """Each probe asked again with ``context.recall.rewrite`` "fast" and ``fast`` as the fast tier, through the
+    session's own recall: the fast model's phrasings are searched with the probe."""
+    data = session.config.to_json_dict()
+    data["context"]["recall"].update(rewrite="fast", rewriteTimeoutSeconds=seconds)
+    session.recall.reconfigure(Config.model_validate(data), fast)
+    tool = _tool_of(session)
+    rows = {}
+    for label, asked in (
+        ("held-out probe, rewritten by " + fast.name, "held_out"),
+        ("tuning probe, rewritten", "probe"),
+    ):
+        probe = Run(result.quality)
+        reach = recalled = 0
+        for number, plant in enumerate(script.plants):
+            got = _recalled(probe, tool, counter, f"rewrite_{number}", getattr(plant, asked), plant)
             reach += bool(result.found[plant.value] - {"recall"} | got)
             recalled += bool(got)
         ms = sorted(probe.recall_ms)
@@ -511,7 +552,8 @@ def report(script: Script, runs: list[Run]) -> str:
             ]
         if r.also:
             lines += [
-                "Asked with a second phrasing in the recall tool's `also` (the same final session; of 100):",
+                "Asked again with other phrasings (the recall tool's `also`, or the fast model's rewrite;"
+                " the same final session; of 100):",
                 "",
                 "| asked | reachable | by recall | recall p50 / p95 |",
                 "|---|---:|---:|---:|",
@@ -577,8 +619,44 @@ def main() -> None:
         metavar=("MODEL_ONNX", "TOKENIZER_JSON", "DIMS"),
         help="compare another sentence-transformers model (ONNX export, mean pooling) with the default embedder",
     )
+    parser.add_argument("--rewrite-with", nargs="+", metavar="qwen | BASE_URL MODEL", help="ask again, rewritten")
+    parser.add_argument("--rewrite-timeout", type=float, default=60.0, help="rewriteTimeoutSeconds for --rewrite-with")
+    parser.add_argument("--embedding-with", nargs="+", metavar="gemma | BASE_URL MODEL", help="an embeddings endpoint")
     args = parser.parse_args()
     logging.getLogger("monad_notebook").setLevel(logging.ERROR)
+    if args.embedding_with and (args.ablate or args.misses or args.onnx_model):
+        raise SystemExit("--embedding-with measures the product's own path: leave out --ablate, --misses, --onnx-model")
+    with ExitStack() as servers:
+        rewrite: tuple[ChatModel, float] | None = None
+        endpoint: tuple[str, str] | None = None
+        if args.rewrite_with:
+            url, name = endpoint_of(servers, args.rewrite_with, "qwen")
+            rewrite = (
+                OpenAIChatModel(name, base_url=url, timeout=args.rewrite_timeout, max_retries=0),
+                args.rewrite_timeout,
+            )
+        if args.embedding_with:
+            endpoint = endpoint_of(servers, args.embedding_with, "gemma")
+        measure_all(args, rewrite, endpoint)
+
+
+def endpoint_of(servers: ExitStack, given: list[str], fixture: str) -> tuple[str, str]:
+    """(base URL, model name): the fixture named ``fixture`` started for this run, or the endpoint given."""
+    if given != [fixture]:
+        if len(given) != 2:
+            raise SystemExit(f"give {fixture} or BASE_URL MODEL, not {' '.join(given)}")
+        return given[0], given[1]
+    from benchmarks.fixture_server import chat_server, embedding_server
+    from benchmarks.fixtures import fetch
+
+    path = fetch(fixture)
+    serve = chat_server if fixture == "qwen" else embedding_server
+    return servers.enter_context(serve(path)), path.stem
+
+
+def measure_all(
+    args: argparse.Namespace, rewrite: tuple[ChatModel, float] | None, endpoint: tuple[str, str] | None
+) -> None:
     other = args.onnx_model
     files = None if other is None else (Path(other[0]), Path(other[1]))
     embedder = ReusedEmbedder(files, None if other is None else int(other[2]))
@@ -602,6 +680,8 @@ def main() -> None:
                     misses=args.misses,
                     ablate=args.ablate,
                     also=args.also,
+                    rewrite=rewrite,
+                    endpoint=endpoint,
                 )
             )
             print(report(script, runs[-1:]), flush=True)
