@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 
 import pytest
@@ -129,3 +131,22 @@ def test_the_scripted_demo_model_is_never_asked_for_a_rewrite(store):
 def test_the_answers_lines_become_phrasings_without_list_marks_quotes_repeats_or_the_question_itself():
     answer = '1. "revenue by quarter"\n- quarterly_revenue\n\n* revenue by quarter\nHow much?\n`sales_q3`\nmore'
     assert phrasings(answer, "how much?") == ["revenue by quarter", "quarterly_revenue", "sales_q3"]
+
+
+def test_a_fast_model_that_hangs_does_not_hold_the_kernel_at_exit():
+    asking = (
+        "import sys\n"
+        "from monad_notebook.context.recall.rewrite import Rewriter\n"
+        "from monad_notebook.provider import OpenAIChatModel\n"
+        "model = OpenAIChatModel('fast', base_url=sys.argv[1], timeout=60, max_retries=0)\n"
+        "assert Rewriter(model, 0.2).ask('where is the revenue table?')() == []\n"
+    )
+    with FakeOpenAIServer() as server:
+        server.queue(REWRITTEN)
+        server.delay(30.0)
+        started = time.monotonic()
+        done = subprocess.run([sys.executable, "-c", asking, server.base_url], capture_output=True, timeout=60)
+        elapsed = time.monotonic() - started
+
+    assert done.returncode == 0, done.stderr.decode()[-500:]
+    assert elapsed < 15

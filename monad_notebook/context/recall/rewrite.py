@@ -19,7 +19,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 
 from monad_notebook.provider import ChatModel
 
@@ -46,7 +46,6 @@ EXAMPLES = (
     ),
 )
 _LIST_MARK = re.compile(r"^(?:[-*\u2022]|\d+[.)])\s*")
-_ASKING = ThreadPoolExecutor(2, "monad-rewrite")
 
 
 class Rewriter:
@@ -69,7 +68,7 @@ class Rewriter:
         with self._lock:
             answer = self._answers.get(key)
             if answer is None or (answer.done() and answer.exception() is not None):
-                answer = self._answers[key] = _ASKING.submit(self._rewrite, key)
+                answer = self._answers[key] = self._start(key)
             self._answers.move_to_end(key)
             while len(self._answers) > CACHED_QUESTIONS:
                 self._answers.popitem(last=False)
@@ -82,6 +81,19 @@ class Rewriter:
                 return []
 
         return wait
+
+    def _start(self, question: str) -> Future[list[str]]:
+        """Ask on a daemon thread: an endpoint that hangs must not hold the kernel at exit."""
+        answer: Future[list[str]] = Future()
+
+        def asking() -> None:
+            try:
+                answer.set_result(self._rewrite(question))
+            except Exception as exc:
+                answer.set_exception(exc)
+
+        threading.Thread(target=asking, name="monad-rewrite", daemon=True).start()
+        return answer
 
     def _rewrite(self, question: str) -> list[str]:
         messages = [{"role": "system", "content": INSTRUCTIONS}]
