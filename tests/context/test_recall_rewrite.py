@@ -10,7 +10,7 @@ import pytest
 
 from monad_notebook import Session
 from monad_notebook.config import Config
-from monad_notebook.context.recall.rewrite import phrasings
+from monad_notebook.context.recall.rewrite import Rewriter, phrasings
 from monad_notebook.testing import FakeOpenAIServer, ScriptedModel, tool_call
 from tests.context.embedders import KeywordEmbedder
 
@@ -150,3 +150,9 @@ def test_a_fast_model_that_hangs_does_not_hold_the_kernel_at_exit():
 
     assert done.returncode == 0, done.stderr.decode()[-500:]
     assert elapsed < 15
+
+
+def test_an_empty_question_is_not_sent():
+    fast = ScriptedModel([], context_window=100_000)
+    assert Rewriter(fast, 1.0).ask(" \n ")() == []
+    assert fast.calls == []

@@ -64,6 +64,8 @@ class Rewriter:
         next time).
         """
         key = " ".join(question.split())[:QUESTION_MAX_CHARS]
+        if not key:
+            return list
         deadline = time.monotonic() + self.seconds
         with self._lock:
             answer = self._answers.get(key)
