@@ -118,13 +118,13 @@ def test_a_kernel_killed_mid_turn_on_this_host_frees_the_session_at_once(kernels
 
 
 def test_a_running_turn_keeps_its_claim_alive_past_the_ttl_and_a_release_ends_it_for_good(kernels):
-    holder = TurnLease(kernels[0], "shared", ttl=0.4)
+    holder = TurnLease(kernels[0], "shared", ttl=1.5)  # renewed every ttl/4: room for a slow write on a busy machine
     holder.acquire()
-    time.sleep(1.0)
+    time.sleep(3.2)
     with pytest.raises(SessionBusyError):
         TurnLease(kernels[1], "shared").acquire(wait=0)
     holder.release()
-    time.sleep(0.3)  # a renewal due now must not bring the claim back
+    time.sleep(0.6)  # a renewal due now must not bring the claim back
     assert kernels[1].live_claims("shared") == []
 
 
