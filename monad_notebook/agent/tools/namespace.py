@@ -17,6 +17,7 @@ from typing import Any
 
 from monad_notebook.agent.tools.base import Tool, ToolContext, tool
 from monad_notebook.errors import ToolError
+from monad_notebook.workspace.block import origin
 
 _MAX_VARIABLES = 200
 _REPR_CHARS = 2000
@@ -118,15 +119,22 @@ def _signature(value: Any) -> str:
         return getattr(value, "__name__", "")
 
 
+def _made_by(ctx: ToolContext, name: str) -> str:
+    """Which call or cell made ``name``, and at which turn, as the workspace record says."""
+    entry = ctx.workspace.provenance(name) if ctx.workspace is not None else None
+    return f"  [{origin(entry)}]" if entry is not None else ""
+
+
 @tool
 def list_variables(ctx: ToolContext) -> str:
-    """List the variables in the user's notebook namespace, with type and size, one per line."""
+    """List the variables in the user's notebook namespace, with type and size, one per line, each with the tool
+    call (its id, for read_tool_output) or the user's cell that made it and the turn."""
     rows = []
     for name, value in list(ctx.namespace.items()):
         if _is_noise(name, value, ctx):
             continue
         try:
-            rows.append(f"{name}: {_brief(value)}")
+            rows.append(f"{name}: {_brief(value)}{_made_by(ctx, name)}")
         except Exception as exc:
             rows.append(f"{name}: {type(value).__name__}  (could not summarize: {type(exc).__name__})")
     if not rows:
