@@ -14,11 +14,12 @@ from monad_notebook.store.base import WorkspaceEntry
 MIN_TOKENS = 800
 SHARE_OF_WINDOW = 0.08
 HEADER = (
-    "What the kernel holds now, taken from it after each tool call and each cell the user ran, newest first "
-    "(values are never shown; read_tool_output with a call's id shows the code that made a name)."
+    "What the kernel holds now, newest first, each with the tool call or cell that made it and the turn "
+    "(read_tool_output shows a call's code; values are never shown):"
 )
 LOST = "Not in the kernel now (a restart, or removed outside the session); rerun the call that made it to get it back:"
 FILES = "Files written under the notebook's directory:"
+CLOSING = "({names:,} more names and {files:,} more files not shown: list_variables lists every name)"
 
 
 def budget(max_tokens: int | None, context_window: int) -> int:
@@ -26,22 +27,22 @@ def budget(max_tokens: int | None, context_window: int) -> int:
     return max_tokens if max_tokens is not None else max(MIN_TOKENS, int(context_window * SHARE_OF_WINDOW))
 
 
-def origin(entry: WorkspaceEntry) -> str:
-    """Which call or cell made the entry, and at which turn."""
+def origin(entry: WorkspaceEntry, *, short: bool = False) -> str:
+    """Which call or cell made the entry, and at which turn (``short``: "made by" left implicit, as in the block)."""
     if not entry.made_by:
         return "there before the session"
-    verb = "changed" if entry.state == "changed" else entry.state if entry.kind == "file" else "made"
-    return f"{verb} by {entry.made_by}, turn {entry.turn}"
+    verb = {"changed": "changed by ", "modified": "modified by "}.get(entry.state, "" if short else "made by ")
+    return f"{verb}{entry.made_by}, turn {entry.turn}"
 
 
 def line(entry: WorkspaceEntry) -> str:
     """One entry as the model reads it: name or path, type and size, the first columns, what made it."""
-    about = ", ".join(part for part in (entry.type if entry.kind == "name" else "", entry.shape) if part)
+    about = " ".join(part for part in (entry.type if entry.kind == "name" else "", entry.shape) if part)
     columns = ""
     if entry.columns:
         more = entry.columns_total - len(entry.columns)
-        columns = "; columns " + ", ".join(entry.columns) + (f" (+{more:,} more)" if more > 0 else "")
-    return f"- {entry.key}: {about}{columns}; {origin(entry)}"
+        columns = " [" + ", ".join(entry.columns) + (f", +{more:,} more" if more > 0 else "") + "]"
+    return f"- {entry.key}: {about}{columns} ({origin(entry, short=True)})"
 
 
 def render(
@@ -54,29 +55,33 @@ def render(
     """The block, within ``max_tokens`` by ``count_text``; empty when the record holds nothing."""
     if not (names or files or lost):
         return ""
-    closing = "(999,999 more names and 999,999 more files not shown: list_variables lists every name)"
-    left = max_tokens - count_text(f"<workspace>\n{HEADER}\n{LOST}\n{FILES}\n{closing}\n</workspace>")
+    fixed = "\n".join(["<workspace>", HEADER, FILES if files else "", LOST if lost else "", "</workspace>"])
     by_age = sorted(names + files, key=lambda e: -e.seq)
-    kept: set[int] = set()
-    for entry in lost + by_age:
+    left = max_tokens - count_text(fixed)
+    kept: list[tuple[WorkspaceEntry, int]] = []
+    used, everything = 0, True
+    for entry in lost + by_age:  # counted one by one until the budget is spent: 10,000 names cost what 100 do
         cost = count_text(line(entry)) + 1
-        if cost > left:
+        if used + cost > left:
+            everything = False
             break
-        left -= cost
-        kept.add(id(entry))
-    shown = [e for e in by_age if id(e) in kept]
+        used += cost
+        kept.append((entry, cost))
+    room = left - count_text(CLOSING.format(names=999_999, files=999_999))
+    while not everything and kept and used > room:  # not all of it: room for the line that counts the rest
+        used -= kept.pop()[1]
+    shown_ids = {id(entry) for entry, _ in kept}
+    shown = [e for e in by_age if id(e) in shown_ids]
     out = ["<workspace>", HEADER, *[line(e) for e in shown if e.kind == "name"]]
     written = [line(e) for e in shown if e.kind == "file"]
     if written:
         out += [FILES, *written]
-    gone = [line(e) for e in lost if id(e) in kept]
+    gone = [line(e) for e in lost if id(e) in shown_ids]
     if gone:
         out += [LOST, *gone]
-    hidden_names = len(names) + len(lost) - sum(1 for e in names + lost if id(e) in kept)
+    hidden_names = len(names) + len(lost) - sum(1 for e in names + lost if id(e) in shown_ids)
     hidden_files = len(files) - len(written)
     if hidden_names or hidden_files:
-        out.append(
-            f"({hidden_names:,} more names and {hidden_files:,} more files not shown: list_variables lists every name)"
-        )
+        out.append(CLOSING.format(names=hidden_names, files=hidden_files))
     out.append("</workspace>")
     return "\n".join(out)

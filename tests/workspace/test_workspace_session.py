@@ -84,7 +84,7 @@ def test_names_and_columns_survive_six_compactions_by_a_summarizer_that_keeps_no
     block = workspace_of(final)
     for i, (name, cols) in enumerate(columns.items()):
         assert re.search(
-            rf"- {name}: DataFrame, 2 rows x 3 cols; columns {', '.join(cols)}; made by call_make{i}", block
+            rf"- {name}: DataFrame 2 rows x 3 cols \[{', '.join(cols)}\] \(call_make{i}, turn {i + 1}\)", block
         )
     unhook(shell, session)
 
@@ -94,14 +94,12 @@ def test_a_deleted_name_leaves_the_block_and_a_frame_value_is_never_sent(store, 
                                   "call_a"), "made", "next"])  # fmt: skip
     session = make(store, shell, model)
     session.ask("make them")
-    assert "- secret_frame: DataFrame, 1 rows x 1 cols; columns v; made by call_a, turn 1" in workspace_of(
-        model.calls[1].messages
-    )
+    assert "- secret_frame: DataFrame 1 rows x 1 cols [v] (call_a, turn 1)" in workspace_of(model.calls[1].messages)
     shell.run_cell("del secret_frame", store_history=True)
     session.ask("and now?")
 
     block = workspace_of(model.calls[-1].messages)
-    assert "secret_frame" not in block and "- keep: int; made by call_a, turn 1" in block
+    assert "secret_frame" not in block and "- keep: int (call_a, turn 1)" in block
     assert not any("918227546" in str(m) for call in model.calls for m in call.messages)  # the value, computed
     stored = {e.key: e for e in store.load_workspace("ws")}
     assert stored["secret_frame"].state == "deleted" and stored["secret_frame"].made_by.startswith("cell ")
@@ -116,7 +114,7 @@ def test_a_user_cell_is_named_by_its_number_and_a_secret_value_shows_the_name_on
     session.ask("what changed?")
 
     block = workspace_of(model.calls[-1].messages)
-    assert f"- api_token: str, len {len(SECRET)}; made by cell {result.execution_count}, turn 1" in block
+    assert f"- api_token: str len {len(SECRET)} (cell {result.execution_count}, turn 1)" in block
     assert not any(SECRET in str(m) for call in model.calls for m in call.messages)
     rows = store.tables.read("workspace", "key = 'api_token'")
     assert rows and all(SECRET not in str(row) for row in rows)
@@ -131,7 +129,7 @@ def test_a_file_written_by_to_parquet_is_found_with_the_call_that_wrote_it(store
     session.ask("write it")
     session.ask("and?")
     block = workspace_of(model.calls[-1].messages)
-    assert re.search(r"- out/sales\.parquet: [\d,]+ bytes; created by call_pq, turn 1", block)
+    assert re.search(r"- out/sales\.parquet: [\d,]+ bytes \(call_pq, turn 1\)", block)
     unhook(shell, session)
 
 
@@ -148,7 +146,7 @@ def test_a_restart_lists_what_the_kernel_lost_with_the_call_that_made_each(store
     second.ask("go on")
     block = workspace_of(again.calls[0].messages)
     lost = block[block.index("Not in the kernel now") :]
-    assert "- weights: ndarray, shape (3, 4) float64; made by call_w, turn 1" in lost
+    assert "- weights: ndarray shape (3, 4) float64 (call_w, turn 1)" in lost
     said = status_sentences(second.status(), approval="auto", allowed_for_session=False)
     assert "Not in the kernel now (lost in a restart, rerun what made them): weights (made by call_w, turn 1)" in said
     unhook(shell, second)
@@ -210,7 +208,7 @@ def test_the_extension_notes_the_users_cells_and_status_tells_the_record(ip, she
         result = ip.run_cell("ws_cell_list = [1, 2, 3]", store_history=True)
         ip.run_cell_magic("monad", "--session wsmagic", "what now?")
         block = workspace_of(server.chat_requests[-1]["messages"])
-        assert f"- ws_cell_list: list, len 3; made by cell {result.execution_count}, turn 1" in block
+        assert f"- ws_cell_list: list len 3 (cell {result.execution_count}, turn 1)" in block
         capsys.readouterr()
         ip.run_line_magic("monad", "status")
         out = capsys.readouterr().out
