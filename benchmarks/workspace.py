@@ -57,7 +57,7 @@ ANSWER = (
     "The figures of this step agree with the earlier ones: the totals reconcile, the regions line up with last "
     "quarter's, and nothing needs a second look before the next step. "
 )
-ANSWER_REPEATS = 16  # about 500 tokens an answer: the part of the window eviction cannot clear, so it compacts
+ANSWER_REPEATS = 20  # about 620 tokens an answer: the part of the window eviction cannot clear, so it compacts
 DISCOUNT = 0.5
 
 

@@ -353,10 +353,11 @@ class Workspaces(Protocol):
     """The workspace record: what the kernel held and the files it wrote, each with what made it."""
 
     def save_workspace(self, session: str, entries: list[WorkspaceEntry]) -> None:
-        """Upsert entries by (kind, key), in one write."""
+        """Keep entries, in one write; of one (kind, key), the entry with the highest ``seq`` is the one in force
+        (the one written last among equals)."""
 
     def load_workspace(self, session: str) -> list[WorkspaceEntry]:
-        """The latest entry of each (kind, key), in no set order."""
+        """The entry in force of each (kind, key), in no set order."""
 
 
 class Events(Protocol):

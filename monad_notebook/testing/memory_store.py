@@ -302,7 +302,10 @@ class MemoryStore:
         with self._lock:
             kept = self._workspace[_name(session)]
             for e in entries:
-                kept[(e.kind, e.key)] = replace(e, key=as_text(e.key), columns=[as_text(c) for c in e.columns])
+                entry = replace(e, key=as_text(e.key), columns=[as_text(c) for c in e.columns])
+                known = kept.get((entry.kind, entry.key))
+                if known is None or entry.seq >= known.seq:
+                    kept[(entry.kind, entry.key)] = entry
 
     def load_workspace(self, session: str) -> list[WorkspaceEntry]:
         with self._lock:

@@ -32,6 +32,13 @@ def test_the_workspace_keeps_one_entry_per_name_or_path_the_latest(store: Store)
     assert store.load_workspace("other") == []
 
 
+def test_an_older_entry_written_late_does_not_replace_a_newer_one(store: Store) -> None:
+    store.create_session("s")
+    store.save_workspace("s", [WorkspaceEntry("name", "df", "DataFrame", "5 rows x 1 cols", seq=9)])
+    store.save_workspace("s", [WorkspaceEntry("name", "df", "DataFrame", "2 rows x 1 cols", seq=4)])
+    assert [e.shape for e in store.load_workspace("s")] == ["5 rows x 1 cols"]
+
+
 def test_a_name_and_a_file_of_the_same_spelling_are_two_entries(store: Store) -> None:
     store.create_session("s")
     store.save_workspace("s", [WorkspaceEntry("name", "report"), WorkspaceEntry("file", "report")])
