@@ -35,14 +35,18 @@ def origin(entry: WorkspaceEntry, *, short: bool = False) -> str:
     return f"{verb}{entry.made_by}, turn {entry.turn}"
 
 
-def line(entry: WorkspaceEntry) -> str:
-    """One entry as the model reads it: name or path, type and size, the first columns, what made it."""
-    about = " ".join(part for part in (entry.type if entry.kind == "name" else "", entry.shape) if part)
-    columns = ""
+def about(entry: WorkspaceEntry) -> str:
+    """Type and size, and a frame's first columns: "DataFrame 1,200 rows x 8 cols [region, month, +6 more]"."""
+    told = " ".join(part for part in (entry.type if entry.kind == "name" else "", entry.shape) if part)
     if entry.columns:
         more = entry.columns_total - len(entry.columns)
-        columns = " [" + ", ".join(entry.columns) + (f", +{more:,} more" if more > 0 else "") + "]"
-    return f"- {entry.key}: {about}{columns} ({origin(entry, short=True)})"
+        told += " [" + ", ".join(entry.columns) + (f", +{more:,} more" if more > 0 else "") + "]"
+    return told
+
+
+def line(entry: WorkspaceEntry) -> str:
+    """One entry as the model reads it: name or path, type and size, the first columns, what made it."""
+    return f"- {entry.key}: {about(entry)} ({origin(entry, short=True)})"
 
 
 def render(

@@ -112,7 +112,9 @@ class WorkspaceRecord:
     # --- reading ----------------------------------------------------------------------
 
     def live(self) -> tuple[list[WorkspaceEntry], list[WorkspaceEntry], list[WorkspaceEntry]]:
-        """Names the kernel holds now, files still there, names lost: each newest first."""
+        """Names the kernel holds now, files still there, names lost: each newest first (none while off)."""
+        if not self.enabled:
+            return [], [], []
         present = {key for name, key in self.keys.items() if name in self.namespace}
         root = self._root()
         names, files, lost = [], [], []
