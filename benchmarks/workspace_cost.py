@@ -11,7 +11,8 @@ directory, the descriptions of what changed and their redaction (the configurati
 redactor), on a heap settled as the extension settles the kernel's after its first ``%%monad``
 cell (``cell/heap.py``: collected once, then frozen). The write to LanceDB that follows at the
 step's commit (one per step, whatever the number of calls) is timed separately, on a real
-LanceDB in a temporary directory.
+LanceDB in a temporary directory. The snapshot of the namespace and the scan of the directory
+are also timed alone, so a slow machine's share can be told from the record's.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import pandas as pd
 
 from monad_notebook.redaction.redactor import Redactor
 from monad_notebook.store.lance import LanceStore
+from monad_notebook.workspace.file_watch import scan
 from monad_notebook.workspace.record import WorkspaceRecord
 
 
@@ -77,7 +79,18 @@ def run(size: int, calls: int, big_rows: int, root: Path, db: Path) -> dict[str,
         started = time.perf_counter()
         record.save()
         saves.append((time.perf_counter() - started) * 1000)
+    store.close()
+    snapshots, scans = [], []
+    for _ in range(calls):  # the two parts of a look whose cost does not depend on what changed, timed alone
+        started = time.perf_counter()
+        record.snapshot.take(ns, {})
+        snapshots.append((time.perf_counter() - started) * 1000)
+        started = time.perf_counter()
+        scan(root)
+        scans.append((time.perf_counter() - started) * 1000)
     return {
+        "snapshot_p50": statistics.median(snapshots),
+        "scan_p50": statistics.median(scans),
         "take_p50": statistics.median(takes),
         "take_p95": percentile(takes, 0.95),
         "save_p50": statistics.median(saves),
@@ -91,7 +104,10 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10, 1000, 10000])
     parser.add_argument("--big-rows", type=int, default=1_000_000)
     args = parser.parse_args()
-    print(f"{'names':>7} {'take p50 ms':>12} {'take p95 ms':>12} {'LanceDB write p50 ms':>21} {'p95 ms':>8}")
+    print(
+        f"{'names':>7} {'take p50 ms':>12} {'take p95 ms':>12} {'LanceDB write p50 ms':>21} {'p95 ms':>8}"
+        f" {'snapshot p50 ms':>16} {'scan p50 ms':>12}"
+    )
     for size in args.sizes:
         with tempfile.TemporaryDirectory() as tmp:
             root, db = Path(tmp, "notebook"), Path(tmp, "db")
@@ -104,7 +120,7 @@ def main() -> None:
                 os.chdir(cwd)
         print(
             f"{size:>7,} {got['take_p50']:>12.2f} {got['take_p95']:>12.2f} {got['save_p50']:>21.2f} "
-            f"{got['save_p95']:>8.2f}"
+            f"{got['save_p95']:>8.2f} {got['snapshot_p50']:>16.2f} {got['scan_p50']:>12.2f}"
         )
 
 
