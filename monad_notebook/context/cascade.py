@@ -47,7 +47,7 @@ from monad_notebook.context.prompt import Prompt
 from monad_notebook.context.recall.service import RecallService
 from monad_notebook.context.turn_stages import TurnStages
 from monad_notebook.context.window import Frame, Window
-from monad_notebook.errors import ContextLengthError, SessionBusyError
+from monad_notebook.errors import ContextLengthError, SessionBusyError, StoreError
 from monad_notebook.events import EventLog
 from monad_notebook.images.image import Image
 from monad_notebook.memory import MemoryPromotion, MemoryService
@@ -237,9 +237,17 @@ class Cascade:
         self.window.wrote(self.store.append_messages(messages))
         self.window.extend(messages)
         self.recall.index(messages, spilled)
-        if self.workspace is not None:
-            self.workspace.save()  # what the step's calls changed in the kernel, in one write
+        self.save_workspace()
         self.flush()
+
+    def save_workspace(self) -> None:
+        """What the step's calls changed in the kernel, in one write; a failed write is said and tried again later."""
+        if self.workspace is None:
+            return
+        try:
+            self.workspace.save()
+        except StoreError as exc:
+            self.emit(ev.ERROR, message=f"the workspace record was not saved (it is tried again next step): {exc}")
 
     # --- per step -------------------------------------------------------------------
 

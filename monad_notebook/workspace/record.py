@@ -9,6 +9,7 @@ that made it. Names, columns and paths are redacted before anything keeps them; 
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable
 from dataclasses import replace
@@ -23,6 +24,8 @@ from monad_notebook.workspace.snapshot import Change, Snapshot
 
 if TYPE_CHECKING:
     from monad_notebook.redaction.redactor import Redactor
+
+log = logging.getLogger(__name__)
 
 GONE = ("deleted", "lost")
 BETWEEN_TURNS = "code run between turns"  # what made a change no call or cell was seen making
@@ -82,8 +85,12 @@ class WorkspaceRecord:
         if not self.started:
             self.start()
             return []
-        changes = self.snapshot.take(self.namespace, self._hidden())
-        files = self.files.changes(self._root())
+        try:
+            changes = self.snapshot.take(self.namespace, self._hidden())
+            files = self.files.changes(self._root())
+        except Exception as exc:  # an object whose type lies, a directory gone: the call itself still stands
+            log.warning("the workspace record skipped a look at the kernel: %s", exc)
+            return []
         keys = self._redact([c.name for c in changes] + [f.path for f in files])
         made = [self._name_entry(c, k, made_by) for c, k in zip(changes, keys[: len(changes)], strict=True)]
         made += [self._file_entry(f, k, made_by) for f, k in zip(files, keys[len(changes) :], strict=True)]
@@ -99,9 +106,9 @@ class WorkspaceRecord:
 
     def save(self) -> None:
         """Write what changed since the last write, in one write."""
-        if self.pending:
-            entries, self.pending = list(self.pending.values()), {}
-            self.store.save_workspace(self.session, entries)
+        if self.pending:  # kept until written: a failed write is tried again at the next save
+            self.store.save_workspace(self.session, list(self.pending.values()))
+            self.pending = {}
 
     def forget(self) -> None:
         """The session was reset: the record starts over from the kernel as it is."""
