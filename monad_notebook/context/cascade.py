@@ -55,8 +55,8 @@ from monad_notebook.messages import Message, Role, ToolCall
 from monad_notebook.provider import ChatModel
 from monad_notebook.store.base import Images, Summary, Transcript
 from monad_notebook.store.lease import TurnLease
-from monad_notebook.workspace.block import budget
-from monad_notebook.workspace.record import BETWEEN_TURNS, WorkspaceRecord
+from monad_notebook.workspace.block import BETWEEN_TURNS, budget
+from monad_notebook.workspace.record import WorkspaceRecord
 
 log = logging.getLogger(__name__)
 

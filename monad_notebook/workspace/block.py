@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from monad_notebook.store.base import WorkspaceEntry
 
+BETWEEN_TURNS = "outside the session"  # what made a change seen at a turn's start that no call or cell made
 MIN_TOKENS = 800
 SHARE_OF_WINDOW = 0.08
 HEADER = (
@@ -31,6 +32,8 @@ def origin(entry: WorkspaceEntry, *, short: bool = False) -> str:
     """Which call or cell made the entry, and at which turn (``short``: "made by" left implicit, as in the block)."""
     if not entry.made_by:
         return "there before the session"
+    if entry.made_by == BETWEEN_TURNS:
+        return f"{entry.state} outside the session, before turn {entry.turn}"
     verb = {"changed": "changed by ", "modified": "modified by "}.get(entry.state, "" if short else "made by ")
     return f"{verb}{entry.made_by}, turn {entry.turn}"
 

@@ -28,7 +28,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 GONE = ("deleted", "lost")
-BETWEEN_TURNS = "code run between turns"  # what made a change no call or cell was seen making
 
 
 class WorkspaceRecord:
@@ -75,7 +74,9 @@ class WorkspaceRecord:
         for entry in list(self.entries.values()):
             if entry.kind == "name" and entry.state not in GONE and entry.key not in live:
                 self._note(replace(entry, state="lost"), keep=entry)
-        self.files.start(self._root())
+        root = self._root()
+        if root is not None:
+            self.files.start(root)
         self.save()
 
     def take(self, made_by: str) -> list[WorkspaceEntry]:
@@ -87,7 +88,8 @@ class WorkspaceRecord:
             return []
         try:
             changes = self.snapshot.take(self.namespace, self._hidden())
-            files = self.files.changes(self._root())
+            root = self._root()
+            files = self.files.changes(root) if root is not None else []
         except Exception as exc:  # an object whose type lies, a directory gone: the call itself still stands
             log.warning("the workspace record skipped a look at the kernel: %s", exc)
             return []
@@ -127,7 +129,7 @@ class WorkspaceRecord:
         names, files, lost = [], [], []
         for entry in sorted(self.entries.values(), key=lambda e: -e.seq):
             if entry.kind == "file":
-                if (root / entry.key).is_file():
+                if root is not None and (root / entry.key).is_file():
                     files.append(entry)
             elif entry.state == "lost":
                 lost.append(entry)
@@ -199,5 +201,9 @@ class WorkspaceRecord:
     def _hidden(self) -> dict[str, Any]:
         return getattr(self.shell, "user_ns_hidden", None) or {}
 
-    def _root(self) -> Path:
-        return Path(self.root or os.getcwd()).expanduser().resolve()
+    def _root(self) -> Path | None:
+        """The directory watched now; None while the working directory is gone (deleted under the kernel)."""
+        try:
+            return Path(self.root or os.getcwd()).expanduser().resolve()
+        except OSError:
+            return None
