@@ -12,6 +12,7 @@ from monad_notebook.errors import StoreError
 from monad_notebook.events import ERROR
 from monad_notebook.redaction.redactor import Redactor
 from monad_notebook.testing import MemoryStore, ScriptedModel, tool_call
+from monad_notebook.workspace.block import budget
 from monad_notebook.workspace.record import WorkspaceRecord
 
 SECRET = "ghp_" + "Zq8Lr2Xw9Kp4Tn7V" * 2 + "aB3d"
@@ -99,3 +100,20 @@ def test_a_turn_whose_workspace_write_fails_goes_on_and_says_so(tmp_path):
     assert any("the workspace record was not saved" in (e or "") for e in errors)
     session.ask("again")
     assert {e.key: e.made_by for e in store.load_workspace("s")}["made"] == "call_m"
+
+
+def test_a_figure_is_noted_by_its_number_and_axes(tmp_path):
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    namespace = {"__name__": "__main__"}
+    made = record(namespace, tmp_path)
+    namespace["fig"], _ = plt.subplots(1, 2)
+    (entry,) = made.take("call_plot")
+    assert (entry.type, entry.shape) == ("Figure", f"#{namespace['fig'].number}, 2 axes")
+    plt.close("all")
+
+
+def test_the_block_budget_is_eight_percent_of_the_window_and_at_least_800_tokens():
+    assert (budget(None, 8_000), budget(None, 128_000), budget(2_000, 128_000)) == (800, 10_240, 2_000)

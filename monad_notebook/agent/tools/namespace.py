@@ -18,12 +18,12 @@ from typing import Any
 from monad_notebook.agent.tools.base import Tool, ToolContext, tool
 from monad_notebook.errors import ToolError
 from monad_notebook.workspace.block import origin
+from monad_notebook.workspace.description import is_user_value
 
 _MAX_VARIABLES = 200
 _REPR_CHARS = 2000
 _PREVIEW_ITEMS = 20
 _MAX_COLUMNS = 50
-_SHELL_NAMES = {"In", "Out", "exit", "quit", "get_ipython"}
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z]\w*)*")
 
 
@@ -47,20 +47,9 @@ def _short_repr(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _is_user_defined(value: Any, namespace: dict[str, Any]) -> bool:
-    module = getattr(value, "__module__", None)
-    return module in (None, "__main__", namespace.get("__name__"))
-
-
 def _is_noise(name: str, value: Any, ctx: ToolContext) -> bool:
-    if name.startswith("_") or name in _SHELL_NAMES or isinstance(value, types.ModuleType):
-        return True
     hidden = getattr(ctx.shell, "user_ns_hidden", None) or {}
-    if name in hidden and hidden[name] is value:
-        return True
-    if isinstance(value, (type, types.FunctionType, types.BuiltinFunctionType)):
-        return not _is_user_defined(value, ctx.namespace)
-    return False
+    return not is_user_value(name, value, hidden, ctx.namespace.get("__name__"))
 
 
 def _pandas_kind(value: Any) -> str | None:
