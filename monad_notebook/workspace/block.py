@@ -15,8 +15,8 @@ BETWEEN_TURNS = "outside the session"  # what made a change seen at a turn's sta
 MIN_TOKENS = 800
 SHARE_OF_WINDOW = 0.08
 HEADER = (
-    "What the kernel holds now, newest first, each with the tool call or cell that made it and the turn "
-    "(read_tool_output shows a call's code; values are never shown):"
+    "What the kernel holds now, newest first, each with the tool call (its id) or the user's cell that made it "
+    "and the turn (values are never shown):"
 )
 LOST = "Not in the kernel now (a restart, or removed outside the session); rerun the call that made it to get it back:"
 FILES = "Files written under the notebook's directory:"

@@ -117,7 +117,7 @@ def _made_by(ctx: ToolContext, name: str) -> str:
 @tool
 def list_variables(ctx: ToolContext) -> str:
     """List the variables in the user's notebook namespace, with type and size, one per line, each with the tool
-    call (its id, for read_tool_output) or the user's cell that made it and the turn."""
+    call (its id) or the user's cell that made it and the turn."""
     rows = []
     for name, value in list(ctx.namespace.items()):
         if _is_noise(name, value, ctx):
