@@ -14,7 +14,15 @@ import threading
 from importlib import import_module
 from typing import Any
 
-__all__ = ["Config", "MonadError", "Reply", "Session", "load_config", "load_ipython_extension"]
+__all__ = [
+    "Config",
+    "MonadError",
+    "Reply",
+    "Session",
+    "load_config",
+    "load_ipython_extension",
+    "unload_ipython_extension",
+]
 __version__ = "0.1.0"
 
 _LAZY = {
@@ -40,8 +48,17 @@ def load_ipython_extension(ipython: Any) -> None:
     """
     from monad_notebook.magics import MonadMagics
 
-    ipython.register_magics(MonadMagics(ipython))
+    magics = MonadMagics(ipython)
+    ipython.register_magics(magics)
+    ipython.events.register("post_run_cell", magics.after_cell)
     threading.Thread(target=_warm_up, name="monad-warm-up", daemon=True).start()
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """``%unload_ext``: cells the user runs are no longer noted in the sessions' workspace records."""
+    magics = ipython.magics_manager.registry.get("MonadMagics")
+    if magics is not None and magics.after_cell in ipython.events.callbacks["post_run_cell"]:
+        ipython.events.unregister("post_run_cell", magics.after_cell)
 
 
 def _warm_up() -> None:

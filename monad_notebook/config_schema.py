@@ -277,6 +277,11 @@ class HandoffConfig(_Section):
     after_reflections: PositiveInt = 2
 
 
+class WorkspaceConfig(_Section):
+    enabled: bool = True
+    max_tokens: PositiveInt | None = None  # None: about 8% of the context window, at least 800
+
+
 class RedactionPattern(_Section):
     name: Name
     regex: Annotated[str, AfterValidator(_compiles)]
@@ -300,6 +305,7 @@ class ContextConfig(_Section):
     memory_promotion: MemoryPromotionConfig = Field(default_factory=MemoryPromotionConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     handoff: HandoffConfig = Field(default_factory=HandoffConfig)
+    workspace: WorkspaceConfig = Field(default_factory=WorkspaceConfig)
     redaction: RedactionConfig = Field(default_factory=RedactionConfig)
 
 

@@ -127,6 +127,11 @@ def _plan_for(question: str) -> _Plan:
     return _Plan([("list_variables", {})], _answer_generic)
 
 
+def _injected(content: Any) -> bool:
+    """A block the cascade adds at the end of a request (``<plan>``, ``<workspace>``), not the user's question."""
+    return isinstance(content, str) and content.startswith(("<plan>", "<workspace>"))
+
+
 @dataclass
 class DemoModel:
     """Follows the demo script one step at a time, reading the real tool results it is sent."""
@@ -140,7 +145,8 @@ class DemoModel:
         tools: list[dict[str, Any]],
         on_text: TextCallback | None = None,
     ) -> ChatResponse:
-        last_user = max(i for i, m in enumerate(messages) if m["role"] == "user")
+        asked = [i for i, m in enumerate(messages) if m["role"] == "user" and not _injected(m["content"])]
+        last_user = asked[-1]
         question = messages[last_user]["content"] or ""
         plan = _plan_for(question.split("</summary>")[-1])
         results = [m["content"] or "" for m in messages[last_user + 1 :] if m["role"] == "tool"]

@@ -151,6 +151,14 @@ class MonadMagics(Magics):
         self.current = name
         return self._sessions[name]
 
+    def after_cell(self, result: Any) -> None:
+        """IPython's ``post_run_cell``: each session here notes what the user's cell changed in the kernel."""
+        for session in list(self._sessions.values()):
+            try:
+                session.workspace.after_cell(result)
+            except MonadError as exc:  # the store could not be written: say so, keep the cell's own result
+                print(f"monad: the workspace record was not saved: {exc}", file=sys.stderr)
+
     @property
     def rich(self) -> bool:
         return type(self.shell).__name__ == "ZMQInteractiveShell"

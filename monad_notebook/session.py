@@ -33,6 +33,7 @@ from monad_notebook.session_setup import FollowedConfig, Setup
 from monad_notebook.store.base import SessionRecord, Store, Summary, ensure_session
 from monad_notebook.store.lance import open_store
 from monad_notebook.store.lease import TurnLease
+from monad_notebook.workspace.record import WorkspaceRecord
 
 if TYPE_CHECKING:
     from monad_notebook.notebook.frontend import NotebookFrontend
@@ -88,19 +89,15 @@ class Session:
         self.memory = MemoryService(self.store, notify=self.events.emit)
         self.recall = RecallService(self.window, self.store, make_embedder if embedder is None else lambda _: embedder)
         self.promotion = MemoryPromotion(self.memory)
-        self.cascade = Cascade(
-            window=self.window,
-            store=self.store,
-            events=EventLog(name, self.events, self.store.append_events),
-            lease=self.lease,
-            counter=setup.cascade.counter,
-            memory=self.memory,
-            promotion=self.promotion,
-            recall=self.recall,
-        )
         user_ns = namespace if namespace is not None else (shell.user_ns if shell is not None else {})
+        self.workspace = WorkspaceRecord(self.store, name, user_ns, shell, root)
+        self.cascade = Cascade(
+            window=self.window, store=self.store, events=EventLog(name, self.events, self.store.append_events),
+            lease=self.lease, counter=setup.cascade.counter, memory=self.memory, promotion=self.promotion,
+            recall=self.recall, workspace=self.workspace,
+        )  # fmt: skip
         self.services = ToolServices(
-            name, user_ns, shell, self.store, self.memory, self.recall, approve, notebook, root
+            name, user_ns, shell, self.store, self.memory, self.recall, approve, notebook, root, self.workspace
         )
         self._apply(setup)
 
@@ -114,6 +111,7 @@ class Session:
         self.promotion.reconfigure(config.context.memory_promotion, setup.fast_model)
         self.recall.reconfigure(config, setup.writer)
         self.cascade.reconfigure(setup.cascade)
+        self.workspace.reconfigure(config.context.workspace.enabled, redactor)
         self.runner = ToolRunner(setup.tools, config, self.services, redactor)
         self.store.optimize_every = config.store.optimize_every_writes
         warning = self.settings.store_warning(config, self.store.uri)
@@ -148,7 +146,7 @@ class Session:
 
     @namespace.setter
     def namespace(self, namespace: dict[str, Any]) -> None:
-        self.services.namespace = namespace
+        self.services.namespace = self.workspace.namespace = namespace
 
     @property
     def summary(self) -> Summary | None:
@@ -213,6 +211,7 @@ class Session:
             "config": str(self.watcher.source) if self.watcher.source else "(defaults)",
             "stored_messages": self.store.count_messages(self.name),
             **self.cascade.status(),
+            **self.workspace.status(),
             "mcp_servers": self.settings.mcp.statuses(),
             "text_calls": tally(
                 self.store.list_events(self.name, kind=TEXT_CALLS), self.config.models.main.text_tool_calls

@@ -31,6 +31,7 @@ LAYERS: list[set[str]] = [
         "testing",
         "safe_markdown",
         "export",
+        "workspace",
     },
     {"store", "redaction"},
     {"provider"},

@@ -20,6 +20,7 @@ from monad_notebook.config import ConfigWatcher, deep_merge
 from monad_notebook.context.compaction.summarize import SECTIONS
 from monad_notebook.errors import AuthError, EndpointError
 from monad_notebook.testing import FakeOpenAIServer, tool_call
+from tests.conversation import conversation
 from tests.files import touch_later
 
 SUMMARY = "\n\n".join(f"## {name}\n- noted" for name in SECTIONS)
@@ -97,7 +98,7 @@ def test_a_setting_fixed_after_a_failed_turn_answers_the_next_turn(
         agents.edit(fix(server.base_url))
         server.queue("reached")
         assert session.ask("hi again").text == "reached"
-        assert server.chat_requests[-1]["messages"][-1]["content"] == "hi again"
+        assert conversation(server.chat_requests[-1]["messages"])[-1]["content"] == "hi again"
         assert server.log[-1].headers["authorization"] == "Bearer sk-new"
 
 

@@ -14,6 +14,7 @@ import pytest
 
 from monad_notebook import events as ev
 from monad_notebook.testing import FakeOpenAIServer, tool_call
+from tests.conversation import conversation
 
 
 @pytest.fixture
@@ -46,7 +47,7 @@ def test_cell_magic_sends_the_cell_and_prints_the_answer(ip, server, capsys):
     out = capsys.readouterr().out
     assert "It is 42." in out and "python" in out
     assert ip.user_ns["answer"] == 42
-    assert server.chat_requests[0]["messages"][-1] == {"role": "user", "content": "What is 40 + 2?"}
+    assert conversation(server.chat_requests[0]["messages"])[-1] == {"role": "user", "content": "What is 40 + 2?"}
 
 
 def test_sessions_switch_and_keep_their_own_history(ip, server, capsys):
@@ -54,7 +55,7 @@ def test_sessions_switch_and_keep_their_own_history(ip, server, capsys):
     ip.run_cell_magic("monad", "--session alpha", "first in alpha")
     ip.run_cell_magic("monad", "-s beta", "first in beta")
     ip.run_cell_magic("monad", "--session alpha", "second in alpha")
-    contents = [m["content"] for m in server.chat_requests[2]["messages"][1:]]
+    contents = [m["content"] for m in conversation(server.chat_requests[2]["messages"])[1:]]
     assert contents == ["first in alpha", "A1", "second in alpha"]
     ip.run_line_magic("monad", "sessions")
     out = capsys.readouterr().out
@@ -105,7 +106,8 @@ def test_reset_branch_and_delete(ip, server, capsys):
     ip.run_cell_magic("monad", "--session main", "keep this")
     ip.run_line_magic("monad", "branch side")
     ip.run_cell_magic("monad", "", "in the branch")
-    assert [m["content"] for m in server.chat_requests[1]["messages"][1:]] == ["keep this", "one", "in the branch"]
+    sent = conversation(server.chat_requests[1]["messages"])[1:]
+    assert [m["content"] for m in sent] == ["keep this", "one", "in the branch"]
     ip.run_line_magic("monad", "session main")
     ip.run_line_magic("monad", "reset")
     ip.run_line_magic("monad", "delete side")
@@ -251,7 +253,7 @@ def test_a_cell_in_a_session_another_kernel_is_running_prints_one_line_and_the_n
     other_kernel.release()
     ip.run_cell_magic("monad", "--session shared", "now?")
     assert "second" in capsys.readouterr().out
-    assert [m["content"] for m in server.chat_requests[1]["messages"][1:]] == ["hello", "first", "now?"]
+    assert [m["content"] for m in conversation(server.chat_requests[1]["messages"])[1:]] == ["hello", "first", "now?"]
 
 
 # --- what a rich cell shows -----------------------------------------------------------------------------------------

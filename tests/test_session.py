@@ -10,6 +10,7 @@ from monad_notebook.config import Config
 from monad_notebook.errors import ConfigError, EndpointError, UsageError
 from monad_notebook.store.lance import LanceStore
 from monad_notebook.testing import ScriptedModel, tool_call, tool_calls
+from tests.conversation import conversation
 
 
 @pytest.fixture
@@ -37,9 +38,9 @@ def test_tool_result_reaches_the_model_and_runs_in_the_namespace(config, store):
     session = Session("calc", config=config, store=store, model=model, namespace=namespace)
     reply = session.ask("compute")
     assert namespace["x"] == 42
-    tool_message = model.calls[1].messages[-1]
+    tool_message = conversation(model.calls[1].messages)[-1]
     assert tool_message["role"] == "tool" and "42" in tool_message["content"]
-    assert tool_message["tool_call_id"] == model.calls[1].messages[-2]["tool_calls"][0]["id"]
+    assert tool_message["tool_call_id"] == conversation(model.calls[1].messages)[-2]["tool_calls"][0]["id"]
     assert (reply.steps, reply.tool_calls, reply.tool_names) == (2, 1, ["python"])
 
 

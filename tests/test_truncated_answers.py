@@ -13,6 +13,7 @@ from monad_notebook.agent.loop import EMPTY_NOTE, SERVER_CUT_NOTE, TRUNCATED_NOT
 from monad_notebook.config import Config
 from monad_notebook.provider import OpenAIChatModel
 from monad_notebook.testing import FakeOpenAIServer, ScriptedModel, text, tool_call
+from tests.conversation import conversation
 
 CUT = "The three regions that grew fastest were North, with 12%, and"
 
@@ -69,7 +70,9 @@ def test_a_step_cut_off_before_its_tool_call_is_noted_for_the_model(store):
     session = Session("step", config=on("http://127.0.0.1:9/v1"), store=store, model=model, namespace={})
     reply = session.ask("compute")
     assert not reply.truncated
-    assert model.calls[1].messages[-2]["content"] == f"Let me compute\n\n{SERVER_CUT_NOTE}"  # no limit of ours set
+    assert (
+        conversation(model.calls[1].messages)[-2]["content"] == f"Let me compute\n\n{SERVER_CUT_NOTE}"
+    )  # no limit of ours set
     (event,) = store.list_events("step", kind=ev.ANSWER_TRUNCATED)
     assert event.data["tool_calls"] == 1
 

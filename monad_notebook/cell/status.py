@@ -36,6 +36,9 @@ KNOWN = {
     "exact",
     "reclaimed",
     "messages",
+    "workspace_names",
+    "workspace_files",
+    "workspace_lost",
 }
 
 
@@ -51,6 +54,19 @@ def notebook_sentence(notebook: NotebookFrontend | None) -> str:
             "(read_notebook, insert_cell, ...) are not offered."
         )
     return notebook.describe()
+
+
+def workspace_sentence(status: dict[str, Any]) -> str:
+    """What the workspace record holds, and what the kernel no longer holds (after a restart), with what made it."""
+    if status.get("workspace_names") is None:
+        return "The workspace record is off (context.workspace.enabled is false)."
+    names, files = int(status.get("workspace_names") or 0), int(status.get("workspace_files") or 0)
+    held = f"The kernel holds {_plural(names, 'name')} the workspace record follows; {_plural(files, 'file')} written."
+    lost = status.get("workspace_lost") or []
+    if not lost:
+        return held
+    listed = "; ".join(f"{key} (made by {made_by or 'an earlier kernel'}, turn {turn})" for key, made_by, turn in lost)
+    return f"{held} Not in the kernel now (lost in a restart, rerun what made them): {listed}."
 
 
 def python_sentence(approval: str, allowed_for_session: bool) -> str:
@@ -185,6 +201,8 @@ def status_sentences(
     lines.append(cost_sentence(status))
     if "images" in status:
         lines.append(images_sentence(str(status["images"])))
+    if "workspace_names" in status:
+        lines.append(workspace_sentence(status))
     lines.append(python_sentence(approval, allowed_for_session))
     written = text_calls_sentence(status.get("text_calls") or {})
     if written:

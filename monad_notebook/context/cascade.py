@@ -47,7 +47,7 @@ from monad_notebook.context.prompt import Prompt
 from monad_notebook.context.recall.service import RecallService
 from monad_notebook.context.turn_stages import TurnStages
 from monad_notebook.context.window import Frame, Window
-from monad_notebook.errors import ContextLengthError, SessionBusyError
+from monad_notebook.errors import ContextLengthError, SessionBusyError, StoreError
 from monad_notebook.events import EventLog
 from monad_notebook.images.image import Image
 from monad_notebook.memory import MemoryPromotion, MemoryService
@@ -55,6 +55,8 @@ from monad_notebook.messages import Message, Role, ToolCall
 from monad_notebook.provider import ChatModel
 from monad_notebook.store.base import Images, Summary, Transcript
 from monad_notebook.store.lease import TurnLease
+from monad_notebook.workspace.block import BETWEEN_TURNS, budget
+from monad_notebook.workspace.record import WorkspaceRecord
 
 log = logging.getLogger(__name__)
 
@@ -91,8 +93,10 @@ class Cascade:
         memory: MemoryService,
         promotion: MemoryPromotion,
         recall: RecallService,
+        workspace: WorkspaceRecord | None = None,
     ) -> None:
-        """``memory``, ``promotion`` and ``recall`` are the session's services, which the stages read."""
+        """``memory``, ``promotion``, ``recall`` and ``workspace`` (the record taken from the kernel, which the
+        ``<workspace>`` block shows) are the session's services, which the stages read."""
         self.window = window
         self.store = store
         self.events = events
@@ -100,6 +104,9 @@ class Cascade:
         self.stages = TurnStages(memory, recall)
         self.promotion = promotion
         self.recall = recall
+        self.workspace = workspace
+        if workspace is not None:
+            workspace.turn = window.turn
         self.meter = Meter(store, window.session, counter)
         self.spill = Spill(store, window.session)
         self.compactor = Compactor(
@@ -174,6 +181,9 @@ class Cascade:
     def begin_turn(self, text: str) -> Message:
         """A new turn: the user's message, redacted, stored, and the turn's blocks in place (once per turn)."""
         self.window.begin_turn()
+        if self.workspace is not None:
+            self.workspace.turn = self.window.turn
+            self.workspace.take(BETWEEN_TURNS)  # what code run outside a cell (a thread, a script) changed
         user = self.new_message("user", self.redactor.redact(text).text)
         self.commit([user])
         self.emit(ev.TURN_STARTED, turn=self.window.turn, text=user.content)
@@ -186,7 +196,11 @@ class Cascade:
         return user
 
     def begin_step(self) -> None:
+        """A new step: the ``<workspace>`` block rebuilt from the record checked against the kernel as it is now."""
         self.window.begin_step()
+        if self.workspace is not None:
+            limit = budget(self.settings.workspace.max_tokens, self.context_window)
+            self.window.workspace = self.workspace.block(self.meter.counter.count_text, limit)
 
     def new_message(self, role: Role, content: str, *, tool_calls: list[ToolCall] | None = None) -> Message:
         return self.window.new_message(role, content, tool_calls=tool_calls)
@@ -223,7 +237,17 @@ class Cascade:
         self.window.wrote(self.store.append_messages(messages))
         self.window.extend(messages)
         self.recall.index(messages, spilled)
+        self.save_workspace()
         self.flush()
+
+    def save_workspace(self) -> None:
+        """What the step's calls changed in the kernel, in one write; a failed write is said and tried again later."""
+        if self.workspace is None:
+            return
+        try:
+            self.workspace.save()
+        except StoreError as exc:
+            self.emit(ev.ERROR, message=f"the workspace record was not saved (it is tried again next step): {exc}")
 
     # --- per step -------------------------------------------------------------------
 
@@ -485,6 +509,8 @@ class Cascade:
         """After the stored conversation was forgotten: an empty window, and the counts start over."""
         self.window.reset(self.store)
         self.meter.forget()
+        if self.workspace is not None:
+            self.workspace.forget()
 
     def wait(self, timeout: float | None = None) -> None:
         """Let background work land: a compaction in flight and pending embeddings."""

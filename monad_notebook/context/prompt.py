@@ -20,7 +20,8 @@ IMAGES_NOTE = "(the images the tool results above displayed to the user)"
 
 @dataclass
 class PromptPart:
-    # system | memory | summary | message | tool_result | placeholder | image | related_context | plan | tools
+    # system | memory | summary | message | tool_result | placeholder | image | related_context | plan | workspace
+    # | tools
     kind: str
     role: str
     text: str
@@ -93,10 +94,12 @@ def assemble(
     related: Mapping[str, str] | None = None,
     plan: str | None = None,
     image_detail: str | None = None,
+    workspace: str = "",
 ) -> Prompt:
     """System prompt (+ memory), the window with the summary folded into the first user message,
     each related-context block on the user message it was found for (``related``: message id ->
-    block), and the plan anchor last.
+    block), then the plan anchor and the ``<workspace>`` block, last: they change at every step, and
+    last they leave the prefix the provider cached from the previous request intact.
 
     With ``image_detail`` (a model that sees), the images of the tool results not evicted follow
     their round's results as one user message: a tool message carries text only.
@@ -122,8 +125,11 @@ def assemble(
         block = related.get(source.id) if related and source is not None else None
         if block:
             group.append(PromptPart("related_context", "user", block))
-    if plan:
-        groups.append([PromptPart("plan", "user", f"<plan>\n{PLAN_NOTE}\n{plan}\n</plan>")])
+    tail = [PromptPart("plan", "user", f"<plan>\n{PLAN_NOTE}\n{plan}\n</plan>")] if plan else []
+    if workspace:
+        tail.append(PromptPart("workspace", "user", workspace))
+    if tail:
+        groups.append(tail)
     messages = [_message(g, image_detail) for g in groups]
     return Prompt(messages=messages, tools=tools, groups=groups, image_detail=image_detail)
 

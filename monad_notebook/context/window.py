@@ -48,6 +48,7 @@ class Window:
         self.step = 0
         self.blocks: dict[str, str] = {}  # memory, plan: replaced once per turn
         self.related: dict[str, str] = {}  # user message id -> the related-context block found for it
+        self.workspace = ""  # the <workspace> block: rebuilt from the kernel before each step's request
         self._last_prompt: tuple[tuple[Any, ...], Prompt] | None = None
         self._mark: tuple[int, int] | None = None  # the store's history mark when this window last knew every write
 
@@ -213,10 +214,11 @@ class Window:
             self._frame_version,  # a reload may change the tools' schemas
             tuple(self.related.items()),
             self.blocks.get("plan"),
+            self.workspace,
         )
         if self._last_prompt is not None and self._last_prompt[0] == inputs:
             return self._last_prompt[1]
-        system, memory, summary, _, _, _, plan = inputs
+        system, memory, summary, _, _, _, plan, workspace = inputs
         prompt = assemble(
             system=system,
             memory=memory,
@@ -226,6 +228,7 @@ class Window:
             related=self.related,
             plan=plan,
             image_detail=self.frame.image_detail,
+            workspace=workspace,
         )
         self._last_prompt = (inputs, prompt)
         return prompt

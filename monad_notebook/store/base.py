@@ -149,6 +149,26 @@ class LedgerEntry:
     open: bool = False  # errors: not yet followed by a clean run of the same tool
 
 
+@dataclass
+class WorkspaceEntry:
+    """One name the kernel held, or one file written under the notebook's directory: never a value.
+
+    ``key`` is the variable's name or the file's path relative to the notebook's directory, and
+    ``columns`` a DataFrame's first column names; all of them redacted before they are stored.
+    """
+
+    kind: str  # name | file
+    key: str
+    type: str = ""  # DataFrame, ndarray, int, Figure, file...
+    shape: str = ""  # "1,200 rows x 8 cols", "len 40", "(3, 4) float64", a file's size
+    columns: list[str] = field(default_factory=list)
+    columns_total: int = 0  # all the columns, of which ``columns`` are the first
+    state: str = "bound"  # names: bound | rebound | changed | deleted | lost; files: created | modified
+    made_by: str = ""  # the python call's id, "cell 14", or "" (there before the session began)
+    turn: int = 0
+    seq: int = 0  # the record's own clock: the entry touched last has the highest
+
+
 class Sessions(Protocol):
     """Named sessions: created, listed, branched, reset and deleted with everything keyed to them."""
 
@@ -159,13 +179,15 @@ class Sessions(Protocol):
     def list_sessions(self) -> list[SessionRecord]: ...
     def delete_session(self, name: str) -> None:
         """Remove the session and everything keyed to it (messages, raw outputs, images, summaries, events,
-        embeddings)."""
+        embeddings, the workspace record)."""
 
     def reset_session(self, name: str) -> None:
-        """Keep the session's record, drop its messages, raw outputs, images, summaries, events and embeddings."""
+        """Keep the session's record, drop its messages, raw outputs, images, summaries, events, embeddings and
+        workspace record."""
 
     def clone_session(self, source: str, target: str) -> SessionRecord:
-        """Branch: copy messages, summary, raw outputs, images and embeddings into an independent new session."""
+        """Branch: copy messages, summary, raw outputs, images, embeddings and the workspace record into an
+        independent new session."""
 
 
 class Transcript(Protocol):
@@ -327,6 +349,17 @@ class SearchIndex(Protocol):
         """
 
 
+class Workspaces(Protocol):
+    """The workspace record: what the kernel held and the files it wrote, each with what made it."""
+
+    def save_workspace(self, session: str, entries: list[WorkspaceEntry]) -> None:
+        """Keep entries, in one write; of one (kind, key), the entry with the highest ``seq`` is the one in force
+        (the one written last among equals)."""
+
+    def load_workspace(self, session: str) -> list[WorkspaceEntry]:
+        """The entry in force of each (kind, key), in no set order."""
+
+
 class Events(Protocol):
     """A session's persisted events, in time order."""
 
@@ -334,7 +367,9 @@ class Events(Protocol):
     def list_events(self, session: str, *, kind: str | None = None) -> list[Event]: ...
 
 
-class Store(Sessions, Transcript, Claims, ToolOutputs, Images, Summaries, Facts, SearchIndex, Events, Protocol):
+class Store(
+    Sessions, Transcript, Claims, ToolOutputs, Images, Summaries, Facts, SearchIndex, Workspaces, Events, Protocol
+):
     """Every role at once: what a Session is given. A part of the code that needs one role asks for that one."""
 
     uri: str  # where the data lives, as a user would name it in an error message

@@ -39,6 +39,7 @@ from monad_notebook.store.rows import (
 )
 from monad_notebook.store.search import LanceSearch
 from monad_notebook.store.tables import IDS_PER_READ, LanceTables, default_db_uri
+from monad_notebook.store.workspace import LanceWorkspace
 
 __all__ = ["LanceStore", "default_db_uri"]
 
@@ -47,8 +48,8 @@ class LanceStore:
     """The Store protocol on one LanceDB database; safe to share between threads and kernels.
 
     Composed of parts over one ``LanceTables`` (connection, handles, retries, optimize): the turn
-    claims (``claims.py``) and recall's chunk and vector tables (``search.py``); the rest of the
-    roles are the short methods below.
+    claims (``claims.py``), recall's chunk and vector tables (``search.py``) and the workspace
+    record (``workspace.py``); the rest of the roles are the short methods below.
     """
 
     def __init__(self, uri: str | Path, **options: Any) -> None:
@@ -56,6 +57,8 @@ class LanceStore:
         self.tables = LanceTables(uri, **options)
         self._claims = LanceClaims(self.tables)
         self._search = LanceSearch(self.tables)
+        self._workspace = LanceWorkspace(self.tables)
+        self.save_workspace, self.load_workspace = self._workspace.save_workspace, self._workspace.load_workspace
         self.claim_session = self._claims.claim_session
         self.live_claims = self._claims.live_claims
         self.renew_claim = self._claims.renew_claim
@@ -124,7 +127,7 @@ class LanceStore:
 
     def _drop_history(self, name: str) -> None:
         """Skips tables with no rows for the name, so a no-op leaves no empty version."""
-        tables = ("messages", "tool_raw_outputs", "images", "summaries", "events", TEXT_TABLE, "ledger")
+        tables = ("messages", "tool_raw_outputs", "images", "summaries", "events", TEXT_TABLE, "ledger", "workspace")
         for table in (*tables, *self.tables.embedding_tables()):
             self.tables.delete(table, f"session = {sql_str(name)}")
 
@@ -145,6 +148,7 @@ class LanceStore:
             ids = {o.id: c.id for o, c in zip(originals, copies, strict=True)}
             self._search.copy(source, target, ids)
             self.save_ledger(target, self.load_ledger(source))
+            self._workspace.copy(source, target)
             summary = self.load_summary(source)
             if summary is not None:
                 self.save_summary(replace(summary, session=target))

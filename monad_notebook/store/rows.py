@@ -17,7 +17,7 @@ import pyarrow as pa
 from monad_notebook.errors import StoreError
 from monad_notebook.images.image import Image
 from monad_notebook.messages import Message, ToolCall
-from monad_notebook.store.base import Chunk, EmbeddingHit, MemoryFact, SessionRecord
+from monad_notebook.store.base import Chunk, EmbeddingHit, MemoryFact, SessionRecord, WorkspaceEntry
 
 TYPES = {"text": pa.string(), "int": pa.int64(), "float": pa.float64(), "bool": pa.bool_(), "bytes": pa.binary()}
 NULL_AS = {pa.string(): "", pa.int64(): 0, pa.float64(): 0.0, pa.bool_(): False, pa.binary(): b""}
@@ -55,6 +55,10 @@ SCHEMAS: dict[str, pa.Schema] = {
     "ledger": schema(
         "session:text! item:text! kind:text score:float count:int seq:int turn:int source:text"
         " tool_call_id:text open:bool updated_at:float"
+    ),
+    "workspace": schema(
+        "session:text! kind:text! key:text! type:text shape:text columns:text columns_total:int state:text"
+        " made_by:text turn:int seq:int updated_at:float"
     ),
 }
 
@@ -284,3 +288,19 @@ def images_from_rows(rows: list[dict[str, Any]]) -> dict[str, list[Image]]:
         image = Image(row["id"], row["mime"], row["width"], row["height"], row["data"], row["description"] or "")
         out.setdefault(row["tool_call_id"], []).append(image)
     return out
+
+
+def workspace_row(session: str, entry: WorkspaceEntry, updated_at: float) -> dict[str, Any]:
+    """A workspace entry as its row: the columns as a JSON list, each with any lone surrogate made U+FFFD."""
+    return as_row(
+        entry,
+        "workspace",
+        session=session,
+        columns=json.dumps([as_text(c) for c in entry.columns]),
+        updated_at=updated_at,
+    )
+
+
+def workspace_from_row(row: dict[str, Any]) -> WorkspaceEntry:
+    fields = [f for f in SCHEMAS["workspace"].names if f not in ("session", "updated_at")]
+    return WorkspaceEntry(**{**{f: row[f] for f in fields}, "columns": json.loads(row["columns"] or "[]")})

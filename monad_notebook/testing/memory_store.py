@@ -33,6 +33,7 @@ from monad_notebook.store.base import (
     MemoryFact,
     SessionRecord,
     Summary,
+    WorkspaceEntry,
     clone_origin,
     live_claims,
 )
@@ -78,6 +79,7 @@ class MemoryStore:
         self._images: dict[str, dict[str, list[Image]]] = defaultdict(dict)  # session -> tool_call_id -> images
         self._summaries: dict[str, list[Summary]] = defaultdict(list)
         self._ledger: dict[str, dict[str, LedgerEntry]] = defaultdict(dict)
+        self._workspace: dict[str, dict[tuple[str, str], WorkspaceEntry]] = defaultdict(dict)
         self._calibrations: dict[tuple[str, str], tuple[float, dict[str, Any]]] = {}
         self._events: dict[str, list[Event]] = defaultdict(list)
         self._facts: dict[str, MemoryFact] = {}
@@ -133,7 +135,7 @@ class MemoryStore:
             self._wrote("messages")
         if self._summaries.pop(name, None):
             self._wrote("summaries")
-        for kept in (self._raw, self._images, self._events, self._chunks, self._ledger, self._vectors):
+        for kept in (self._raw, self._images, self._events, self._chunks, self._ledger, self._vectors, self._workspace):
             kept.pop(name, None)
 
     def clone_session(self, source: str, target: str) -> SessionRecord:
@@ -151,6 +153,7 @@ class MemoryStore:
                 if c.message_id in ids
             ]
             self.save_ledger(target, self.load_ledger(source))
+            self.save_workspace(target, self.load_workspace(source))
             summary = self.load_summary(source)
             if summary is not None:
                 self.save_summary(replace(summary, session=target))
@@ -294,6 +297,19 @@ class MemoryStore:
     def load_ledger(self, session: str) -> list[LedgerEntry]:
         with self._lock:
             return [replace(e) for e in self._ledger.get(_name(session), {}).values()]
+
+    def save_workspace(self, session: str, entries: list[WorkspaceEntry]) -> None:
+        with self._lock:
+            kept = self._workspace[_name(session)]
+            for e in entries:
+                entry = replace(e, key=as_text(e.key), columns=[as_text(c) for c in e.columns])
+                known = kept.get((entry.kind, entry.key))
+                if known is None or entry.seq >= known.seq:
+                    kept[(entry.kind, entry.key)] = entry
+
+    def load_workspace(self, session: str) -> list[WorkspaceEntry]:
+        with self._lock:
+            return [replace(e, columns=list(e.columns)) for e in self._workspace.get(_name(session), {}).values()]
 
     def save_calibration(self, session: str, model: str, data: dict[str, Any]) -> None:
         with self._lock:

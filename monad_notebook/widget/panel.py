@@ -30,7 +30,7 @@ from monad_notebook.approval.gate import PYTHON, wording
 from monad_notebook.events import Event
 from monad_notebook.widget.esm import joined
 from monad_notebook.widget.memory_actions import MemoryActions
-from monad_notebook.widget.report import records_of, render_text, state_from_session, thresholds_of
+from monad_notebook.widget.report import records_of, render_text, state_from_session, thresholds_of, workspace_of
 from monad_notebook.widget.report import text_report as _text_report
 from monad_notebook.widget.source import PanelSource
 from monad_notebook.widget.state import FIELDS, PanelState
@@ -71,6 +71,7 @@ class MonadPanel(anywidget.AnyWidget):
     facts = t.List().tag(sync=True)
     receipt = t.Dict().tag(sync=True)
     decisions = t.List().tag(sync=True)
+    workspace = t.List().tag(sync=True)
     records = t.List().tag(sync=True)
     inspected = t.Dict().tag(sync=True)
     activity = t.Unicode("idle").tag(sync=True)
@@ -154,13 +155,14 @@ class MonadPanel(anywidget.AnyWidget):
         if event.kind == ev.USAGE:
             changed |= self._state.set_records(records_of(session))
             changed |= self._state.set_thresholds(thresholds_of(session))
+            changed |= self._state.set_workspace(workspace_of(session))
         elif event.kind in (ev.TURN_FINISHED, ev.MEMORY_SUGGESTION, ev.MEMORY_SAVED):
             changed |= self._memory.refresh()
         elif event.kind == ev.RESET:
             with self._state.lock:
                 self._state.usage = session.usage_snapshot()
             changed |= self._state.set_records(records_of(session)) | self._memory.refresh()
-            changed |= self._state.clear_receipt()
+            changed |= self._state.clear_receipt() | self._state.set_workspace(workspace_of(session))
         self._push(changed)
 
     def _push(self, names: set[str]) -> None:

@@ -20,12 +20,13 @@ PART_ORDER = (
     "summary",
     "plan",
     "related_context",
+    "workspace",
     "message",
     "tool_result",
     "image",
     "placeholder",
 )
-INJECTED_KINDS = frozenset({"memory", "summary", "plan", "related_context"})
+INJECTED_KINDS = frozenset({"memory", "summary", "plan", "related_context", "workspace"})
 
 
 def as_int(value: Any) -> int:

@@ -10,6 +10,7 @@ from monad_notebook.memory.service import GLOBAL_SCOPE, visible_scopes
 from monad_notebook.widget.parts import scaled
 from monad_notebook.widget.source import PanelSource
 from monad_notebook.widget.state import PanelState, minus
+from monad_notebook.workspace.block import about, origin
 
 BAR_WIDTH = 40
 SPARK = "▁▂▃▄▅▆▇█"
@@ -107,6 +108,18 @@ def facts_of(session: PanelSource) -> list[dict[str, Any]] | None:
     ]
 
 
+def workspace_of(session: PanelSource) -> list[dict[str, Any]]:
+    """The workspace as the panel lists it: each name, file or lost name with what made it and when."""
+    if session.workspace is None:
+        return []
+    names, files, lost = session.workspace.live()
+    return [
+        {"kind": e.kind, "key": e.key, "about": about(e), "origin": origin(e), "state": state}
+        for group, state in ((lost, "lost"), (names, "live"), (files, "live"))
+        for e in group
+    ]
+
+
 def history_of(session: PanelSource) -> list[Event]:
     """The stored events the panel replays: those after the last reset, of the kinds it draws."""
     stored = session.store.list_events(session.name) if session.store is not None else []
@@ -129,6 +142,7 @@ def state_from_session(session: PanelSource, *, history: bool = True) -> PanelSt
     facts = facts_of(session)
     if facts is not None:
         state.set_facts(facts)
+    state.set_workspace(workspace_of(session))
     return state
 
 

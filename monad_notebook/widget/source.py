@@ -7,7 +7,7 @@ from typing import Any, Protocol
 
 from monad_notebook.config import Config
 from monad_notebook.events import EventBus
-from monad_notebook.store.base import Events, MemoryFact
+from monad_notebook.store.base import Events, MemoryFact, WorkspaceEntry
 
 
 class MemoryBox(Protocol):
@@ -27,6 +27,12 @@ class MemoryBox(Protocol):
 SuggestionBox = MemoryBox
 
 
+class WorkspaceList(Protocol):
+    """The workspace record as the panel lists it: names held now, files written, names a restart lost."""
+
+    def live(self) -> tuple[list[WorkspaceEntry], list[WorkspaceEntry], list[WorkspaceEntry]]: ...
+
+
 class PanelSource(Protocol):
     """A session as the panel sees it (``monad_notebook.Session`` is one)."""
 
@@ -40,6 +46,8 @@ class PanelSource(Protocol):
     def store(self) -> Events | None: ...
     @property
     def memory(self) -> MemoryBox | None: ...
+    @property
+    def workspace(self) -> WorkspaceList | None: ...
     @property
     def turn(self) -> int: ...
     @property

@@ -38,6 +38,7 @@ FIELDS = (
     "facts",
     "receipt",
     "decisions",
+    "workspace",
     "records",
     "inspected",
     "activity",
@@ -83,6 +84,7 @@ class PanelState:
         self.facts: list[dict[str, Any]] = []
         self.receipt: dict[str, Any] = {}
         self.decisions: list[dict[str, Any]] = []
+        self.workspace: list[dict[str, Any]] = []  # what the kernel holds, with what made each
         self._clear_history()
 
     def _clear_history(self) -> None:
@@ -274,6 +276,13 @@ class PanelState:
                 return set()
             self.facts = facts
             return {"facts"}
+
+    def set_workspace(self, rows: list[dict[str, Any]]) -> set[str]:
+        with self.lock:
+            if rows == self.workspace:
+                return set()
+            self.workspace = rows
+            return {"workspace"}
 
     def set_receipt(self, action: str, text: str, **extra: Any) -> set[str]:
         """What the last memory click did, shown in place of the row it acted on (never a toast that moves things)."""

@@ -19,6 +19,7 @@ from monad_notebook.config import Config
 from monad_notebook.messages import ToolCall
 from monad_notebook.store.rows import message_from_row, message_row
 from monad_notebook.testing import FakeOpenAIServer, text
+from tests.conversation import conversation
 
 SALES = "region,date,units\nNorth,2026-01-05,12\nSouth,2026-01-05,9\n"
 # what Qwen2.5-Coder-1.5B-Instruct under llama.cpp's server answered to the demo's first question
@@ -77,7 +78,7 @@ def test_a_call_written_as_text_runs_and_the_next_request_carries_the_call_and_i
     ((name, arguments, recovered),) = stored_calls(store)
     assert (name, json.loads(arguments)["path"], recovered) == ("read_file", "data/sales.csv", form)
     assert "North,2026-01-05,12" in tool_results(store)[0]
-    call, result = server.chat_requests[1]["messages"][-2:]
+    call, result = conversation(server.chat_requests[1]["messages"])[-2:]
     assert call["role"] == "assistant" and (call["content"] or "") == words
     assert call["tool_calls"][0]["function"]["name"] == "read_file"
     assert result["role"] == "tool" and result["tool_call_id"] == call["tool_calls"][0]["id"]
@@ -90,7 +91,7 @@ def test_a_call_that_opens_the_answer_runs_and_the_words_after_it_are_dropped(se
     server.queue(opened, "It has 2 rows.")
     answer = local_session(server, store).ask("How many rows?")
     assert answer.recovered_calls == 1 and "North,2026-01-05,12" in tool_results(store)[0]
-    call = server.chat_requests[1]["messages"][-2]
+    call = conversation(server.chat_requests[1]["messages"])[-2]
     assert (call["content"] or "") == "" and call["tool_calls"][0]["function"]["name"] == "read_file"
 
 
@@ -167,7 +168,7 @@ def test_an_unknown_tool_is_not_run_and_the_model_is_told_in_one_line(server, st
     assert (name, recovered) == ("load_csv", "json block")
     (told,) = tool_results(store)
     assert told.startswith("error: unknown tool 'load_csv'; available tools:") and "\n" not in told
-    assert server.chat_requests[1]["messages"][-1]["content"] == told
+    assert conversation(server.chat_requests[1]["messages"])[-1]["content"] == told
     assert answer.recovered_calls == 0 and "unknown tool 'load_csv'" in answer.text_call_note
     assert "textToolCalls" in answer.text_call_note
 
@@ -200,7 +201,7 @@ def test_the_same_call_written_again_in_the_turn_is_not_run_again(server, store)
     assert answer.recovered_calls == 1 and answer.text_call_note == ""
     ran, second = tool_results(store)
     assert ran == "(no output)" and second.startswith("error: python: this exact call already ran in this turn")
-    assert server.chat_requests[2]["messages"][-1]["content"] == second
+    assert conversation(server.chat_requests[2]["messages"])[-1]["content"] == second
 
 
 def test_two_calls_in_one_block_run_in_order_as_one_round(server, store):
@@ -213,7 +214,7 @@ def test_two_calls_in_one_block_run_in_order_as_one_round(server, store):
         ("list_variables", "json block"),
         ("describe", "json block"),
     ]
-    assert [m["role"] for m in server.chat_requests[1]["messages"][-3:]] == ["assistant", "tool", "tool"]
+    assert [m["role"] for m in conversation(server.chat_requests[1]["messages"])[-3:]] == ["assistant", "tool", "tool"]
     assert answer.tool_calls == answer.recovered_calls == 2
 
 

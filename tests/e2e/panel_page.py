@@ -202,6 +202,14 @@ def rich_state() -> dict:
             },
         ]
     )
+    rows = [
+        ("name", "model_fit", "LinearRegression", "made by call_9f2c41d0e7, turn 2", "lost"),
+        ("name", "df_sales", "DataFrame 12,480 rows x 9 cols [region, month, +7 more]", "made by call_3ab8, turn 1"),
+        ("name", "growth", "Series 4 values, float64 [revenue]", "made by cell 14, turn 2"),
+        ("file", "out/growth_by_region.parquet", "18,204 bytes", "made by call_77d0e1b9aa, turn 3"),
+    ]
+    keys = ("kind", "key", "about", "origin", "state")
+    state.set_workspace([dict(zip(keys, row if len(row) == 5 else (*row, "live"), strict=True)) for row in rows])
     state.add_decision(approval_view("df = pd.read_csv('data/sales.csv')"), True)
     state.add_decision(approval_view("import shutil\nshutil.rmtree('data')"), False)
     parts = [

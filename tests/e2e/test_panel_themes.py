@@ -22,7 +22,9 @@ WIDTHS = (420, 700, 1400)
 MIN_FONT = 11
 INSPECTOR_MAX = 362  # the inspector's body is bounded (360 px in panel.css), whatever the step holds
 BACKGROUNDS = {"light": "rgb(255, 255, 255)", "dark": "rgb(17, 17, 17)"}
-MUST_MEASURE = {"run", "skip", "approval-title", "save", "dismiss", "receipt", "undo", "notice", "decision", "fact"}
+MUST_MEASURE = {
+    "run", "skip", "approval-title", "save", "dismiss", "receipt", "undo", "notice", "decision", "fact", "workspace-row"
+}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -62,6 +64,7 @@ def test_every_text_is_readable_and_the_layout_fits_the_width(browser, site, sho
     page.evaluate("state => window.mount(state)", rich_state())
     page.click(".monad-inspector summary", position={"x": 5, "y": 5})
     page.click("[data-role=facts-box] summary", position={"x": 5, "y": 5})
+    page.click("[data-role=workspace-details] summary", position={"x": 5, "y": 5})
     page.wait_for_timeout(200)  # the resize observer redraws the timeline at its real width
     page.screenshot(path=str(shots / f"panel-{theme}-{width}.png"), full_page=True)
 

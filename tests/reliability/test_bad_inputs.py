@@ -16,6 +16,7 @@ from monad_notebook.agent.tools.python import NO_APPROVER
 from monad_notebook.config import Config, ConfigWatcher
 from monad_notebook.store.lance import LanceStore
 from monad_notebook.testing import FakeOpenAIServer, ScriptedModel, tool_call, tool_calls
+from tests.conversation import conversation
 from tests.reliability.pairs import assert_paired
 
 AUTO = Config.model_validate({"tools": {"python": {"approval": "auto"}}})
@@ -64,7 +65,7 @@ def test_fifty_megabytes_of_output_reach_the_model_bounded_and_the_store_capped(
     model = ScriptedModel([tool_call("python", {"code": "print('ab\\n' * 17_000_000)"}, id="big"), "done"])
     Session("big", config=config, store=store, model=model).ask("flood")
     capfd.readouterr()
-    assert len(model.calls[-1].messages[-1]["content"]) <= config.context.tool_output.max_chars + 2_000
+    assert len(conversation(model.calls[-1].messages)[-1]["content"]) <= config.context.tool_output.max_chars + 2_000
     assert len(store.get_raw_output("big", "big").encode()) <= 2_000_000
     assert all(len(m.content) <= config.context.tool_output.max_chars + 2_000 for m in store.load_messages("big"))
 
@@ -155,5 +156,5 @@ def test_injected_instructions_in_a_file_and_a_dataframe_never_run_code_unapprov
     session = Session("inj", config=config, store=store, model=model, namespace={"frame": frame})
     session.ask("summarize my notes and data")
     assert victim.is_dir()
-    assert model.calls[-1].messages[-1]["content"] == NO_APPROVER
+    assert conversation(model.calls[-1].messages)[-1]["content"] == NO_APPROVER
     assert any(INJECTION[:40] in (m["content"] or "") for m in model.calls[1].messages if m["role"] == "tool")

@@ -18,6 +18,7 @@ from monad_notebook.agent.tools.python import NO_APPROVER
 from monad_notebook.config import ConfigWatcher
 from monad_notebook.errors import ConfigError
 from monad_notebook.testing import FakeOpenAIServer, ScriptedModel, tool_call
+from tests.conversation import conversation
 from tests.files import touch_later
 
 
@@ -154,7 +155,7 @@ def test_a_broken_hook_saved_with_auto_approval_applies_neither(isolated_env: Pa
     model.queue(tool_call("python", {"code": "ran = True\nprint('PIN-1234')"}), "tried")
     assert session.ask("run it; my PIN-1234").text == "tried"
     assert "ran" not in namespace
-    assert model.calls[-1].messages[-1]["content"] == NO_APPROVER
+    assert conversation(model.calls[-1].messages)[-1]["content"] == NO_APPROVER
     assert session.config.tools.python.approval == "ask"
     assert "run it; my PIN-1234" in [m.content for m in store.load_messages("half")]
     (warning,) = store.list_events("half", kind=ev.ERROR)
@@ -165,7 +166,7 @@ def test_a_broken_hook_saved_with_auto_approval_applies_neither(isolated_env: Pa
     model.queue(tool_call("python", {"code": "ran = True\nprint('PIN-1234')"}), "ran")
     session.ask("now run it")
     assert namespace["ran"] is True
-    assert "PIN-1234" not in model.calls[-1].messages[-1]["content"]
+    assert "PIN-1234" not in conversation(model.calls[-1].messages)[-1]["content"]
     assert len(store.list_events("half", kind=ev.ERROR)) == 1
 
 

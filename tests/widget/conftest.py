@@ -121,6 +121,7 @@ class FakeSession:
         self.prompt_records: list[dict[str, Any]] = []
         self.memory: FakeMemory | None = FakeMemory()
         self.store = None
+        self.workspace = None
 
     def usage_snapshot(self) -> dict[str, Any]:
         return {

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from monad_notebook.memory.service import MemoryService
     from monad_notebook.notebook.frontend import NotebookFrontend
     from monad_notebook.redaction.redactor import Redactor
+    from monad_notebook.workspace.record import WorkspaceRecord
 
 
 class ToolStore(ToolOutputs, Images, Sessions, Protocol):
@@ -62,6 +63,7 @@ class ToolContext:
     outcome: str = ""  # how the call went, when the tool says: "ok", "error" or "refused"
     images: list[Image] = field(default_factory=list)  # what the call showed, each named by a line in its text
     notebook: NotebookFrontend | None = None  # the open notebook (agent/tools/cells.py); None: no notebook is open
+    workspace: WorkspaceRecord | None = None  # what made each name (list_variables shows it); None: off
 
     def redact(self, text: str) -> str:
         """Redact ``text`` whole, before a tool cuts, numbers or formats it (the spec's order).

@@ -17,12 +17,13 @@ from typing import Any
 
 from monad_notebook.agent.tools.base import Tool, ToolContext, tool
 from monad_notebook.errors import ToolError
+from monad_notebook.workspace.block import origin
+from monad_notebook.workspace.description import is_user_value
 
 _MAX_VARIABLES = 200
 _REPR_CHARS = 2000
 _PREVIEW_ITEMS = 20
 _MAX_COLUMNS = 50
-_SHELL_NAMES = {"In", "Out", "exit", "quit", "get_ipython"}
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z]\w*)*")
 
 
@@ -46,20 +47,9 @@ def _short_repr(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _is_user_defined(value: Any, namespace: dict[str, Any]) -> bool:
-    module = getattr(value, "__module__", None)
-    return module in (None, "__main__", namespace.get("__name__"))
-
-
 def _is_noise(name: str, value: Any, ctx: ToolContext) -> bool:
-    if name.startswith("_") or name in _SHELL_NAMES or isinstance(value, types.ModuleType):
-        return True
     hidden = getattr(ctx.shell, "user_ns_hidden", None) or {}
-    if name in hidden and hidden[name] is value:
-        return True
-    if isinstance(value, (type, types.FunctionType, types.BuiltinFunctionType)):
-        return not _is_user_defined(value, ctx.namespace)
-    return False
+    return not is_user_value(name, value, hidden, ctx.namespace.get("__name__"))
 
 
 def _pandas_kind(value: Any) -> str | None:
@@ -118,15 +108,22 @@ def _signature(value: Any) -> str:
         return getattr(value, "__name__", "")
 
 
+def _made_by(ctx: ToolContext, name: str) -> str:
+    """Which call or cell made ``name``, and at which turn, as the workspace record says."""
+    entry = ctx.workspace.provenance(name) if ctx.workspace is not None else None
+    return f"  [{origin(entry)}]" if entry is not None else ""
+
+
 @tool
 def list_variables(ctx: ToolContext) -> str:
-    """List the variables in the user's notebook namespace, with type and size, one per line."""
+    """List the variables in the user's notebook namespace, with type and size, one per line, each with the tool
+    call (its id) or the user's cell that made it and the turn."""
     rows = []
     for name, value in list(ctx.namespace.items()):
         if _is_noise(name, value, ctx):
             continue
         try:
-            rows.append(f"{name}: {_brief(value)}")
+            rows.append(f"{name}: {_brief(value)}{_made_by(ctx, name)}")
         except Exception as exc:
             rows.append(f"{name}: {type(value).__name__}  (could not summarize: {type(exc).__name__})")
     if not rows:

@@ -1,7 +1,8 @@
 """The tool runner: the tools a configuration offers, and the one way the turn runs a call.
 
 The session lends its tools what they may see of the world (``ToolServices``: the kernel, the
-store, memory, recall, the approval gate, the open notebook); each configuration in force makes
+store, memory, recall, the approval gate, the open notebook, the workspace record that notes
+what each call changed in the kernel); each configuration in force makes
 one runner from them and its settings, and each call gets a fresh :class:`ToolContext`, so what
 one call reports (redacted, its outcome, its images) never leaks into the next.
 """
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from monad_notebook.memory.service import MemoryService
     from monad_notebook.notebook.frontend import NotebookFrontend
     from monad_notebook.redaction.redactor import Redactor
+    from monad_notebook.workspace.record import WorkspaceRecord
 
 
 @dataclass
@@ -42,6 +44,7 @@ class ToolServices:
     approve: Callable[..., bool | None] | None = None
     notebook: NotebookFrontend | None = None
     root: str | Path | None = None  # where the file tools may read (``Session(root=...)``); None: configured
+    workspace: WorkspaceRecord | None = None  # the record each call's changes to the kernel are noted in
 
 
 class ToolRunner:
@@ -78,6 +81,7 @@ class ToolRunner:
             images_config=cfg.context.images,
             sees_images=sees_images,
             notebook=services.notebook,
+            workspace=services.workspace,
         )
 
     def run(self, call: ToolCall, *, sees_images: bool = False) -> ToolOutput:
@@ -86,5 +90,9 @@ class ToolRunner:
         ``sees_images``: the model is sent images now (an endpoint that refused them stops that mid-session).
         """
         ctx = self.context(sees_images=sees_images)
-        text = run_tool(self.tools, ctx, call.name, call.arguments)
+        try:
+            text = run_tool(self.tools, ctx, call.name, call.arguments)
+        finally:  # an interrupted call may have bound names or written files too
+            if self.services.workspace is not None:
+                self.services.workspace.take(call.id)
         return ToolOutput(text, redacted=ctx.redacted, outcome=ctx.outcome, images=tuple(ctx.images))

@@ -8,6 +8,7 @@
  * @typedef {{id: string, kind: string, text: string}} Notice
  * @typedef {{id: string, text: string, origin?: string}} Suggestion
  * @typedef {{id: string, text: string, scope: string, source: string, origin: string}} Fact
+ * @typedef {{kind: string, key: string, about: string, origin: string, state: string}} WorkspaceRow
  * @typedef {{id?: string, action?: string, text?: string, undo?: boolean, was?: string}} Receipt
  * @typedef {{id: string, answer: string, code: string, lines: number, at: string}} Decision
  * @typedef {{turn: number, step: number, total_tokens: number}} RecordRef

@@ -8,6 +8,7 @@ import { drawInspected, drawRecordChoices } from "./inspector.js";
 import { drawMemory } from "./memory.js";
 import { drawHeader, drawNotices, drawOccupancy, drawWindowGrid } from "./occupancy.js";
 import { drawTimeline } from "./timeline.js";
+import { drawWorkspace } from "./workspace.js";
 
 /**
  * @param {{ model: Model, el: HTMLElement }} context
@@ -26,13 +27,15 @@ function render({ model, el }) {
   const approval = h("div", { class: "monad-approval", "data-role": "approval" });
   const memory = h("div", { class: "monad-memory", "data-role": "memory" });
   const factsBox = /** @type {HTMLDetailsElement} */ (h("details", { class: "monad-facts-box", "data-role": "facts-box" }));
+  const workspace = h("div", { class: "monad-workspace", "data-role": "workspace-box" });
+  const workspaceBox = /** @type {HTMLDetailsElement} */ (h("details", { class: "monad-facts-box", "data-role": "workspace-details" }));
   const select = /** @type {HTMLSelectElement} */ (h("select", { "data-role": "inspect-select", "aria-label": "step to inspect" }));
   const inspected = h("div", { "data-role": "inspected" });
   const inspector = h("details", { class: "monad-inspector" }, [
     h("summary", {}, ["Inspect what the model received"]),
     h("div", { class: "monad-inspector-body", "data-role": "inspector-body" }, [h("label", { class: "monad-dim" }, ["step ", select]), inspected]),
   ]);
-  const panel = h("div", { class: "monad-panel" }, [header, notices, approval, occupancy, windowGrid, timeline, memory, inspector]);
+  const panel = h("div", { class: "monad-panel" }, [header, notices, approval, occupancy, windowGrid, timeline, memory, workspace, inspector]);
   el.replaceChildren(panel);
 
   // The kernel sends the step list and the inspected parts only while an inspector is open.
@@ -57,6 +60,7 @@ function render({ model, el }) {
     [["timeline_base", "timeline_tail", "markers", "thresholds"], drawTimelineNow],
     [["approval", "decisions"], () => drawApproval(model, approval, answered)],
     [["suggestions", "facts", "receipt"], () => drawMemory(model, memory, factsBox)],
+    [["workspace"], () => drawWorkspace(model, workspace, workspaceBox)],
     [["records"], () => drawRecordChoices(model, select)],
     [["inspected"], () => drawInspected(model, inspected)],
   ];

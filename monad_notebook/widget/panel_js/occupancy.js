@@ -9,6 +9,7 @@ const KIND_LABELS = {
   summary: "summary",
   plan: "plan",
   related_context: "related context",
+  workspace: "workspace",
   message: "messages",
   tool_result: "tool results",
   image: "images",

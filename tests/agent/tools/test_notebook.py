@@ -7,6 +7,7 @@ from monad_notebook.agent.tools.base import ToolContext
 from monad_notebook.agent.tools.notebook import notebook_history
 from monad_notebook.config import Config
 from monad_notebook.testing import ScriptedModel, tool_call
+from tests.conversation import conversation
 
 
 def test_history_shows_the_last_cells_with_their_displayed_values(ip, tmp_path, capsys):
@@ -45,7 +46,7 @@ def test_history_redacts_each_cell_whole_before_clipping_so_no_piece_of_a_secret
     model = ScriptedModel([tool_call("notebook_history", {"n": 2}), "done"])
     session = Session("nb", config=Config(), store=store, model=model, shell=ip)
     session.ask("what did I run?")
-    sent = model.calls[1].messages[-1]["content"]
+    sent = conversation(model.calls[1].messages)[-1]["content"]
     stored = "\n".join(m.content for m in store.load_messages("nb"))
     for text in (sent, stored):
         assert not [p for p in (token[i : i + 8] for i in range(len(token) - 7)) if p in text]

@@ -1,0 +1,119 @@
+"""The record on its own: what a look notes, what it leaves out, and what it survives."""
+
+from __future__ import annotations
+
+import types
+
+import pytest
+
+from monad_notebook import Session
+from monad_notebook.config import Config
+from monad_notebook.errors import StoreError
+from monad_notebook.events import ERROR
+from monad_notebook.redaction.redactor import Redactor
+from monad_notebook.testing import MemoryStore, ScriptedModel, tool_call
+from monad_notebook.workspace.block import budget
+from monad_notebook.workspace.record import WorkspaceRecord
+
+SECRET = "ghp_" + "Zq8Lr2Xw9Kp4Tn7V" * 2 + "aB3d"
+
+
+def record(namespace: dict, tmp_path, store: MemoryStore | None = None) -> WorkspaceRecord:
+    store = store or MemoryStore()
+    store.create_session("s")
+    made = WorkspaceRecord(store, "s", namespace, root=tmp_path)
+    made.reconfigure(True, Redactor())
+    return made
+
+
+class Liar:
+    """An object whose ``__class__`` raises, as some lazy proxies do."""
+
+    @property
+    def __class__(self):  # type: ignore[override]
+        raise RuntimeError("not loaded yet")
+
+
+def test_modules_imported_callables_and_underscored_names_are_left_out(tmp_path):
+    namespace = {"__name__": "__main__"}
+    made = record(namespace, tmp_path)
+    exec("import json\nfrom os.path import join\n_hidden = 1\ndef mine(): pass\nkept = 2", namespace)
+    assert sorted(e.key for e in made.take("call_1")) == ["kept", "mine"]
+
+
+def test_a_name_that_looks_like_a_secret_is_redacted_before_it_is_kept(tmp_path):
+    namespace = {"__name__": "__main__"}
+    made = record(namespace, tmp_path)
+    namespace[SECRET] = 1  # a name nobody could type, but a namespace can hold
+    (entry,) = made.take("call_1")
+    made.save()
+    assert SECRET not in entry.key and "[REDACTED" in entry.key
+    assert all(SECRET not in e.key for e in made.store.load_workspace("s"))
+
+
+def test_an_object_that_cannot_be_looked_at_skips_the_look_and_the_next_one_works(tmp_path):
+    namespace = {"__name__": "__main__"}
+    made = record(namespace, tmp_path)
+    namespace["odd"] = Liar()
+    assert made.take("call_1") == []
+    del namespace["odd"]
+    namespace["fine"] = types.SimpleNamespace()
+    assert [e.key for e in made.take("call_2")] == ["fine"]
+
+
+class FailingOnce(MemoryStore):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fail = True
+
+    def save_workspace(self, session, entries):
+        if self.fail:
+            self.fail = False
+            raise StoreError("the disk is full")
+        super().save_workspace(session, entries)
+
+
+def test_a_failed_write_keeps_the_entries_for_the_next_one(tmp_path):
+    namespace = {"__name__": "__main__"}
+    store = FailingOnce()
+    store.fail = False
+    made = record(namespace, tmp_path, store)
+    store.fail = True
+    namespace["late"] = 1
+    made.take("call_1")
+    with pytest.raises(StoreError):
+        made.save()
+    made.save()
+    assert [e.key for e in store.load_workspace("s")] == ["late"]
+
+
+def test_a_turn_whose_workspace_write_fails_goes_on_and_says_so(tmp_path):
+    store = FailingOnce()
+    store.fail = False
+    config = Config.model_validate({"tools": {"python": {"approval": "auto"}}})
+    model = ScriptedModel([tool_call("python", {"code": "made = 1"}, id="call_m"), "done", "again"])
+    session = Session("s", config=config, store=store, model=model, namespace={"__name__": "__main__"}, root=tmp_path)
+    errors = []
+    session.events.subscribe(lambda event: errors.append(event.data.get("message")) if event.kind == ERROR else None)
+    store.fail = True
+    assert session.ask("make it").text == "done"
+    assert any("the workspace record was not saved" in (e or "") for e in errors)
+    session.ask("again")
+    assert {e.key: e.made_by for e in store.load_workspace("s")}["made"] == "call_m"
+
+
+def test_a_figure_is_noted_by_its_number_and_axes(tmp_path):
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    namespace = {"__name__": "__main__"}
+    made = record(namespace, tmp_path)
+    namespace["fig"], _ = plt.subplots(1, 2)
+    (entry,) = made.take("call_plot")
+    assert (entry.type, entry.shape) == ("Figure", f"#{namespace['fig'].number}, 2 axes")
+    plt.close("all")
+
+
+def test_the_block_budget_is_eight_percent_of_the_window_and_at_least_800_tokens():
+    assert (budget(None, 8_000), budget(None, 128_000), budget(2_000, 128_000)) == (800, 10_240, 2_000)
