@@ -159,3 +159,20 @@ def test_the_backlog_of_vectors_drains_while_turns_keep_coming(store, ip):
     quick.close()
 
     assert embedded >= stored // 10  # embedded while the turns came (a quarter of the ~6 s, less on a busy machine)
+
+
+def test_a_search_does_not_wait_for_the_vectors_of_what_the_window_shows_whole(store):
+    from monad_notebook.context.recall.indexing import RecallIndexer
+    from monad_notebook.messages import Message
+
+    embedder = StalledEmbedder()  # the background never finishes a vector until released
+    indexer = RecallIndexer(store, embedder)
+    question = Message("user", QUESTION, session="quick", seq=1)
+    store.append_messages([question])
+    indexer.add("quick", [question], {})
+    started = time.monotonic()
+    assert indexer.settle("quick", 0.5, skip={question.id})  # the question itself is never a search's answer
+    assert time.monotonic() - started < 0.25
+    assert not indexer.settle("quick", 0.3)  # asked for it, the search would have waited its whole time
+    embedder.released.set()
+    indexer.stop(5)

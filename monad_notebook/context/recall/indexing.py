@@ -34,7 +34,7 @@ import threading
 import time
 import weakref
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -171,22 +171,24 @@ class RecallIndexer:
             if written is None or self._embeds:
                 self._enqueue(_Job(session, todo, written))
 
-    def settle(self, session: str, seconds: float | None = None) -> bool:
+    def settle(self, session: str, seconds: float | None = None, *, skip: Collection[str] = ()) -> bool:
         """Before a search: have the session's backlog embedded first when that takes at most ``seconds``.
 
         Waits, within ``seconds``, for the history check and the words of what it found too
-        (cheap, and a search cannot find a message without them). True when nothing the session
-        stored is left without its vectors; False when the backlog is larger (the search then
-        finds what waits by its words only) or the time ran out.
+        (cheap, and a search cannot find a message without them). ``skip``: messages the search
+        will not return (the window shows them whole, the question's own among them), whose
+        vectors it does not wait for. True when nothing else the session stored is left without
+        its vectors; False when the backlog is larger (the search then finds what waits by its
+        words only) or the time ran out.
         """
         seconds = self.settle_seconds if seconds is None else seconds
         deadline = time.monotonic() + seconds
         with self._cond:
             try:
-                while session in self._unchecked or self._unworded.get(session) or self._unembedded.get(session):
+                while session in self._unchecked or self._unworded.get(session) or self._wanted(session, skip):
                     left = deadline - time.monotonic()
                     cheap = session in self._unchecked or self._unworded.get(session)
-                    if left <= 0 or (not cheap and self._expected(session) > left):
+                    if left <= 0 or (not cheap and self._expected(session, skip) > left):
                         return False
                     if not self._pending:  # nothing in hand would make them: a failed batch
                         return False
@@ -197,6 +199,11 @@ class RecallIndexer:
                 return True
             finally:
                 self._urgent.discard(session)
+
+    def _wanted(self, session: str, skip: Collection[str] = ()) -> dict[str, int]:
+        """The session's messages still without vectors, but those in ``skip``: id -> inputs left (condition held)."""
+        waiting = self._unembedded.get(session, {})
+        return {m: n for m, n in waiting.items() if m not in skip} if skip else waiting
 
     def unembedded(self, session: str) -> set[str]:
         """Ids of the session's messages that are searched by their words only, for now."""
@@ -471,9 +478,9 @@ class RecallIndexer:
             per = seconds / inputs
             self._per_chunk = per if self._per_chunk is None else 0.7 * self._per_chunk + 0.3 * per
 
-    def _expected(self, session: str) -> float:
+    def _expected(self, session: str, skip: Collection[str] = ()) -> float:
         """Seconds the session's vectors still to make take, at the measured speed (the condition held)."""
-        inputs = sum(self._unembedded.get(session, {}).values())
+        inputs = sum(self._wanted(session, skip).values())
         return inputs * (self._per_chunk if self._per_chunk is not None else self.first_guess_seconds)
 
     def _yield(self, session: str | None = None) -> None:

@@ -321,17 +321,16 @@ def _tried(errors: list[Exception], search: Search, found: Candidates, phrasing:
         errors.append(exc)
 
 
+def shown_whole(window: Iterable[Message]) -> set[str]:
+    """Ids of the messages the window shows whole: a search skips them (a tool result is searched for the rest)."""
+    return {message.id for message in window if message.role != "tool"}
+
+
 def _visibility(window: Iterable[Message]) -> tuple[set[str], dict[str, str]]:
     """Ids shown whole (skipped in the search) and tool results shown in part (id -> what is shown)."""
-    hidden: set[str] = set()
-    in_part: dict[str, str] = {}
-    for message in window:
-        if message.role == "tool":
-            if not message.evicted or message.images_cleared:
-                in_part[message.id] = message.content
-        else:
-            hidden.add(message.id)
-    return hidden, in_part
+    window = list(window)
+    in_part = {m.id: m.content for m in window if m.role == "tool" and (not m.evicted or m.images_cleared)}
+    return shown_whole(window), in_part
 
 
 def focus(text: str, terms: list[str], chars: int) -> tuple[int, int]:

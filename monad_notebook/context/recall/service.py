@@ -21,7 +21,7 @@ from monad_notebook.config import Config, EmbeddingConfig
 from monad_notebook.context.recall.indexing import RecallIndexer, RecallStore
 from monad_notebook.context.recall.retrieval import Retrieval
 from monad_notebook.context.recall.rewrite import Rewriter
-from monad_notebook.context.recall.search import Passage, Recall
+from monad_notebook.context.recall.search import Passage, Recall, shown_whole
 from monad_notebook.context.recall.wordmatch import WordVectors, shared_word_vectors
 from monad_notebook.context.window import Window
 from monad_notebook.foreground import FOREGROUND
@@ -110,8 +110,9 @@ class RecallService:
         return self.rewriter.ask(question) if self.rewriter is not None else list
 
     def _settle(self) -> None:
+        """Wait (briefly) for the vectors the search could return: not those of what the window shows whole."""
         if self.indexer is not None:
-            self.indexer.settle(self.window.session)
+            self.indexer.settle(self.window.session, skip=shown_whole(self.window.messages))
 
     def indexing(self) -> dict[str, Any]:
         """How far the index is behind: messages without their vectors (found by words meanwhile), messages not
