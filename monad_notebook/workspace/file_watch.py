@@ -5,7 +5,8 @@ writing (``open``, ``pathlib``, ``os.open``, and what pandas' ``to_csv``, numpy'
 matplotlib's ``savefig`` call), wherever the file is. Writers in C++ bypass it (pyarrow's
 ``to_parquet``, a ``write_dataset``), so a scan compares modification times too, breadth first
 (the files nearest the directory first) and bounded: ``MAX_SCAN_ENTRIES`` entries, hidden
-directories, caches and LanceDB tables left out. A file beyond the bound is found by the hook
+directories, caches and LanceDB tables left out, and notebooks (the frontend saves them on its
+own; ``read_notebook`` reads them). A file beyond the bound is found by the hook
 only.
 
 An audit hook cannot be removed, so one is installed per process, the first time a watch
@@ -68,6 +69,10 @@ def _skipped(name: str) -> bool:
     return name.startswith(".") or name in _SKIPPED_DIRS or name.endswith(".lance")
 
 
+def _skipped_file(name: str) -> bool:
+    return name.startswith(".") or name.endswith(".ipynb")
+
+
 def scan(root: Path, limit: int = MAX_SCAN_ENTRIES) -> dict[str, tuple[int, int]]:
     """Relative path -> (mtime in ns, size) of the regular files under ``root``, nearest first, at most ``limit``
     entries looked at (directories count). Plain strings, no ``Path``: this runs after every call."""
@@ -89,7 +94,7 @@ def scan(root: Path, limit: int = MAX_SCAN_ENTRIES) -> dict[str, tuple[int, int]
                     if not _skipped(name):
                         queue.append((entry.path, f"{prefix}{name}/"))
                     continue
-                if name.startswith(".") or not entry.is_file(follow_symlinks=False):
+                if _skipped_file(name) or not entry.is_file(follow_symlinks=False):
                     continue
                 stat = entry.stat(follow_symlinks=False)
             except OSError:
@@ -151,6 +156,6 @@ def _under(root: Path, full: str) -> str | None:
         relative = Path(full).relative_to(root)
     except ValueError:
         return None
-    if any(_skipped(part) for part in relative.parts):
+    if any(_skipped(part) for part in relative.parts) or _skipped_file(relative.name):
         return None
     return relative.as_posix()

@@ -17,6 +17,7 @@ import pytest
 
 from monad_notebook import events as ev
 from monad_notebook.testing import FakeOpenAIServer, tool_call, tool_calls
+from tests.conversation import conversation
 from tests.e2e.browser import ARTIFACTS, counting_server
 from tests.e2e.jupyter import DARK_THEME, NO_NEWS, jupyter_server, write_notebook
 from tests.e2e.panel_page import AUDIT
@@ -168,7 +169,7 @@ def test_the_agent_proposes_cells_the_user_decides_at_each_and_the_save_holds_wh
     assert queued.startswith("queued: cell cell-2 runs when this turn ends")
     reread = [m["content"] for m in requests[-1]["messages"] if m["role"] == "tool"][-1]
     assert reread.startswith("[2] id cell-2 · code · ran as [6]")  # the queued run came after the turn
-    told = next(m["content"] for m in reversed(requests[-1]["messages"]) if m["role"] == "user")
+    told = next(m["content"] for m in reversed(conversation(requests[-1]["messages"])) if m["role"] == "user")
     assert ("accepted; it is in the notebook now" in told) and ("rejected by the user; nothing changed" in told)
     assert "not applied: the user edited the cell while the change waited" in told and told.endswith("Thanks.")
     assert [e for e in errors if "extensions/monad-notebook/" in e] == []  # Notebook 7 has its own, unrelated

@@ -31,11 +31,15 @@ SECRET = "sk-proj-Zq8vN2mK7xR4tL9wB3cF6hJ1dS5gA0pY"
 
 @pytest.fixture
 def shell(ip) -> Iterator[Any]:
-    """The shared test shell with its user namespace as it was before the test (names the test made removed)."""
+    """The shared test shell with a user namespace of its own: names earlier tests left are set aside, then put back."""
+    left = {k: v for k, v in ip.user_ns.items() if not k.startswith("_") and k not in ip.user_ns_hidden}
+    for name in left:
+        del ip.user_ns[name]
     before = set(ip.user_ns)
     yield ip
     for name in set(ip.user_ns) - before:
         del ip.user_ns[name]
+    ip.user_ns.update(left)
 
 
 def make(
@@ -130,6 +134,17 @@ def test_a_file_written_by_to_parquet_is_found_with_the_call_that_wrote_it(store
     session.ask("and?")
     block = workspace_of(model.calls[-1].messages)
     assert re.search(r"- out/sales\.parquet: [\d,]+ bytes \(call_pq, turn 1\)", block)
+    unhook(shell, session)
+
+
+def test_a_notebook_the_frontend_saves_is_not_a_file_the_session_made(store, shell, isolated_env):
+    model = ScriptedModel([python("open('notes.txt', 'w').write('x')", "call_n"), "written", "ok"])
+    session = make(store, shell, model)
+    session.ask("write it")
+    (isolated_env / "analysis.ipynb").write_text("{}")  # the frontend's autosave between turns
+    session.ask("and?")
+    block = workspace_of(model.calls[-1].messages)
+    assert "- notes.txt:" in block and "analysis.ipynb" not in block
     unhook(shell, session)
 
 
