@@ -1,9 +1,6 @@
-"""Session: one named conversation, composed of its config, store, services, window, cascade and tools.
-
-The parts do the work (``Window`` holds the in-memory window, ``Cascade`` runs the stages,
-``ToolRunner`` runs the tools, ``Turn`` runs a turn); the session owns the services they share
-(memory, recall), pushes each configuration in force to them, and is the public API.
-"""
+"""Session: one named conversation. The parts do the work (``Window``, ``Cascade``, ``ToolRunner``, ``Turn``);
+the session owns the services they share (memory, recall, the workspace record), pushes each configuration in
+force to them, and is the public API."""
 
 from __future__ import annotations
 
