@@ -14,6 +14,8 @@ import pytest
 from monad_notebook import Session
 from monad_notebook.config import Config
 from monad_notebook.context.compaction.summarize import SECTIONS, render_sections
+from monad_notebook.context.recall.indexing import RecallIndexer
+from monad_notebook.messages import Message
 from monad_notebook.provider import ChatResponse
 from monad_notebook.testing import ScriptedModel, tool_call
 from monad_notebook.testing.wire import hash_vector
@@ -162,9 +164,6 @@ def test_the_backlog_of_vectors_drains_while_turns_keep_coming(store, ip):
 
 
 def test_a_search_does_not_wait_for_the_vectors_of_what_the_window_shows_whole(store):
-    from monad_notebook.context.recall.indexing import RecallIndexer
-    from monad_notebook.messages import Message
-
     embedder = StalledEmbedder()  # the background never finishes a vector until released
     indexer = RecallIndexer(store, embedder)
     question = Message("user", QUESTION, session="quick", seq=1)
