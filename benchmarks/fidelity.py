@@ -191,6 +191,8 @@ class Run:
     ledger_stored: int = 0
     seconds: float = 0.0
     index_wait: float = 0.0
+    embedded: int = 0  # passages the indexer embedded ...
+    embed_seconds: float = 0.0  # ... in this much time inside the embedder's calls
     misses: list[str] = field(default_factory=list)
     ablation: dict[str, tuple[int, int]] = field(default_factory=dict)  # steps left out -> reachable (tuning, held-out)
     # asked with another phrasing in ``also``: row -> (reachable, by recall, recall ms p50, p95)
@@ -238,6 +240,9 @@ def run(
         embedder=None if endpoint else embedder,
     )
     tools_tokens = counter.count_messages([], [t.schema() for t in session.tools.values()]) - counter.count_messages([])
+    indexer = session.recall.indexer
+    if indexer.embedder is not None:
+        indexer.embedder = _Timed(indexer.embedder, result)  # type: ignore[assignment]
     model._usage = lambda messages: Usage(counter.count_messages(messages) + tools_tokens, 30)
     started = time.perf_counter()
     for turn in script.turns:
@@ -263,6 +268,27 @@ def run(
     session.close()
     store.close()
     return result
+
+
+class _Timed:
+    """The indexer's embedder with its passages counted and its calls timed (searches use the embedder itself)."""
+
+    def __init__(self, inner: embeddings.Embedder, result: Run) -> None:
+        self._inner, self._result = inner, result
+
+    def __getattr__(self, name: str) -> Any:
+        found = getattr(self._inner, name)
+        if name not in ("embed", "embed_in_background"):
+            return found
+
+        def timed(texts: list[str], *rest: Any) -> list[list[float]]:
+            started = time.perf_counter()
+            vectors = found(texts, *rest)
+            self._result.embed_seconds += time.perf_counter() - started
+            self._result.embedded += len(texts)
+            return vectors
+
+        return timed
 
 
 def prompt_text(messages: list[dict[str, Any]]) -> str:
@@ -513,7 +539,8 @@ def report(script: Script, runs: list[Run]) -> str:
             f"{r.compactions} compactions ({r.fallbacks} by the extractive fallback);"
             f" final prompt {r.final_tokens:,} tokens; ledger shows {r.ledger_shown} of {r.ledger_stored} stored"
             f" entries; session {r.seconds:.0f} s"
-            f" (indexing caught up {r.index_wait:.0f} s after the last turn).",
+            f" (indexing caught up {r.index_wait:.0f} s after the last turn); {r.embedded:,} passages embedded"
+            f" at {r.embedded / max(r.embed_seconds, 1e-9):.1f} per second of embedding.",
             f"recall answers: {statistics.median(tokens):.0f} tokens median, {p95} p95, {tokens[-1]} max"
             f" (budget {RECALL_BUDGET_TOKENS}); {statistics.median(ms):.0f} ms median,"
             f" {ms[int(0.95 * (len(ms) - 1))]:.0f} ms p95.",
