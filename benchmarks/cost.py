@@ -1,6 +1,7 @@
 """What each context strategy is billed for the reference trace, with a provider's prefix cache and pauses.
 
     python benchmarks/cost.py [--steps 300] [--windows 32000 64000 128000] [--discounts 1 0.5 0.1] [--retrieval]
+                              [--workspace]
 
 Raw prompt tokens hide what a provider bills: the part of a request that repeats a recent
 request's prefix is served from its cache at a discount ``d`` (OpenAI 0.5 or less, Anthropic
@@ -24,7 +25,11 @@ Strategies, each meeting the trace as an agent loop would (one request per step 
    the same extractive summarizer;
 5. monad: a real ``Session`` (as ``reference_trace.run_monad``) whose clock follows the
    simulated pauses and whose ``models.main.cache`` states the cell's ``d``.
-   With ``--retrieval``, monad runs a second time with ``context.retrieval`` on.
+   With ``--retrieval``, monad runs a second time with ``context.retrieval`` on. With
+   ``--workspace``, monad's kernel holds what the trace's code makes (``orders``, a 1,000 x 14
+   DataFrame, there before the session; each name a step's code assigns, bound to such a frame when
+   the step is replayed) and monad runs twice: with the ``<workspace>`` block (the default) and
+   with ``context.workspace.enabled`` false, so the block's cost is the difference.
 
 Findable, as in ``benchmarks/fidelity.py``: of the trace's planted identifiers, how many an agent
 that has forgotten them can still reach at the end: verbatim in the last request (window,
@@ -41,6 +46,7 @@ import hashlib
 import json
 import logging
 import random
+import re
 import sys
 import tempfile
 import time
@@ -62,7 +68,7 @@ from benchmarks.reference_trace import (
     to_langchain,
     tool_schemas,
 )
-from benchmarks.trace import Planted, Trace, generate_trace, replay_events
+from benchmarks.trace import COLUMNS, Planted, Trace, generate_trace, replay_events
 from monad_notebook.agent.instructions import SYSTEM_PROMPT
 from monad_notebook.agent.tools.base import Tool, ToolContext, tool
 from monad_notebook.config import Config
@@ -81,6 +87,7 @@ TTL_SECONDS = 300.0
 SOFT_FRACTION = 0.75
 KEEP_FRACTION = 0.25
 Messages = list[dict[str, Any]]
+ASSIGNED = re.compile(r"^([A-Za-z_]\w*) = ", re.MULTILINE)  # a name a step's code binds
 
 
 @dataclass
@@ -387,8 +394,16 @@ def run_langchain_summarize(trace: Trace, pauses: Pauses, window: int, tools: li
     return _drive(trace, pauses, log, request, lambda messages: state["messages"].extend(map(to_langchain, messages)))
 
 
-def paced_replay_tool(trace: Trace, clock: Clock, pauses: Pauses) -> Tool:
-    """``replay`` that lets the step's simulated time pass, as running the code and the next request would."""
+def orders_frame() -> Any:
+    """What the trace's code works on: a 1,000-row frame with the trace's 14 columns (its values do not matter)."""
+    import pandas as pd
+
+    return pd.DataFrame(0, index=range(1000), columns=COLUMNS)
+
+
+def paced_replay_tool(trace: Trace, clock: Clock, pauses: Pauses, *, binds: bool = False) -> Tool:
+    """``replay`` that lets the step's simulated time pass, as running the code and the next request would;
+    ``binds``: each name the code assigns is bound in the kernel, as running it would."""
     recorded = replay_tool(trace).func
 
     def replay(ctx: ToolContext, step: int, code: str = "") -> str:
@@ -399,6 +414,8 @@ def paced_replay_tool(trace: Trace, clock: Clock, pauses: Pauses) -> Tool:
             code: The code that step ran (recorded for the transcript).
         """
         clock.advance(pauses.per_step[step])
+        if binds:
+            ctx.namespace.update((name, orders_frame()) for name in ASSIGNED.findall(code))
         return recorded(ctx, step, code)
 
     return tool(replay)
@@ -413,16 +430,21 @@ def run_monad(
     tmp: Path,
     *,
     retrieval: bool = False,
+    kernel: bool | None = None,
 ) -> Log:
-    log = Log("monad cascade" + (" + retrieval" if retrieval else ""), window, Clock())
+    """``kernel``: None, the kernel holds nothing; else it holds what the trace's code makes, and the
+    ``<workspace>`` block is sent when True."""
+    name = "monad cascade" + (" + retrieval" if retrieval else "")
+    name += {None: "", True: " (workspace block)", False: " (no workspace block)"}[kernel]
+    log = Log(name, window, Clock())
     result = Result("monad")
-    store = LanceStore(tmp / f"db-{window}-{discount}-{retrieval}")
+    store = LanceStore(tmp / f"db-{window}-{discount}-{retrieval}-{kernel}")
     provider = Provider(counter, window, result)
     config = Config.model_validate(
         {
             "models": {"main": {"contextWindow": window, "cache": {"discount": discount, "ttlSeconds": TTL_SECONDS}}},
             "agent": {"maxSteps": 64},
-            "context": {"retrieval": {"enabled": retrieval}},
+            "context": {"retrieval": {"enabled": retrieval}, "workspace": {"enabled": kernel is not False}},
         }
     )
     session = Session(
@@ -431,7 +453,8 @@ def run_monad(
         store=store,
         model=provider,  # type: ignore[arg-type]
         fast_model=DecliningModel(counter, result),  # type: ignore[arg-type]
-        extra_tools=[paced_replay_tool(trace, log.clock, pauses)],
+        extra_tools=[paced_replay_tool(trace, log.clock, pauses, binds=kernel is not None)],
+        namespace={} if kernel is None else {"orders": orders_frame()},
     )
     session.cascade.meter.cost.clock = log.clock
     tools = [t.schema() for t in session.tools.values()]
@@ -472,7 +495,8 @@ def table(rows: list[tuple[int, float, dict[str, Bill]]], names: list[str]) -> s
         cells = [f"{bills[n].billed / 1e6:.2f}M ({bills[n].overflows})" for n in names]
         fits = {n: b.billed for n, b in bills.items() if b.overflows == 0}
         best = min(fits, key=fits.__getitem__) if fits else "-"
-        ratio = f"{bills['monad cascade'].billed / fits[best]:.2f}x" if best != "-" else "-"
+        monad = next(n for n in names if n.startswith("monad cascade"))  # the first monad run: the default's
+        ratio = f"{bills[monad].billed / fits[best]:.2f}x" if best != "-" else "-"
         lines.append(f"| {window // 1000}k | {discount:g} | " + " | ".join(cells) + f" | {best} | {ratio} |")
     return "\n".join(lines)
 
@@ -498,6 +522,11 @@ def main() -> None:
     parser.add_argument(
         "--retrieval", action="store_true", help="also run monad with context.retrieval on (its blocks are billed too)"
     )
+    parser.add_argument(
+        "--workspace",
+        action="store_true",
+        help="the kernel holds what the trace's code makes: monad with the <workspace> block and without it",
+    )
     args = parser.parse_args()
     logging.getLogger("monad_notebook").setLevel(logging.ERROR)
     trace = generate_trace(args.steps)
@@ -518,9 +547,13 @@ def main() -> None:
         for window in args.windows:
             logs = [run(trace, pauses, window, tools, counter) for run in simulated]
             for discount in args.discounts:
-                ours = [run_monad(trace, pauses, window, discount, counter, Path(tmp))]
+                kernels = [True, False] if args.workspace else [None]
+                ours = [run_monad(trace, pauses, window, discount, counter, Path(tmp), kernel=k) for k in kernels]
                 if args.retrieval:
-                    ours.append(run_monad(trace, pauses, window, discount, counter, Path(tmp), retrieval=True))
+                    with_retrieval = run_monad(
+                        trace, pauses, window, discount, counter, Path(tmp), retrieval=True, kernel=kernels[0]
+                    )
+                    ours.append(with_retrieval)
                 bills = {log.name: cache.bill(log, discount, TTL_SECONDS) for log in [*logs, *ours]}
                 names = list(bills)
                 rows.append((window, discount, bills))

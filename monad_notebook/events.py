@@ -37,8 +37,9 @@ APPROVAL = "tool.approval"  # a decision on running code: run, skip, allow for s
 RESET = "session.reset"
 NOTEBOOK_PROPOSED = "notebook.proposed"  # the agent proposed a new cell or a change to one
 NOTEBOOK_DECIDED = "notebook.decided"  # accepted, rejected, outdated (the cell changed), applied (auto), no answer
+WORKSPACE_CHANGED = "workspace.changed"  # a user's cell changed what the kernel holds (the panel lists it again)
 
-TRANSIENT_KINDS = frozenset({HANDOFF_SUGGESTED})
+TRANSIENT_KINDS = frozenset({HANDOFF_SUGGESTED, WORKSPACE_CHANGED})
 
 
 @dataclass(frozen=True)

@@ -74,6 +74,10 @@ class Message:
     def evicted(self) -> bool:
         return bool(self.placeholder)
 
+    def concerns(self, tool_call_id: str) -> bool:
+        """This message made the tool call ``tool_call_id`` or is its result."""
+        return self.tool_call_id == tool_call_id or any(call.id == tool_call_id for call in self.tool_calls)
+
     @property
     def images_cleared(self) -> bool:
         """Only its images were evicted: the placeholder is its whole text plus a note with their handles."""

@@ -87,7 +87,7 @@ class Session:
         self.recall = RecallService(self.window, self.store, make_embedder if embedder is None else lambda _: embedder)
         self.promotion = MemoryPromotion(self.memory)
         user_ns = namespace if namespace is not None else (shell.user_ns if shell is not None else {})
-        self.workspace = WorkspaceRecord(self.store, name, user_ns, shell, root)
+        self.workspace = WorkspaceRecord(self.store, name, user_ns, shell, root, notify=self.events.emit)
         self.cascade = Cascade(
             window=self.window, store=self.store, events=EventLog(name, self.events, self.store.append_events),
             lease=self.lease, counter=setup.cascade.counter, memory=self.memory, promotion=self.promotion,
@@ -108,7 +108,8 @@ class Session:
         self.promotion.reconfigure(config.context.memory_promotion, setup.fast_model)
         self.recall.reconfigure(config, setup.writer)
         self.cascade.reconfigure(setup.cascade)
-        self.workspace.reconfigure(config.context.workspace.enabled, redactor)
+        readable = "read_tool_output" in setup.tools
+        self.workspace.reconfigure(config.context.workspace.enabled, redactor, calls_readable=readable)
         self.runner = ToolRunner(setup.tools, config, self.services, redactor)
         self.store.optimize_every = config.store.optimize_every_writes
         warning = self.settings.store_warning(config, self.store.uri)

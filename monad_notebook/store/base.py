@@ -248,6 +248,9 @@ class ToolOutputs(Protocol):
     def get_raw_outputs(self, session: str, tool_call_ids: list[str]) -> dict[str, str]:
         """The saved full text of each of these tool calls that has one, in one read."""
 
+    def call_messages(self, session: str, tool_call_id: str) -> list[Message]:
+        """The assistant message that made this tool call and the call's result, whichever are stored, in seq order."""
+
 
 class Images(Protocol):
     """Images tool results carry, as bytes, keyed by (session, tool_call_id, image id).

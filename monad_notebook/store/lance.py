@@ -176,12 +176,7 @@ class LanceStore:
                     "messages", f"{where} AND id IN {sql_in(wanted[start : start + IDS_PER_READ])}"
                 )
             ]
-        unique: dict[str, dict[str, Any]] = {}
-        for row in rows:
-            kept = unique.get(row["id"])
-            if kept is None or (row["placeholder"] and not kept["placeholder"]):
-                unique[row["id"]] = row
-        return sorted((message_from_row(r) for r in unique.values()), key=lambda m: (m.seq, m.created_at))
+        return _messages_of(rows)
 
     def message_ids(self, session: str) -> set[str]:
         return self.tables.distinct("messages", f"session = {sql_str(session)}", "id")
@@ -254,6 +249,12 @@ class LanceStore:
         return newest_by(
             self.tables.read("tool_raw_outputs", where, ["tool_call_id", "text", "created_at"]), "tool_call_id"
         )
+
+    def call_messages(self, session: str, tool_call_id: str) -> list[Message]:
+        mentions = sql_str(f"%{_like_wildcards(tool_call_id)}%")  # the read may only widen: checked below
+        made = f"role = 'assistant' AND tool_calls LIKE {mentions}"
+        where = f"session = {sql_str(session)} AND (tool_call_id = {sql_str(tool_call_id)} OR ({made}))"
+        return [m for m in _messages_of(self.tables.read("messages", where)) if m.concerns(tool_call_id)]
 
     def has_raw_outputs(self, session: str, tool_call_ids: list[str]) -> set[str]:
         if not tool_call_ids:
@@ -399,3 +400,19 @@ def open_store(config: Config) -> LanceStore:
     return LanceStore(
         uri, storage_options=dict(config.store.storage_options), optimize_every=config.store.optimize_every_writes
     )
+
+
+def _like_wildcards(text: str) -> str:
+    """``text`` for a LIKE pattern, each character that LIKE reads or the JSON of a tool call may escape made ``%``
+    (any run of characters), so the pattern matches wherever ``text`` does, and perhaps elsewhere."""
+    return "".join(ch if ch.isascii() and ch.isprintable() and ch not in '%_\\"' else "%" for ch in text)
+
+
+def _messages_of(rows: list[dict[str, Any]]) -> list[Message]:
+    """Message rows as messages in seq order, one per id (an evicted row's placeholder wins over its older copy)."""
+    unique: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        kept = unique.get(row["id"])
+        if kept is None or (row["placeholder"] and not kept["placeholder"]):
+            unique[row["id"]] = row
+    return sorted((message_from_row(r) for r in unique.values()), key=lambda m: (m.seq, m.created_at))

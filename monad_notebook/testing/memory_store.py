@@ -238,6 +238,12 @@ class MemoryStore:
             saved = self._raw.get(_name(session), {})
             return {i: saved[i] for i in tool_call_ids if i in saved}
 
+    def call_messages(self, session: str, tool_call_id: str) -> list[Message]:
+        with self._lock:
+            rows = self._messages.get(_name(session), {}).values()
+            chosen = [m for m in rows if m.concerns(tool_call_id)]
+            return sorted(copy.deepcopy(chosen), key=lambda m: (m.seq, m.created_at))
+
     def has_raw_outputs(self, session: str, tool_call_ids: list[str]) -> set[str]:
         return set(self.get_raw_outputs(session, tool_call_ids))
 

@@ -156,6 +156,8 @@ class MonadPanel(anywidget.AnyWidget):
             changed |= self._state.set_records(records_of(session))
             changed |= self._state.set_thresholds(thresholds_of(session))
             changed |= self._state.set_workspace(workspace_of(session))
+        elif event.kind == ev.WORKSPACE_CHANGED:  # a user's cell: listed at once, not at the next step
+            changed |= self._state.set_workspace(workspace_of(session))
         elif event.kind in (ev.TURN_FINISHED, ev.MEMORY_SUGGESTION, ev.MEMORY_SAVED):
             changed |= self._memory.refresh()
         elif event.kind == ev.RESET:

@@ -15,10 +15,11 @@ BETWEEN_TURNS = "outside the session"  # what made a change seen at a turn's sta
 MIN_TOKENS = 800
 SHARE_OF_WINDOW = 0.08
 HEADER = (
-    "What the kernel holds now, newest first, each with the tool call (its id) or the user's cell that made it "
-    "and the turn (values are never shown):"
+    "What the kernel holds now, newest first, each with the tool call (its id{readable}) or the user's cell that made"
+    " it, and the turn (values are never shown):"
 )
 LOST = "Not in the kernel now (a restart, or removed outside the session); rerun the call that made it to get it back:"
+READABLE = ": read_tool_output shows its code"
 FILES = "Files written under the notebook's directory:"
 CLOSING = "({names:,} more names and {files:,} more files not shown: list_variables lists every name)"
 
@@ -58,11 +59,15 @@ def render(
     lost: list[WorkspaceEntry],
     count_text: Callable[[str], int],
     max_tokens: int,
+    *,
+    calls_readable: bool = True,
 ) -> str:
-    """The block, within ``max_tokens`` by ``count_text``; empty when the record holds nothing."""
+    """The block, within ``max_tokens`` by ``count_text``; empty when the record holds nothing (``calls_readable``:
+    the header points at ``read_tool_output`` for a call's code)."""
     if not (names or files or lost):
         return ""
-    fixed = "\n".join(["<workspace>", HEADER, FILES if files else "", LOST if lost else "", "</workspace>"])
+    header = HEADER.format(readable=READABLE if calls_readable else "")
+    fixed = "\n".join(["<workspace>", header, FILES if files else "", LOST if lost else "", "</workspace>"])
     by_age = sorted(names + files, key=lambda e: -e.seq)
     left = max_tokens - count_text(fixed)
     kept: list[tuple[WorkspaceEntry, int]] = []
@@ -79,7 +84,7 @@ def render(
         used -= kept.pop()[1]
     shown_ids = {id(entry) for entry, _ in kept}
     shown = [e for e in by_age if id(e) in shown_ids]
-    out = ["<workspace>", HEADER, *[line(e) for e in shown if e.kind == "name"]]
+    out = ["<workspace>", header, *[line(e) for e in shown if e.kind == "name"]]
     written = [line(e) for e in shown if e.kind == "file"]
     if written:
         out += [FILES, *written]

@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from monad_notebook.events import WORKSPACE_CHANGED, Event
 from monad_notebook.store.base import WorkspaceEntry, Workspaces
 from monad_notebook.workspace.block import render
 from monad_notebook.workspace.description import describe
@@ -35,12 +36,22 @@ class WorkspaceRecord:
     directory whose files are watched (None: the working directory at each look, which ``%cd`` moves)."""
 
     def __init__(
-        self, store: Workspaces, session: str, namespace: dict[str, Any], shell: Any = None, root: Any = None
+        self,
+        store: Workspaces,
+        session: str,
+        namespace: dict[str, Any],
+        shell: Any = None,
+        root: Any = None,
+        *,
+        notify: Callable[[Event], None] | None = None,
     ) -> None:
-        self.store, self.session = store, session
+        """``notify`` is told when a user's cell changed the record (pass the session's ``EventBus.emit``: the
+        panel lists the workspace again at once, not at the next step)."""
+        self.store, self.session, self.notify = store, session, notify
         self.namespace, self.shell, self.root = namespace, shell, root
         self.redactor: Redactor | None = None
         self.enabled = False
+        self.calls_readable = True  # read_tool_output is offered: the block says it shows a call's code
         self.turn = 0
         self.entries = {(e.kind, e.key): e for e in store.load_workspace(session)}
         self.seq = max((e.seq for e in self.entries.values()), default=0)
@@ -49,9 +60,9 @@ class WorkspaceRecord:
         self.pending: dict[tuple[str, str], WorkspaceEntry] = {}
         self.started = False
 
-    def reconfigure(self, enabled: bool, redactor: Redactor | None) -> None:
+    def reconfigure(self, enabled: bool, redactor: Redactor | None, *, calls_readable: bool = True) -> None:
         """The configuration in force; turned on, the namespace as it is now is the baseline."""
-        self.enabled, self.redactor = enabled, redactor
+        self.enabled, self.redactor, self.calls_readable = enabled, redactor, calls_readable
         if not enabled:
             self.files.stop()
             self.started = False
@@ -103,8 +114,13 @@ class WorkspaceRecord:
         info = getattr(result, "info", None)
         if not self.enabled or (info is not None and not getattr(info, "store_history", True)):
             return
-        self.take(f"cell {getattr(result, 'execution_count', None) or '?'}")
+        cell = f"cell {getattr(result, 'execution_count', None) or '?'}"
+        made = self.take(cell)
         self.save()
+        if made and self.notify is not None:
+            names = sum(1 for entry in made if entry.kind == "name")
+            data = {"made_by": cell, "names": names, "files": len(made) - names}
+            self.notify(Event(WORKSPACE_CHANGED, self.session, data))
 
     def save(self) -> None:
         """Write what changed since the last write, in one write."""
@@ -139,7 +155,7 @@ class WorkspaceRecord:
 
     def block(self, count_text: Callable[[str], int], max_tokens: int) -> str:
         """The ``<workspace>`` block for the next request ("" while the record is off or empty)."""
-        return render(*self.live(), count_text, max_tokens) if self.enabled else ""
+        return render(*self.live(), count_text, max_tokens, calls_readable=self.calls_readable) if self.enabled else ""
 
     def provenance(self, name: str) -> WorkspaceEntry | None:
         """The record's entry for a live name (what made it, at which turn), if it has one."""

@@ -10,6 +10,8 @@ from monad_notebook.agent.tools.base import ToolContext
 from monad_notebook.agent.tools.recovery import TOOLS, read_tool_output
 from monad_notebook.context.lossless.truncation import truncate_tool_output
 from monad_notebook.errors import ToolError
+from monad_notebook.messages import Message, ToolCall
+from monad_notebook.redaction.redactor import Redactor
 
 HEADER = re.compile(r"\A\[read_tool_output id=(\".*?\") chars (\d+)\.\.(\d+) of (\d+)\]\n")
 NEXT = re.compile(r"\n\[more remains: read_tool_output\((\{.*\})\)\]\Z")
@@ -22,6 +24,7 @@ class RawOutputStore:
     def __init__(self) -> None:
         self.outputs: dict[tuple[str, str], str] = {}
         self.lookups: list[tuple[str, str]] = []
+        self.calls: dict[tuple[str, str], list[Message]] = {}
 
     def save_raw_outputs(self, session: str, outputs: dict[str, str]) -> None:
         self.outputs.update({(session, k): v for k, v in outputs.items()})
@@ -29,6 +32,9 @@ class RawOutputStore:
     def get_raw_output(self, session: str, tool_call_id: str) -> str | None:
         self.lookups.append((session, tool_call_id))
         return self.outputs.get((session, tool_call_id))
+
+    def call_messages(self, session: str, tool_call_id: str) -> list[Message]:
+        return self.calls.get((session, tool_call_id), [])
 
 
 @pytest.fixture
@@ -140,13 +146,13 @@ def test_grep_clips_a_huge_line_around_the_match(store):
 
 def test_unknown_id_is_not_found_in_one_line(store):
     answer = call(context(store), id="call_404")
-    assert answer.startswith('No saved output for id "call_404"') and "\n" not in answer
+    assert answer.startswith('No tool call or saved output with id "call_404"') and "\n" not in answer
 
 
 def test_another_sessions_output_is_not_found(store):
     store.save_raw_outputs("other", {"call_1": "private bytes"})
     answer = call(context(store, session="analysis"), id="call_1")
-    assert answer.startswith("No saved output") and "private" not in answer
+    assert answer.startswith("No tool call or saved output") and "private" not in answer
     assert store.lookups == [("analysis", "call_1")]
 
 
@@ -157,7 +163,7 @@ def test_another_sessions_output_is_not_found(store):
 def test_hostile_ids_are_just_not_found(store, hostile):
     store.save_raw_outputs("analysis", {"call_1": "secret-free bytes"})
     answer = call(context(store), id=hostile)
-    assert answer.startswith("No saved output") and "\n" not in answer and len(answer) < 300
+    assert answer.startswith("No tool call or saved output") and "\n" not in answer and len(answer) < 300
 
 
 def test_empty_and_overlong_ids_never_reach_the_store(store):
@@ -187,3 +193,64 @@ def test_is_exposed_with_a_schema_the_model_can_call():
     assert schema["name"] == "read_tool_output"
     assert schema["parameters"]["required"] == ["id"]
     assert schema["parameters"]["properties"]["grep"]["type"] == ["string", "null"]
+
+
+def made_call(store: RawOutputStore, code: str, output: str, *, call_id: str = "call_df", turn: int = 3) -> None:
+    """The two messages of one python call as the transcript keeps them: the assistant's call and its result."""
+    asked = Message(
+        "assistant",
+        "",
+        session="analysis",
+        turn=turn,
+        tool_calls=[ToolCall(call_id, "python", json.dumps({"code": code}))],
+    )
+    result = Message("tool", output, session="analysis", turn=turn, tool_call_id=call_id, name="python")
+    store.calls[("analysis", call_id)] = [asked, result]
+
+
+def test_a_call_never_truncated_shows_its_code_and_its_output(store):
+    code = "import pandas as pd\nsales = pd.read_csv('data/sales_2023.csv')\nprint(sales.shape)"
+    made_call(store, code, "(48210, 7)")
+    answer = call(context(store), id="call_df")
+    assert answer.startswith(f'[call id="call_df": python, turn 3]\n{code}\n[end of call]\n')
+    assert answer.endswith("\n(48210, 7)") and '[read_tool_output id="call_df" chars 0..10 of 10]' in answer
+
+
+def test_a_saved_output_shows_the_code_on_its_first_page_only_and_every_page_fits(store):
+    raw = big_output()
+    store.save_raw_outputs("analysis", {"call_df": raw})
+    made_call(store, "for row in rows: print(row)", raw[:500] + "\n[... truncated ...]")
+    first = call(context(store, cap=3000), id="call_df")
+    assert first.startswith('[call id="call_df": python, turn 3]\nfor row in rows: print(row)\n[end of call]\n')
+    page = first[first.index("[read_tool_output") :]
+    offset, end = map(int, HEADER.match(page).groups()[1:3])
+    assert offset == 0 and page[HEADER.match(page).end() :].startswith(raw[:end]) and len(first) <= 3000
+    later = call(context(store, cap=3000), id="call_df", offset=end)
+    assert later.startswith("[read_tool_output") and "for row in rows" not in later
+    grepped = call(context(store, cap=3000), id="call_df", grep="ERROR row 50")
+    assert grepped.startswith("[read_tool_output") and "line 51" in grepped
+
+
+def test_a_huge_call_is_clipped_so_its_output_still_shows(store):
+    made_call(store, "x = 1\n" * 5000, "done")
+    answer = call(context(store, cap=4000), id="call_df")
+    assert len(answer) <= 4000 and "more chars of the call not shown" in answer and answer.endswith("\ndone")
+
+
+def test_a_secret_in_the_code_is_redacted_before_it_is_shown(store):
+    key = "sk-proj-Zq8vN2mK7xR4tL9wB3cF6hJ1dS5gA0pY"
+    made_call(store, f"client = Client(api_key='{key}')", "ok")
+    ctx = context(store)
+    ctx.redactor = Redactor(env={})
+    answer = call(ctx, id="call_df")
+    assert key not in answer and "[REDACTED:" in answer and answer.endswith("\nok")
+
+
+def test_a_call_whose_result_was_never_stored_still_shows_its_code(store):
+    made_call(store, "train(model)", "")
+    store.calls[("analysis", "call_df")].pop()  # the kernel died before the result was written
+    answer = call(context(store), id="call_df")
+    assert (
+        answer
+        == '[call id="call_df": python, turn 3]\ntrain(model)\n[end of call]\n[no output was stored for this call]'
+    )

@@ -50,7 +50,9 @@ def test_a_large_output_is_truncated_for_the_model_and_reads_back_byte_exact(ser
         server.queue(tool_call("read_tool_output", {"id": "call_big", "offset": offset, "limit": 1500}), "ok")
         session.ask("read the next page")
         page = tool_contents(server.chat_requests[-1])[-1]
-        body = page.split("\n", 1)[1]  # after the [read_tool_output …] header line
+        if offset == 0:  # the first page starts with the call that made the output
+            assert page.startswith(f'[call id="call_big": python, turn 1]\n{code}\n[end of call]\n[read_tool_output')
+        body = page[page.index("[read_tool_output") :].split("\n", 1)[1]  # after the header line
         chunk = full[offset : offset + 1500]
         assert body.startswith(chunk)
         pages.append(chunk)
@@ -132,7 +134,7 @@ def test_read_tool_output_is_scoped_to_the_session_and_follows_branches(server, 
     other = session_for(server, store, name="stranger")
     server.queue(tool_call("read_tool_output", {"id": "call_p"}), "ok")
     other.ask("peek")
-    assert "No saved output" in tool_contents(server.chat_requests[-1])[-1]
+    assert "No tool call or saved output" in tool_contents(server.chat_requests[-1])[-1]
     original = store.get_raw_output("parent", "call_p")
     assert "P" * 5000 in original
     session.branch("child")

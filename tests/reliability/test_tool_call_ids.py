@@ -162,8 +162,10 @@ def test_two_big_outputs_under_one_id_are_both_read_back_by_the_id_the_model_saw
     assert len(set(ids)) == 2 and all("read_tool_output" in results(shown)[i] for i in ids)
     pages = read_back(server, session, ids)
     for call_id, page, label in zip(ids, pages, ("FIRST", "SECOND"), strict=True):
-        assert page.startswith(f"[read_tool_output id={json.dumps(call_id)} chars 0..200 of ")
-        assert f"{label} line 0\n{label} line 1\n" in page
+        call, output = page.split("[end of call]\n")  # the call that made it, then its output
+        assert call == f"[call id={json.dumps(call_id)}: python, turn 1]\n{big(label)}\n"
+        assert output.startswith(f"[read_tool_output id={json.dumps(call_id)} chars 0..200 of ")
+        assert f"{label} line 0\n{label} line 1\n" in output
 
 
 def test_an_id_reused_after_its_turn_was_compacted_away_keeps_both_saved_outputs(server, store):

@@ -93,6 +93,38 @@ def test_raw_outputs_upsert_per_tool_call_and_report_which_exist(store: Store) -
     assert store.has_raw_outputs("s", []) == set()
 
 
+def test_a_calls_messages_are_the_call_and_its_result_in_order(store: Store) -> None:
+    def call(call_id: str, seq: int, session: str = "s") -> list[Message]:
+        asked = Message("assistant", "", session=session, seq=seq, tool_calls=[ToolCall(call_id, "python", "{}")])
+        return [asked, Message("tool", f"out {call_id}", session=session, seq=seq + 1, tool_call_id=call_id)]
+
+    both = [ToolCall("c_a", "python", "{}"), ToolCall("c_b", "list_variables", "{}")]
+    pair = Message("assistant", "", session="s", seq=5, tool_calls=both)
+    store.append_messages([*call("c_1", 1), *call("c_10", 3), pair, *call("c_1", 1, session="other")])
+    store.set_placeholders("s", {call("c_1", 1)[1].id: "[context-cleared]"})
+
+    found = store.call_messages("s", "c_1")
+    assert [(m.role, m.seq) for m in found] == [("assistant", 1), ("tool", 2)]
+    assert found[0].tool_calls[0].id == "c_1" and found[1].content == "out c_1"  # not c_10, not the other session's
+    assert store.call_messages("s", "c_b") == [pair]
+    assert store.call_messages("s", "c_") == [] and store.call_messages("s", "missing") == []
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    call_id=st.text(
+        st.sampled_from("'\"\\%_ \n") | st.characters(blacklist_characters="\x00", blacklist_categories=["Cs"]),
+        min_size=1,
+    )
+)
+def test_any_tool_call_id_finds_its_own_call_only(store: Store, call_id: str) -> None:
+    session = f"ids-{len(store.list_sessions())}"
+    asked = Message("assistant", "", session=session, tool_calls=[ToolCall(call_id, "python", '{"code": "x = 1"}')])
+    decoy = Message("assistant", "", session=session, seq=2, tool_calls=[ToolCall(call_id + "x", "python", "{}")])
+    store.append_messages([asked, decoy])
+    assert [m.id for m in store.call_messages(session, call_id)] == [asked.id]
+
+
 def test_load_summary_returns_the_newest(store: Store) -> None:
     assert store.load_summary("s") is None
     store.save_summary(Summary(session="s", text="old", boundary_seq=10, created_at=100.0, tokens=50))

@@ -44,3 +44,24 @@ def test_the_panel_lists_names_files_and_lost_names_with_what_made_each(comms, s
     }  # fmt: skip
     assert rows["report.csv"]["origin"] == "made by call_sum, turn 2"
     assert rows["model"]["state"] == "lost"
+
+
+def test_a_users_cell_is_listed_at_once_not_at_the_next_step(comms, session, ip, tmp_path):
+    store = MemoryStore()
+    store.create_session("eda")
+    session.workspace = WorkspaceRecord(store, "eda", ip.user_ns, ip, root=tmp_path, notify=session.events.emit)
+    session.workspace.reconfigure(True, Redactor())
+    panel = MonadPanel(session)
+    ip.events.register("post_run_cell", session.workspace.after_cell)
+    try:
+        ip.run_cell("cell_made_totals = [1, 2, 3]", store_history=True)
+        count = ip.execution_count - 1
+        rows = {row["key"]: row for row in last_value(panel.comm, "workspace")}
+        assert rows["cell_made_totals"]["origin"] == f"made by cell {count}, turn 0"
+        sent = len(panel.comm.updates())
+        ip.run_cell("print('nothing new')", store_history=True)
+        assert len(panel.comm.updates()) == sent  # a cell that changed nothing sends nothing
+        assert store.list_events("eda") == []  # told to the panel, never stored
+    finally:
+        ip.events.unregister("post_run_cell", session.workspace.after_cell)
+        ip.user_ns.pop("cell_made_totals", None)

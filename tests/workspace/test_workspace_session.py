@@ -167,6 +167,29 @@ def test_a_restart_lists_what_the_kernel_lost_with_the_call_that_made_each(store
     unhook(shell, second)
 
 
+def test_after_a_restart_the_id_a_lost_name_gives_shows_the_code_to_rerun(store, shell):
+    code = "import numpy as np\nweights = np.zeros((3, 4))"
+    model = ScriptedModel([python(code, "call_w"), "made"])
+    first = make(store, shell, model, ScriptedModel([BRIEFING] * 3))
+    first.ask("make weights")
+    for turn in range(3):
+        model.queue(python(f"step = {turn}", f"call_s{turn}"), "ok")
+        first.ask(f"step {turn}")
+        assert first.compact()
+    unhook(shell, first)
+    del shell.user_ns["weights"]
+    first.close()
+
+    again = ScriptedModel([tool_call("read_tool_output", {"id": "call_w"}, id="call_r"), "rerunning it"])
+    second = make(LanceStore(store.tables.uri), shell, again)
+    second.ask("go on")
+    sent = again.calls[0].messages
+    assert "read_tool_output shows its code" in workspace_of(sent) and code not in str(sent)  # folded away
+    shown = next(m["content"] for m in again.calls[1].messages if m.get("tool_call_id") == "call_r")
+    assert shown.startswith(f'[call id="call_w": python, turn 1]\n{code}\n[end of call]\n')
+    unhook(shell, second)
+
+
 def test_ten_thousand_names_stay_within_the_budget_and_are_counted(store, shell):
     for i in range(10_000):
         shell.user_ns[f"v{i:05}"] = i
@@ -190,6 +213,16 @@ def test_list_variables_names_the_call_that_made_each_variable(store, shell):
     session.ask("set it and list")
     listing = next(m["content"] for m in model.calls[-1].messages if m.get("tool_call_id") == "call_l")
     assert "threshold: float  0.5  [made by call_t, turn 1]" in listing
+    unhook(shell, session)
+
+
+def test_without_read_tool_output_the_block_does_not_point_at_it(store, shell):
+    model = ScriptedModel([python("rate = 0.2", "call_r"), "ok"])
+    session = make(store, shell, model, toolOutput={"persistRaw": False})
+    session.ask("go")
+    block = workspace_of(model.calls[-1].messages)
+    assert "(its id) or the user's cell" in block and "read_tool_output" not in block
+    assert "read_tool_output" not in [t["function"]["name"] for t in model.calls[-1].tools]
     unhook(shell, session)
 
 

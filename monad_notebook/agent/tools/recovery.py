@@ -1,6 +1,7 @@
 """read_tool_output and view_image: bring back what eviction cleared, by its handle.
 
-``read_tool_output`` pages back a truncated or evicted tool result by its tool-call id;
+``read_tool_output`` shows an earlier tool call by its id: the code it ran, then its output, paged
+back whole when it was truncated or evicted;
 ``view_image`` shows an image an earlier result displayed again, by its ``img_`` handle.
 
 Truncation and eviction hide bytes the model may still need. When the full output was
@@ -17,6 +18,7 @@ from monad_notebook.agent.tools.base import ToolContext, ToolStore, tool
 from monad_notebook.context.lossless.truncation import read_call, truncate_tool_output
 from monad_notebook.errors import ToolError
 from monad_notebook.images.image import IMAGE_PREFIX, Image
+from monad_notebook.messages import Message
 
 MAX_ID_CHARS = 256
 MAX_GREP_MATCHES = 200
@@ -25,14 +27,15 @@ MAX_GREP_LINE_CHARS = 400
 
 @tool
 def read_tool_output(ctx: ToolContext, id: str, offset: int = 0, limit: int = 20000, grep: str | None = None) -> str:
-    """Read back the full output of an earlier tool call that was truncated or cleared from context.
+    """Read back an earlier tool call by its id: the code (or arguments) it ran and its full output.
 
-    Use the exact call quoted in a truncation marker or a [context-cleared] placeholder.
-    Page with offset/limit, or pass grep to list only the lines containing a substring.
+    Use the exact call quoted in a truncation marker or a [context-cleared] placeholder, or the id the
+    <workspace> block gives for what made a name or a file. Page the output with offset/limit, or pass
+    grep to list only the lines containing a substring.
 
     Args:
-        id: The tool-call id whose saved output to read.
-        offset: First character to return (0-based).
+        id: The tool call's id.
+        offset: First character of the output to return (0-based).
         limit: How many characters to return; long pages are shortened to fit the context.
         grep: Return only lines containing this exact, case-sensitive text (with line numbers and
             character offsets) instead of a page; offset and limit are then ignored.
@@ -41,12 +44,52 @@ def read_tool_output(ctx: ToolContext, id: str, offset: int = 0, limit: int = 20
         raise ToolError("read_tool_output: offset must be 0 or more")
     if limit < 1:
         raise ToolError("read_tool_output: limit must be 1 or more")
-    raw = _load(ctx, id)
-    if raw is None:
+    if not id or len(id) > MAX_ID_CHARS or ctx.store is None:
+        return _not_found(id)
+    raw = ctx.store.get_raw_output(ctx.session, id)
+    made, result = _call_of(ctx.store.call_messages(ctx.session, id), id)
+    if raw is None and result is not None:
+        raw = result.content  # never truncated: what the model was sent, already redacted
+    if raw is None and made is None:
         return _not_found(id)
     cap = ctx.output_max_chars
-    text = _grep(id, raw, grep, cap) if grep else _page(id, raw, offset, limit, cap)
-    return truncate_tool_output(text, tool_call_id=id, max_chars=cap, recoverable=False)
+    call = _call_text(ctx, made, id, cap // 2) if made is not None and offset == 0 and not grep else ""
+    if raw is None:
+        return call + "[no output was stored for this call]"
+    room = max(cap - len(call), cap // 2)
+    text = _grep(id, raw, grep, room) if grep else _page(id, raw, offset, limit, room)
+    return truncate_tool_output(call + text, tool_call_id=id, max_chars=cap, recoverable=False)
+
+
+def _call_of(messages: list[Message], tool_call_id: str) -> tuple[Message | None, Message | None]:
+    """(the assistant message that made the call, the call's result) among ``messages``."""
+    made = next((m for m in messages if any(c.id == tool_call_id for c in m.tool_calls)), None)
+    result = next((m for m in messages if m.role == "tool" and m.tool_call_id == tool_call_id), None)
+    return made, result
+
+
+def _call_text(ctx: ToolContext, made: Message, tool_call_id: str, cap: int) -> str:
+    """The call as it ran: its tool, turn and code (a single text argument shown as is, others as JSON)."""
+    call = next(c for c in made.tool_calls if c.id == tool_call_id)
+    try:
+        arguments = json.loads(call.arguments or "{}")
+    except ValueError:
+        arguments = None
+    texts = list(arguments.values()) if isinstance(arguments, dict) else []
+    body = texts[0] if len(texts) == 1 and isinstance(texts[0], str) else call.arguments
+    if ctx.redactor is not None:
+        body = ctx.redactor.redact(body).text
+    if len(body) > cap:
+        body = body[:cap] + f"\n[... {len(body) - cap:,} more chars of the call not shown]"
+    return f"[call id={json.dumps(tool_call_id)}: {call.name}, turn {made.turn}]\n{body}\n[end of call]\n"
+
+
+def _not_found(tool_call_id: str) -> str:
+    shown = json.dumps(tool_call_id if len(tool_call_id) <= 80 else tool_call_id[:80] + "...")
+    return (
+        f"No tool call or saved output with id {shown} in this session: check the id (a user's cell, named"
+        ' "cell N", is not a tool call).'
+    )
 
 
 @tool
@@ -82,20 +125,6 @@ def _image_in_lineage(store: ToolStore, session: str, handle: str) -> Image | No
         record = store.get_session(session)
         session = record.parent if record is not None else ""
     return None
-
-
-def _load(ctx: ToolContext, tool_call_id: str) -> str | None:
-    if not tool_call_id or len(tool_call_id) > MAX_ID_CHARS or ctx.store is None:
-        return None
-    return ctx.store.get_raw_output(ctx.session, tool_call_id)
-
-
-def _not_found(tool_call_id: str) -> str:
-    shown = json.dumps(tool_call_id if len(tool_call_id) <= 80 else tool_call_id[:80] + "...")
-    return (
-        f"No saved output for id {shown}: it was never truncated or evicted, had secrets redacted, "
-        "or belongs to another session."
-    )
 
 
 def _page(tool_call_id: str, raw: str, offset: int, limit: int, cap: int) -> str:
