@@ -1,6 +1,6 @@
 """Recall that keeps up: is what a turn stored findable at the next turns, when turns come quickly?
 
-    python benchmarks/recall_lag.py [--sets tuning held-out] [--paces quick paced] [--embedders local endpoint]
+    python benchmarks/recall_lag.py [--sets tuning held-out] [--paces quick paced] [--embedders local endpoint gemma]
                                     [--sessions 20] [--paced-sessions 5] [--turns 12]
 
 Each session plants a fact in its first turn (a user's remark in plain words, ``recall_lag_facts.py``),
@@ -16,7 +16,9 @@ Two paces: *quick* turns follow each other at once (an instant scripted model, n
 case for background work), *paced* turns wait for the model (``--model-seconds`` per call, set
 aside as a real model's latency is) and pause between turns (``--pause``, the user reading).
 Two embedders: the offline MiniLM model, and a fake OpenAI-compatible endpoint serving MiniLM's
-vectors at ``--endpoint-seconds`` per request (as a remote model's round trip).
+vectors at ``--endpoint-seconds`` per request (as a remote model's round trip); ``--embedders gemma``
+adds EmbeddingGemma-300M served by llama-server on one thread, as a user runs it (the benchmark
+fixture, ``fixtures.py``; its prefixes are the known defaults).
 
 Printed per configuration: at each turn's first request, the stored messages not searchable by
 their words and those without a vector yet (the store's own answer, read outside the timed part);
@@ -36,6 +38,7 @@ import statistics
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -122,8 +125,8 @@ class Result:
 class Probe:
     """Reads the store at a turn's first request: what is not searchable by words, and what has no vector."""
 
-    def __init__(self, store: LanceStore, session: str, model: str, dims: int) -> None:
-        self.store, self.session, self.model, self.dims = store, session, model, dims
+    def __init__(self, store: LanceStore, session: str, model: str) -> None:
+        self.store, self.session, self.model = store, session, model
         self.seconds = 0.0
 
     def __call__(self, turn: int) -> tuple[int, int]:
@@ -135,7 +138,7 @@ class Probe:
         ]
         ids = {m.id for m in stored}
         words = len(ids - self.store.chunked_ids(self.session, among=ids))
-        vectors = len(ids - self.store.embedded_ids(self.session, model=self.model, dims=self.dims, among=ids))
+        vectors = len(ids - self.store.embedded_ids(self.session, model=self.model, among=ids))
         self.seconds += time.perf_counter() - started
         return words, vectors
 
@@ -160,7 +163,7 @@ def run_session(
         "lag", config=config(embedding), store=store, model=model, fast_model=WeakFastModel(), extra_tools=[python]
     )
     embedder = session.recall.indexer.embedder
-    probe = Probe(store, "lag", embedder.name, local_embedder.LOCAL_DIMS)
+    probe = Probe(store, "lag", embedder.name)
     vectors: list[int] = []
     back_from_third = True
     for turn in range(1, args.turns + 1):
@@ -225,7 +228,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sets", nargs="+", default=["tuning", "held-out"], choices=list(SETS))
     parser.add_argument("--paces", nargs="+", default=["quick", "paced"], choices=["quick", "paced"])
-    parser.add_argument("--embedders", nargs="+", default=["local", "endpoint"], choices=["local", "endpoint"])
+    parser.add_argument("--embedders", nargs="+", default=["local", "endpoint"], choices=["local", "endpoint", "gemma"])
     parser.add_argument("--sessions", type=int, default=20, help="quick sessions per set (one fact each)")
     parser.add_argument("--paced-sessions", type=int, default=5, help="paced sessions per set")
     parser.add_argument("--turns", type=int, default=12)
@@ -266,6 +269,19 @@ def main() -> None:
             "dimensions": local_embedder.LOCAL_DIMS,
         },
     }
+    with ExitStack() as fixtures:
+        if "gemma" in args.embedders:
+            from benchmarks.fixture_server import embedding_server
+            from benchmarks.fixtures import fetch
+
+            path = fetch("gemma")
+            url = fixtures.enter_context(embedding_server(path))
+            embeddings["gemma"] = {"provider": "openai", "baseUrl": url, "model": path.stem}
+        measure(args, embeddings)
+    server.stop()
+
+
+def measure(args: argparse.Namespace, embeddings: dict[str, dict[str, Any]]) -> None:
     print(f"settle {args.settle_seconds:g} s, share {args.share:g}\n")
     print(
         "| set, pace, embedder | sessions with the fact back at every question | questions | by block | by recall "
@@ -283,7 +299,6 @@ def main() -> None:
                     for seed, fact in enumerate(SETS[name][:count]):
                         run_session(fact, seed, pace, args, embeddings[embedder], Path(tmp) / result.label, result)
                     print(report(result), flush=True)
-    server.stop()
 
 
 if __name__ == "__main__":
