@@ -195,8 +195,8 @@ class Run:
     embed_seconds: float = 0.0  # ... in this much time inside the embedder's calls
     misses: list[str] = field(default_factory=list)
     ablation: dict[str, tuple[int, int]] = field(default_factory=dict)  # steps left out -> reachable (tuning, held-out)
-    # asked with another phrasing in ``also``: row -> (reachable, by recall, recall ms p50, p95)
-    also: dict[str, tuple[int, int, float, float]] = field(default_factory=dict)
+    # asked with another phrasing: row -> (reachable, by recall, folded 5+ ago, middles, recall ms p50, p95)
+    also: dict[str, tuple[int, int, str, str, float, float]] = field(default_factory=dict)
 
 
 def config(window: int, embedder: embeddings.Embedder | None, endpoint: tuple[str, str] | None = None) -> Config:
@@ -399,21 +399,46 @@ def with_also(result: Run, script: Script, tool: Ask, counter: TokenCounter) -> 
     session's words (what a model would have to write; no model wrote these). The tuning probe
     with the held-out words beside it shows what a poor second phrasing costs.
     """
-    rows = {}
-    for label, ask in (
-        ("held-out probe, tuning probe's words in also", lambda p: (p.held_out, p.probe)),
-        ("tuning probe, held-out probe's words in also", lambda p: (p.probe, p.held_out)),
-    ):
-        probe = Run(result.quality)
-        reach = recalled = 0
-        for number, plant in enumerate(script.plants):
-            query, other = ask(plant)
-            got = _recalled(probe, tool, counter, f"also_{number}", query, plant, also=other)
-            reach += bool(result.found[plant.value] - {"recall"} | got)
-            recalled += bool(got)
-        ms = sorted(probe.recall_ms)
-        rows[label] = (reach, recalled, statistics.median(ms), ms[int(0.95 * (len(ms) - 1))])
-    return rows
+    return {
+        "held-out probe, tuning probe's words in also": asked_again(
+            result, script, tool, counter, "also", lambda p: p.held_out, lambda p: p.probe
+        ),
+        "tuning probe, held-out probe's words in also": asked_again(
+            result, script, tool, counter, "also", lambda p: p.probe, lambda p: p.held_out
+        ),
+    }
+
+
+def asked_again(
+    result: Run,
+    script: Script,
+    tool: Ask,
+    counter: TokenCounter,
+    tag: str,
+    question: Callable[[Plant], str],
+    also: Callable[[Plant], str] = lambda plant: "",
+) -> tuple:
+    """Every identifier's ``question`` asked again (with ``also`` as a second phrasing) of the final session:
+    reachable, found by recall, reachable of those folded 5+ compactions ago and of those in the middle of a
+    truncated output, recall's p50 and p95 ms."""
+    probe = Run(result.quality)
+    reached, recalled = set(), 0
+    for number, plant in enumerate(script.plants):
+        got = _recalled(probe, tool, counter, f"{tag}_{number}", question(plant), plant, also=also(plant))
+        if result.found[plant.value] - {"recall"} | got:
+            reached.add(plant.value)
+        recalled += bool(got)
+    old = [p for p in script.plants if result.ago[p.value] >= 5]
+    middles = [p for p in script.plants if p.placement == "output-middle"]
+    ms = sorted(probe.recall_ms)
+    return (
+        len(reached),
+        recalled,
+        _pct(sum(p.value in reached for p in old), len(old)),
+        _pct(sum(p.value in reached for p in middles), len(middles)),
+        statistics.median(ms),
+        ms[int(0.95 * (len(ms) - 1))],
+    )
 
 
 def with_rewrite(
@@ -425,20 +450,12 @@ def with_rewrite(
     data["context"]["recall"].update(rewrite="fast", rewriteTimeoutSeconds=seconds)
     session.recall.reconfigure(Config.model_validate(data), fast)
     tool = _tool_of(session)
-    rows = {}
-    for label, asked in (
-        ("held-out probe, rewritten by " + fast.name, "held_out"),
-        ("tuning probe, rewritten", "probe"),
-    ):
-        probe = Run(result.quality)
-        reach = recalled = 0
-        for number, plant in enumerate(script.plants):
-            got = _recalled(probe, tool, counter, f"rewrite_{number}", getattr(plant, asked), plant)
-            reach += bool(result.found[plant.value] - {"recall"} | got)
-            recalled += bool(got)
-        ms = sorted(probe.recall_ms)
-        rows[label] = (reach, recalled, statistics.median(ms), ms[int(0.95 * (len(ms) - 1))])
-    return rows
+    return {
+        "held-out probe, rewritten by " + fast.name: asked_again(
+            result, script, tool, counter, "rewrite", lambda p: p.held_out
+        ),
+        "tuning probe, rewritten": asked_again(result, script, tool, counter, "rewrite", lambda p: p.probe),
+    }
 
 
 def explain_misses(
@@ -582,9 +599,13 @@ def report(script: Script, runs: list[Run]) -> str:
                 "Asked again with other phrasings (the recall tool's `also`, or the fast model's rewrite;"
                 " the same final session; of 100):",
                 "",
-                "| asked | reachable | by recall | recall p50 / p95 |",
-                "|---|---:|---:|---:|",
-                *(f"| {row} | {a} | {b} | {p50:.0f} / {p95:.0f} ms |" for row, (a, b, p50, p95) in r.also.items()),
+                "| asked | reachable | by recall | folded 5+ ago: reachable | middle of a truncated output: reachable"
+                " | recall p50 / p95 |",
+                "|---|---:|---:|---:|---:|---:|",
+                *(
+                    f"| {row} | {a} | {b} | {old} | {middle} | {p50:.0f} / {p95:.0f} ms |"
+                    for row, (a, b, old, middle, p50, p95) in r.also.items()
+                ),
                 "",
             ]
         if r.misses:
