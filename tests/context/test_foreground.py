@@ -102,6 +102,22 @@ def test_the_indexer_embeds_in_small_batches_so_a_search_waits_for_at_most_one(s
     assert sum(len(call) for call in embedder.calls) == 40
 
 
+def test_a_slow_embedder_gets_fewer_chunks_per_call_so_a_search_waits_behind_half_a_second_at_most(store):
+    class Slow(TimedEmbedder):  # 0.2 s a chunk: EmbeddingGemma on one CPU thread, behind a one-slot server
+        def embed(self, texts: list[str]) -> list[list[float]]:
+            time.sleep(0.2 * len(texts))
+            return super().embed(texts)
+
+    embedder = Slow()
+    indexer = RecallIndexer(store, embedder)
+    indexer.add("s", notes(24), {})
+    assert indexer.flush(timeout=60)
+
+    # the first call loads a model and is not timed; from the second, 0.5 s / 0.2 s a chunk = 2 a call
+    assert [len(call) for call in embedder.calls] == [8, 8, 2, 2, 2, 2]
+    assert len(store.embedded_ids("s", model=embedder.name, dims=embedder.dims)) == 24
+
+
 def test_the_offline_embedder_gets_one_chunk_per_call_so_a_search_waits_for_one_chunk_at_most(store):
     class Recording(LocalEmbedder):
         def __init__(self) -> None:

@@ -82,7 +82,8 @@ class RecallIndexer:
 
     write_chunks = 256  # vectors per write at most (a longer message's own excepted) ...
     write_seconds = 1.0  # ... and what is embedded is written this often, so a long backlog is found as it goes
-    embed_batch = 8  # chunks per embedding call, unless the embedder says (``chunks_per_call``)
+    embed_batch = 8  # chunks per embedding call, unless the embedder says (``chunks_per_call``) ...
+    call_seconds = 0.5  # ... and fewer when that would take longer: a search's question waits behind a call
     linger = 0.5  # seconds a job waits for the next ones, so back-to-back steps share their writes
     history_slice = 500  # stored messages indexed per pass when catching up with a session's history
     share = 0.25  # the least share of the time embedding keeps while the foreground is held without a pause
@@ -408,16 +409,18 @@ class RecallIndexer:
             waiting.update((m, n) for m, n in left.items() if m in waiting)
         rows: list[tuple[Chunk, list[float]]] = []
         written = time.monotonic()
-        for at in range(0, len(todo), self.embed_batch):
-            batch = todo[at : at + self.embed_batch]
+        at = 0
+        while at < len(todo):
+            batch = todo[at : at + self._call_size()]
             unit = self._embed_unit([text for _, text in batch], session)
             if unit is None:
                 return
             rows += [(chunk, vector) for (chunk, _), vector in zip(batch, unit, strict=True)]
-            last = at + self.embed_batch >= len(todo)
+            at += len(batch)
+            last = at >= len(todo)
             due = last or len(rows) >= self.write_chunks or time.monotonic() - written >= self.write_seconds
             # a message's vectors are written together: a process stopped in its middle leaves it to the next
-            following = None if last else todo[at + self.embed_batch][0].message_id
+            following = None if last else todo[at][0].message_id
             ready = [row for row in rows if row[0].message_id != following]
             if due and ready:
                 self._yield(session)
@@ -439,6 +442,13 @@ class RecallIndexer:
                 elif message_id in waiting:
                     waiting[message_id] = count
             self._cond.notify_all()
+
+    def _call_size(self) -> int:
+        """Chunks for the next embedding call: ``embed_batch``, fewer for an embedder so slow that the call would
+        outlast ``call_seconds`` (a one-slot server embeds a search's question only after the call in hand)."""
+        if self._per_chunk is None:
+            return self.embed_batch
+        return max(1, min(self.embed_batch, int(self.call_seconds / self._per_chunk)))
 
     def _embed_unit(self, texts: list[str], session: str | None = None) -> list[list[float]] | None:
         """One embedding call, after yielding to the foreground; None when stopping.
