@@ -19,6 +19,7 @@ import pytest
 from monad_notebook import Session
 from monad_notebook.config import Config
 from monad_notebook.context.recall.indexing import RecallIndexer
+from monad_notebook.context.recall.wordmatch import WordVectors
 from monad_notebook.foreground import FOREGROUND, Foreground
 from monad_notebook.messages import Message
 from monad_notebook.provider.local_embedder import EmbeddingInterrupted, LocalEmbedder
@@ -116,6 +117,24 @@ def test_a_slow_embedder_gets_fewer_chunks_per_call_so_a_search_waits_behind_hal
     # the first call loads a model and is not timed; from the second, 0.5 s / 0.2 s a chunk = 2 a call
     assert [len(call) for call in embedder.calls] == [8, 8, 2, 2, 2, 2]
     assert len(store.embedded_ids("s", model=embedder.name, dims=embedder.dims)) == 24
+
+
+def test_the_words_a_slow_embedder_learns_come_in_calls_of_half_a_second_too(store):
+    class Slow(TimedEmbedder):  # 0.02 s an input: 64 words would take 1.3 s
+        def embed(self, texts: list[str]) -> list[list[float]]:
+            time.sleep(0.02 * len(texts))
+            return super().embed(texts)
+
+    embedder = Slow()
+    words = WordVectors(embedder.name)
+    indexer = RecallIndexer(store, embedder, words=words)
+    vocabulary = [f"metric{chr(97 + i // 26)}{chr(97 + i % 26)}" for i in range(300)]
+    indexer.add("s", [Message("assistant", " ".join(vocabulary), session="s", seq=0)], {})
+    assert indexer.flush(timeout=60)
+
+    sizes = [len(call) for call in embedder.calls]
+    assert 64 in sizes[:3] and max(sizes[3:]) <= 25  # once timed: 0.5 s / 0.02 s a word
+    assert words.unknown(vocabulary) == []
 
 
 def test_the_offline_embedder_gets_one_chunk_per_call_so_a_search_waits_for_one_chunk_at_most(store):

@@ -125,7 +125,8 @@ class RecallIndexer:
         self._met: set[str] = set()
         self._unchecked: set[str] = set()  # sessions whose stored history is not yet compared with the index
         self._urgent: set[str] = set()  # sessions a search waits on: their vectors come first, without yielding
-        self._per_chunk: float | None = None  # seconds one embedding input takes, as measured
+        self._per_chunk: float | None = None  # seconds one embedding input takes, as measured ...
+        self._per_word: float | None = None  # ... and one word, learnt for the word ranking
         self._unit = 0.0  # seconds the last unit of background work took
         self._calls = 0
         self._stopping = False
@@ -383,12 +384,14 @@ class RecallIndexer:
         if self.words is None or not self._embeds:
             return
         unknown = self.words.unknown(w for text in texts for w in words_of(text))
-        for start in range(0, len(unknown), self.words_per_call):
-            part = unknown[start : start + self.words_per_call]
-            vectors = self._embed_unit(part)
+        start = 0
+        while start < len(unknown):
+            part = unknown[start : start + self._call_size(self.words_per_call, self._per_word)]
+            vectors = self._embed_unit(part, words=True)
             if vectors is None:
                 return
             self.words.learn(part, vectors)
+            start += len(part)
 
     def _chunks(self, session: str, messages: list[Message]) -> dict[str, list[Chunk]]:
         """Each message's chunks, tool results from their saved full text when there is one."""
@@ -411,7 +414,7 @@ class RecallIndexer:
         written = time.monotonic()
         at = 0
         while at < len(todo):
-            batch = todo[at : at + self._call_size()]
+            batch = todo[at : at + self._call_size(self.embed_batch, self._per_chunk)]
             unit = self._embed_unit([text for _, text in batch], session)
             if unit is None:
                 return
@@ -443,14 +446,14 @@ class RecallIndexer:
                     waiting[message_id] = count
             self._cond.notify_all()
 
-    def _call_size(self) -> int:
-        """Chunks for the next embedding call: ``embed_batch``, fewer for an embedder so slow that the call would
+    def _call_size(self, most: int, per_input: float | None) -> int:
+        """Inputs for the next embedding call: ``most``, fewer when at ``per_input`` seconds each the call would
         outlast ``call_seconds`` (a one-slot server embeds a search's question only after the call in hand)."""
-        if self._per_chunk is None:
-            return self.embed_batch
-        return max(1, min(self.embed_batch, int(self.call_seconds / self._per_chunk)))
+        return most if per_input is None else max(1, min(most, int(self.call_seconds / per_input)))
 
-    def _embed_unit(self, texts: list[str], session: str | None = None) -> list[list[float]] | None:
+    def _embed_unit(
+        self, texts: list[str], session: str | None = None, *, words: bool = False
+    ) -> list[list[float]] | None:
         """One embedding call, after yielding to the foreground; None when stopping.
 
         An embedder that can be interrupted (the local one) is stopped by a search that starts
@@ -474,19 +477,22 @@ class RecallIndexer:
             except EmbeddingInterrupted:
                 interruptions += 1
                 continue
-            self._measured(time.monotonic() - started, len(texts))
+            self._measured(time.monotonic() - started, len(texts), words=words)
             return vectors
 
-    def _measured(self, seconds: float, inputs: int) -> None:
-        """The speed of the embedder, as its last calls went (what ``settle`` and ``eta_seconds`` expect).
-
-        The first call is not counted: it loads the model.
+    def _measured(self, seconds: float, inputs: int, *, words: bool = False) -> None:
+        """The speed of the embedder, as its last calls went, per chunk (what ``settle`` and ``eta_seconds``
+        expect) or per word. The first call is not counted: it loads the model.
         """
         self._unit = seconds
         self._calls += 1
         if inputs and self._calls > 1:
-            per = seconds / inputs
-            self._per_chunk = per if self._per_chunk is None else 0.7 * self._per_chunk + 0.3 * per
+            per, known = seconds / inputs, self._per_word if words else self._per_chunk
+            mean = per if known is None else 0.7 * known + 0.3 * per
+            if words:
+                self._per_word = mean
+            else:
+                self._per_chunk = mean
 
     def _expected(self, session: str, skip: Collection[str] = ()) -> float:
         """Seconds the session's vectors still to make take, at the measured speed (the condition held)."""
