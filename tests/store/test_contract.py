@@ -7,6 +7,7 @@ other processes, object storage) stays in ``test_lance.py``.
 from __future__ import annotations
 
 import time
+import uuid
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -19,6 +20,12 @@ from monad_notebook.messages import Message, ToolCall
 from monad_notebook.store.base import Chunk, Claim, LedgerEntry, MemoryFact, Store, Summary
 from monad_notebook.store.rows import sql_str
 from tests.store.sessions import HOSTILE_NAMES, fill_session, turn
+
+# any text, leaning on what SQL, LIKE and JSON treat specially
+HOSTILE_TEXT = st.text(
+    st.sampled_from("'\"\\;-=%_ \n") | st.characters(blacklist_characters="\x00", blacklist_categories=["Cs"]),
+    min_size=1,
+)
 
 
 @pytest.fixture
@@ -111,14 +118,9 @@ def test_a_calls_messages_are_the_call_and_its_result_in_order(store: Store) -> 
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(
-    call_id=st.text(
-        st.sampled_from("'\"\\%_ \n") | st.characters(blacklist_characters="\x00", blacklist_categories=["Cs"]),
-        min_size=1,
-    )
-)
+@given(call_id=HOSTILE_TEXT)
 def test_any_tool_call_id_finds_its_own_call_only(store: Store, call_id: str) -> None:
-    session = f"ids-{len(store.list_sessions())}"
+    session = f"ids-{uuid.uuid4().hex}"  # each example its own: an earlier decoy cannot match a later id
     asked = Message("assistant", "", session=session, tool_calls=[ToolCall(call_id, "python", '{"code": "x = 1"}')])
     decoy = Message("assistant", "", session=session, seq=2, tool_calls=[ToolCall(call_id + "x", "python", "{}")])
     store.append_messages([asked, decoy])
@@ -205,12 +207,7 @@ def test_hostile_tool_call_ids_and_scopes_are_just_values(store: Store) -> None:
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(
-    name=st.text(
-        st.sampled_from("'\"\\;-=%_ \n") | st.characters(blacklist_characters="\x00", blacklist_categories=["Cs"]),
-        min_size=1,
-    )
-)
+@given(name=HOSTILE_TEXT)
 def test_any_session_name_loads_only_its_own_messages(store: Store, name: str) -> None:
     if store.get_session("bystander") is None:
         fill_session(store, "bystander")

@@ -47,13 +47,16 @@ def read_tool_output(ctx: ToolContext, id: str, offset: int = 0, limit: int = 20
     if not id or len(id) > MAX_ID_CHARS or ctx.store is None:
         return _not_found(id)
     raw = ctx.store.get_raw_output(ctx.session, id)
-    made, result = _call_of(ctx.store.call_messages(ctx.session, id), id)
+    first_page = offset == 0 and not grep
+    made = result = None
+    if first_page or raw is None:  # a later page or a grep of a saved output needs no transcript read
+        made, result = _call_of(ctx.store.call_messages(ctx.session, id), id)
     if raw is None and result is not None:
         raw = result.content  # never truncated: what the model was sent, already redacted
     if raw is None and made is None:
         return _not_found(id)
     cap = ctx.output_max_chars
-    call = _call_text(ctx, made, id, cap // 2) if made is not None and offset == 0 and not grep else ""
+    call = _call_text(ctx, made, id, cap // 2) if made is not None and first_page else ""
     if raw is None:
         return call + "[no output was stored for this call]"
     room = max(cap - len(call), cap // 2)
