@@ -35,7 +35,11 @@ with ``context.recall.rewrite`` "fast" and that model as the fast tier, through 
 recall (``RecallService``): reachable, found by recall, and recall's latency with the rewrite's wait
 (``--rewrite-timeout``, 60 s by default so each probe gets its phrasings; the product's default is 5).
 The summaries stay scripted. ``--embedding-with gemma`` or ``BASE_URL MODEL`` indexes through an
-embeddings endpoint instead of the offline model (``models.embedding``, its known prefixes applied).
+embeddings endpoint instead of the offline model (``models.embedding``, its known prefixes applied);
+``--embedding-cache FILE`` keeps the endpoint's vectors of long passages in FILE and answers them
+from it in later runs (``embedding_cache.py``: what is found is unchanged, the indexing rate is not
+reported), so the three summarizers and repeated runs index the shared outputs once, as the
+offline model's runs do.
 
 ``--misses`` lists each identifier recall did not bring back: where it was, its probe, what
 recall answered, and the rank of the message holding it in each search alone (words, vectors).
@@ -59,6 +63,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.embedding_cache import CacheStats, cached_embeddings
 from benchmarks.fidelity_session import KINDS, PLACEMENTS, Plant, Script, Turn, make_script
 from monad_notebook.agent.tools.base import Tool, ToolContext, tool
 from monad_notebook.agent.tools.recall import recall as recall_tool
@@ -74,6 +79,7 @@ from monad_notebook.errors import ModelError
 from monad_notebook.messages import ToolCall
 from monad_notebook.provider import ChatModel, ChatResponse, OpenAIChatModel, Usage
 from monad_notebook.provider import local_embedder as embeddings
+from monad_notebook.provider.prefixes import as_question
 from monad_notebook.session import Session
 from monad_notebook.store.lance import LanceStore
 from monad_notebook.testing import ScriptedModel
@@ -182,6 +188,7 @@ class Run:
     found: dict[str, set[str]] = field(default_factory=dict)  # value -> {"prompt", "handle", "recall"}: tuning probe
     held: dict[str, set[str]] = field(default_factory=dict)  # the same, "recall" by the held-out probe
     ago: dict[str, int] = field(default_factory=dict)  # value -> compactions since it was folded (0: never)
+    windowed: set[str] = field(default_factory=set)  # values the final window's messages show (recall skips them)
     compactions: int = 0
     fallbacks: int = 0
     recall_tokens: list[int] = field(default_factory=list)
@@ -193,10 +200,12 @@ class Run:
     index_wait: float = 0.0
     embedded: int = 0  # passages the indexer embedded ...
     embed_seconds: float = 0.0  # ... in this much time inside the embedder's calls
+    from_cache: int = 0  # of them, answered by ``--embedding-cache`` (not timed as the endpoint's)
     misses: list[str] = field(default_factory=list)
     ablation: dict[str, tuple[int, int]] = field(default_factory=dict)  # steps left out -> reachable (tuning, held-out)
-    # asked with another phrasing: row -> (reachable, by recall, folded 5+ ago, middles, recall ms p50, p95)
-    also: dict[str, tuple[int, int, str, str, float, float]] = field(default_factory=dict)
+    # asked with another phrasing: row -> (reachable, by recall, by recall of those out of the window, folded 5+ ago,
+    # middles, recall ms p50, p95)
+    also: dict[str, tuple[int, int, str, str, str, float, float]] = field(default_factory=dict)
 
 
 def config(window: int, embedder: embeddings.Embedder | None, endpoint: tuple[str, str] | None = None) -> Config:
@@ -224,6 +233,7 @@ def run(
     also: bool = False,
     rewrite: tuple[ChatModel, float] | None = None,
     endpoint: tuple[str, str] | None = None,
+    cache: CacheStats | None = None,
 ) -> Run:
     counter = TokenCounter("gpt-4o")
     result = Run(quality)
@@ -241,8 +251,10 @@ def run(
     )
     tools_tokens = counter.count_messages([], [t.schema() for t in session.tools.values()]) - counter.count_messages([])
     indexer = session.recall.indexer
-    if indexer.embedder is not None:
-        indexer.embedder = _Timed(indexer.embedder, result)  # type: ignore[assignment]
+    searching = indexer.embedder  # the session's embedder (the endpoint's with ``endpoint``)
+    if searching is not None:
+        indexer.embedder = _Timed(searching, result)  # type: ignore[assignment]
+    hits_before = cache.hits if cache else 0
     model._usage = lambda messages: Usage(counter.count_messages(messages) + tools_tokens, 30)
     started = time.perf_counter()
     for turn in script.turns:
@@ -252,14 +264,17 @@ def run(
     waited = time.perf_counter()
     session.cascade.wait()
     result.index_wait = time.perf_counter() - waited
+    result.from_cache = cache.hits - hits_before if cache else 0
     final = model.calls[-1].messages
     result.final_tokens = counter.count_messages(final) + tools_tokens
     tool = _tool_of(session)
+    shown = "\n".join(m.content for m in session.window.messages)
+    result.windowed = {p.value for p in script.plants if p.value in shown}
     measure(result, script, tool, store, final, counter)
     if misses:
-        result.misses = explain_misses(result, script, tool, store, embedder)
+        result.misses = explain_misses(result, script, tool, store, searching)
     if ablate:
-        result.ablation = ablation(result, script, session, embedder, counter)
+        result.ablation = ablation(result, script, session, searching, counter)
     if also:
         result.also = with_also(result, script, tool, counter)
     if rewrite is not None:
@@ -419,21 +434,23 @@ def asked_again(
     also: Callable[[Plant], str] = lambda plant: "",
 ) -> tuple:
     """Every identifier's ``question`` asked again (with ``also`` as a second phrasing) of the final session:
-    reachable, found by recall, reachable of those folded 5+ compactions ago and of those in the middle of a
-    truncated output, recall's p50 and p95 ms."""
+    reachable, found by recall (of all, of those the final window does not show), reachable of those folded 5+
+    compactions ago and of those in the middle of a truncated output, recall's p50 and p95 ms."""
     probe = Run(result.quality)
-    reached, recalled = set(), 0
+    reached, recalled = set(), set()
     for number, plant in enumerate(script.plants):
         got = _recalled(probe, tool, counter, f"{tag}_{number}", question(plant), plant, also=also(plant))
         if result.found[plant.value] - {"recall"} | got:
             reached.add(plant.value)
-        recalled += bool(got)
+        if got:
+            recalled.add(plant.value)
     old = [p for p in script.plants if result.ago[p.value] >= 5]
     middles = [p for p in script.plants if p.placement == "output-middle"]
     ms = sorted(probe.recall_ms)
     return (
         len(reached),
-        recalled,
+        len(recalled),
+        _out_of_window(result, recalled),
         _pct(sum(p.value in reached for p in old), len(old)),
         _pct(sum(p.value in reached for p in middles), len(middles)),
         statistics.median(ms),
@@ -473,7 +490,7 @@ def explain_misses(
         by_words = store.search_chunks("fidelity", words, 500)
         by_meaning: list = []
         if embedder is not None:
-            vector = embedder.embed([probe])[0]
+            vector = embedder.embed([as_question(embedder, probe)])[0]
             by_meaning = store.search_embeddings("fidelity", vector, 500, model=embedder.name)
         answer = tool(ToolCall(f"miss_{number}", "recall", json.dumps({"query": probe})))
         got = [line.strip()[:70] for line in answer.splitlines()[2::2]][:3]
@@ -525,6 +542,14 @@ def _carrier_seqs(store: LanceStore, script: Script) -> dict[str, int]:
 # --- report ---------------------------------------------------------------------------
 
 
+def _out_of_window(run: Run, recalled: set[str] | dict[str, set[str]]) -> str:
+    """Found by recall, of the identifiers the final window does not show (recall skips what the window shows)."""
+    if isinstance(recalled, dict):
+        recalled = {value for value, where in recalled.items() if "recall" in where}
+    out = set(run.found) - run.windowed
+    return _pct(len(out & recalled), len(out))
+
+
 def _pct(part: int, whole: int) -> str:
     return f"{part}/{whole} ({100 * part / whole:.0f}%)" if whole else "-"
 
@@ -557,7 +582,14 @@ def report(script: Script, runs: list[Run]) -> str:
             f" final prompt {r.final_tokens:,} tokens; ledger shows {r.ledger_shown} of {r.ledger_stored} stored"
             f" entries; session {r.seconds:.0f} s"
             f" (indexing caught up {r.index_wait:.0f} s after the last turn); {r.embedded:,} passages embedded"
-            f" at {r.embedded / max(r.embed_seconds, 1e-9):.1f} per second of embedding.",
+            + (
+                f" ({r.from_cache:,} of them answered by the embedding cache: no rate)."
+                if r.from_cache
+                else f" at {r.embedded / max(r.embed_seconds, 1e-9):.1f} per second of embedding."
+            ),
+            f"{len(r.windowed)} of the identifiers are shown by the final window's messages, which recall skips;"
+            f" of the others, recall finds {_out_of_window(r, r.found)} by their tuning probe,"
+            f" {_out_of_window(r, r.held)} by their held-out probe.",
             f"recall answers: {statistics.median(tokens):.0f} tokens median, {p95} p95, {tokens[-1]} max"
             f" (budget {RECALL_BUDGET_TOKENS}); {statistics.median(ms):.0f} ms median,"
             f" {ms[int(0.95 * (len(ms) - 1))]:.0f} ms p95.",
@@ -599,12 +631,12 @@ def report(script: Script, runs: list[Run]) -> str:
                 "Asked again with other phrasings (the recall tool's `also`, or the fast model's rewrite;"
                 " the same final session; of 100):",
                 "",
-                "| asked | reachable | by recall | folded 5+ ago: reachable | middle of a truncated output: reachable"
-                " | recall p50 / p95 |",
-                "|---|---:|---:|---:|---:|---:|",
+                "| asked | reachable | by recall | by recall, of those out of the window | folded 5+ ago: reachable"
+                " | middle of a truncated output: reachable | recall p50 / p95 |",
+                "|---|---:|---:|---:|---:|---:|---:|",
                 *(
-                    f"| {row} | {a} | {b} | {old} | {middle} | {p50:.0f} / {p95:.0f} ms |"
-                    for row, (a, b, old, middle, p50, p95) in r.also.items()
+                    f"| {row} | {a} | {b} | {out} | {old} | {middle} | {p50:.0f} / {p95:.0f} ms |"
+                    for row, (a, b, out, old, middle, p50, p95) in r.also.items()
                 ),
                 "",
             ]
@@ -620,6 +652,11 @@ def goals(script: Script, runs: list[Run]) -> str:
     middles = [p for p in script.plants if p.placement == "output-middle"]
     checks: list[tuple[str, Callable[[Run], tuple[int, int]], float]] = [
         ("held-out probes: reachable >= 95%", lambda r: _count(r, script.plants, bool, r.held), 0.95),
+        (
+            "... found by recall, of those out of the final window, >= 90%",
+            lambda r: _count(r, [p for p in script.plants if p.value not in r.windowed], _by_recall, r.held),
+            0.9,
+        ),
         ("... folded 5+ compactions ago >= 95%", lambda r: _count(r, old(r), bool, r.held), 0.95),
         ("... in the middle of a truncated output >= 95%", lambda r: _count(r, middles, bool, r.held), 0.95),
         ("tuning probes: reachable >= 95%", lambda r: _count(r, script.plants, bool), 0.95),
@@ -640,6 +677,10 @@ def goals(script: Script, runs: list[Run]) -> str:
         + " |"
     )
     return "\n".join(lines) + ("" if worst <= RECALL_BUDGET_TOKENS else "\n\nThe recall budget was exceeded.")
+
+
+def _by_recall(where: set[str]) -> bool:
+    return "recall" in where
 
 
 def _count(
@@ -670,25 +711,38 @@ def main() -> None:
     parser.add_argument("--rewrite-with", nargs="+", metavar="qwen | BASE_URL MODEL", help="ask again, rewritten")
     parser.add_argument("--rewrite-timeout", type=float, default=60.0, help="rewriteTimeoutSeconds for --rewrite-with")
     parser.add_argument("--embedding-with", nargs="+", metavar="gemma | BASE_URL MODEL", help="an embeddings endpoint")
+    parser.add_argument(
+        "--embedding-cache",
+        type=Path,
+        metavar="FILE",
+        help="with --embedding-with: passages the endpoint embedded in an earlier run answered from FILE (no rate)",
+    )
+    parser.add_argument("--threads", type=int, default=1, help="threads of each fixture's llama-server")
     args = parser.parse_args()
     logging.getLogger("monad_notebook").setLevel(logging.ERROR)
-    if args.embedding_with and (args.ablate or args.misses or args.onnx_model):
-        raise SystemExit("--embedding-with measures the product's own path: leave out --ablate, --misses, --onnx-model")
+    if args.embedding_with and args.onnx_model:
+        raise SystemExit("--embedding-with and --onnx-model each name the embedder: give one")
+    if args.embedding_cache and not args.embedding_with:
+        raise SystemExit("--embedding-cache keeps an endpoint's vectors: give --embedding-with too")
     with ExitStack() as servers:
         rewrite: tuple[ChatModel, float] | None = None
         endpoint: tuple[str, str] | None = None
+        cache: CacheStats | None = None
         if args.rewrite_with:
-            url, name = endpoint_of(servers, args.rewrite_with, "qwen")
+            url, name = endpoint_of(servers, args.rewrite_with, "qwen", args.threads)
             rewrite = (
                 OpenAIChatModel(name, base_url=url, timeout=args.rewrite_timeout, max_retries=0),
                 args.rewrite_timeout,
             )
         if args.embedding_with:
-            endpoint = endpoint_of(servers, args.embedding_with, "gemma")
-        measure_all(args, rewrite, endpoint)
+            endpoint = endpoint_of(servers, args.embedding_with, "gemma", args.threads)
+            if args.embedding_cache:
+                url, cache = servers.enter_context(cached_embeddings(endpoint[0], args.embedding_cache))
+                endpoint = (url, endpoint[1])
+        measure_all(args, rewrite, endpoint, cache)
 
 
-def endpoint_of(servers: ExitStack, given: list[str], fixture: str) -> tuple[str, str]:
+def endpoint_of(servers: ExitStack, given: list[str], fixture: str, threads: int = 1) -> tuple[str, str]:
     """(base URL, model name): the fixture named ``fixture`` started for this run, or the endpoint given."""
     if given != [fixture]:
         if len(given) != 2:
@@ -699,11 +753,14 @@ def endpoint_of(servers: ExitStack, given: list[str], fixture: str) -> tuple[str
 
     path = fetch(fixture)
     serve = chat_server if fixture == "qwen" else embedding_server
-    return servers.enter_context(serve(path)), path.stem
+    return servers.enter_context(serve(path, threads=threads)), path.stem
 
 
 def measure_all(
-    args: argparse.Namespace, rewrite: tuple[ChatModel, float] | None, endpoint: tuple[str, str] | None
+    args: argparse.Namespace,
+    rewrite: tuple[ChatModel, float] | None,
+    endpoint: tuple[str, str] | None,
+    cache: CacheStats | None,
 ) -> None:
     other = args.onnx_model
     files = None if other is None else (Path(other[0]), Path(other[1]))
@@ -730,6 +787,7 @@ def measure_all(
                     also=args.also,
                     rewrite=rewrite,
                     endpoint=endpoint,
+                    cache=cache,
                 )
             )
             print(report(script, runs[-1:]), flush=True)

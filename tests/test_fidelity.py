@@ -93,6 +93,10 @@ def test_a_short_run_counts_each_identifier_only_where_it_really_is(tmp_path):
     in_prompt = sum(bool(w - {"recall"}) for w in result.found.values())
     assert all(in_prompt <= tuning <= 100 and in_prompt <= held <= 100 for tuning, held in result.ablation.values())
     assert "| one_of_each |" in table
+    # what the final window shows is in the prompt, and recall (which skips it) never counts for it
+    assert result.windowed and all("prompt" in result.found[v] for v in result.windowed)
+    assert not any("recall" in result.found[v] or "recall" in result.held[v] for v in result.windowed)
+    assert f"{len(result.windowed)} of the identifiers are shown by the final window's messages" in table
 
 
 def test_prompt_text_reads_contents_and_tool_call_arguments():

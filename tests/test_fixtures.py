@@ -219,3 +219,25 @@ def test_a_server_that_dies_while_in_use_is_named_as_the_cause(tmp_path, monkeyp
         server.process.kill()
         server.process.wait()
         raise ConnectionError("connection refused")
+
+
+def test_the_embedding_cache_answers_long_passages_it_kept_and_sends_questions_upstream(tmp_path):
+    from benchmarks.embedding_cache import cached_embeddings
+    from monad_notebook.provider.embedder import OpenAIEmbedder
+    from monad_notebook.testing import FakeOpenAIServer
+
+    passage, question = "title: none | text: " + "df.groupby('region').sum() " * 12, "task: search result | query: q"
+    with FakeOpenAIServer() as upstream:
+        with cached_embeddings(upstream.base_url, tmp_path / "vectors.sqlite") as (url, stats):
+            first = OpenAIEmbedder("gemma", base_url=url).embed([passage, question])
+        with cached_embeddings(upstream.base_url, tmp_path / "vectors.sqlite") as (url, again):
+            second = OpenAIEmbedder("gemma", base_url=url).embed([passage, question])
+            other_model = OpenAIEmbedder("other", base_url=url).embed([passage])
+
+        direct = OpenAIEmbedder("gemma", base_url=upstream.base_url).embed([passage, question])
+        sent = [body["input"] for body in upstream.embedding_requests]
+
+    assert first == second == direct
+    assert other_model == direct[:1]
+    assert (stats.hits, stats.sent, again.hits, again.sent) == (0, 2, 1, 2)
+    assert sent[:3] == [[passage, question], [question], [passage]]
