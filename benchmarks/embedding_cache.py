@@ -74,7 +74,7 @@ class VectorCache:
 @contextmanager
 def cached_embeddings(upstream: str, path: Path) -> Iterator[tuple[str, CacheStats]]:
     """A local base URL that answers ``/embeddings`` from ``path`` or from ``upstream``; its counts."""
-    cache, stats = VectorCache(path), CacheStats()
+    cache, stats, counting = VectorCache(path), CacheStats(), threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
@@ -95,8 +95,9 @@ def cached_embeddings(upstream: str, path: Path) -> Iterator[tuple[str, CacheSta
                 cache.put(model, [texts[i] for i in missing], fresh)
                 for i, vector in zip(missing, fresh, strict=True):
                     vectors[i] = vector
-            stats.hits += len(texts) - len(missing)
-            stats.sent += len(missing)
+            with counting:  # the indexer and a search may ask at once
+                stats.hits += len(texts) - len(missing)
+                stats.sent += len(missing)
             body = json.dumps(
                 {
                     "object": "list",

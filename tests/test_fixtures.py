@@ -17,8 +17,11 @@ import numpy as np
 import pytest
 
 from benchmarks import fixture_server, fixtures
+from benchmarks.embedding_cache import cached_embeddings
 from benchmarks.fixtures import FixtureError, Piece
 from benchmarks.gemma_gguf import read_safetensors, sentencepiece_pieces
+from monad_notebook.provider.embedder import OpenAIEmbedder
+from monad_notebook.testing import FakeOpenAIServer
 
 
 def wheel(directory: Path, piece: Piece, content: bytes) -> Path:
@@ -222,10 +225,6 @@ def test_a_server_that_dies_while_in_use_is_named_as_the_cause(tmp_path, monkeyp
 
 
 def test_the_embedding_cache_answers_long_passages_it_kept_and_sends_questions_upstream(tmp_path):
-    from benchmarks.embedding_cache import cached_embeddings
-    from monad_notebook.provider.embedder import OpenAIEmbedder
-    from monad_notebook.testing import FakeOpenAIServer
-
     passage, question = "title: none | text: " + "df.groupby('region').sum() " * 12, "task: search result | query: q"
     with FakeOpenAIServer() as upstream:
         with cached_embeddings(upstream.base_url, tmp_path / "vectors.sqlite") as (url, stats):
