@@ -20,9 +20,11 @@ prompt shows, or in the ``recall`` tool's answer to its probe: a question naming
 never the identifier. "Folded 5+ ago" are those whose message was folded into the summary by a
 compaction followed by at least four more.
 
-Every identifier is probed twice: by its tuning probe (the questions recall was tuned on) and by
-its held-out probe (written apart, in other words and forms: ``fidelity_session.py``). Both are
-reported; the goals hold for both.
+Every identifier is probed three times: by its tuning probe (the questions recall was tuned on),
+by its second tuning probe (a fourth vocabulary and forms of its own, asked wholly in other words
+as the held-out ones are, so a choice for paraphrased questions can be judged without them), and
+by its held-out probe (written apart, in other words and forms: ``fidelity_session.py``). All are
+reported; the goals hold for the first and the held-out ones.
 
 ``--also`` asks each probe again with the other probe as the ``recall`` tool's second phrasing:
 the held-out probe with the tuning probe's words is the upper bound of a rewrite into the
@@ -187,6 +189,7 @@ class Run:
     quality: str
     found: dict[str, set[str]] = field(default_factory=dict)  # value -> {"prompt", "handle", "recall"}: tuning probe
     held: dict[str, set[str]] = field(default_factory=dict)  # the same, "recall" by the held-out probe
+    reworded: dict[str, set[str]] = field(default_factory=dict)  # the same, "recall" by the second tuning probe
     ago: dict[str, int] = field(default_factory=dict)  # value -> compactions since it was folded (0: never)
     windowed: set[str] = field(default_factory=set)  # values the final window's messages show (recall skips them)
     compactions: int = 0
@@ -202,7 +205,8 @@ class Run:
     embed_seconds: float = 0.0  # ... in this much time inside the embedder's calls
     from_cache: int = 0  # of them, answered by ``--embedding-cache`` (not timed as the endpoint's)
     misses: list[str] = field(default_factory=list)
-    ablation: dict[str, tuple[int, int]] = field(default_factory=dict)  # steps left out -> reachable (tuning, held-out)
+    # steps left out -> reachable by the tuning, second tuning and held-out probes
+    ablation: dict[str, tuple[int, int, int]] = field(default_factory=dict)
     # asked with another phrasing: row -> (reachable, by recall, by recall of those out of the window, folded 5+ ago,
     # middles, recall ms p50, p95)
     also: dict[str, tuple[int, int, str, str, str, float, float]] = field(default_factory=dict)
@@ -337,6 +341,9 @@ def measure(result: Run, script: Script, tool: Ask, store: LanceStore, final: li
             where.add("handle")
         result.found[plant.value] = where | _recalled(result, tool, counter, f"probe_{number}", plant.probe, plant)
         result.held[plant.value] = where | _recalled(result, tool, counter, f"held_{number}", plant.held_out, plant)
+        result.reworded[plant.value] = where | _recalled(
+            result, tool, counter, f"reworded_{number}", plant.reworded, plant
+        )
         folded_by = next((i for i, b in enumerate(boundaries) if b >= seqs[plant.value]), None)
         result.ago[plant.value] = 0 if folded_by is None else len(boundaries) - folded_by
 
@@ -383,8 +390,8 @@ def _recalled(
 
 def ablation(
     result: Run, script: Script, session: Session, embedder: embeddings.Embedder | None, counter: TokenCounter
-) -> dict[str, tuple[int, int]]:
-    """Each rerank step switched off in turn, over the same final session: reachable by tuning and held-out probes.
+) -> dict[str, tuple[int, int, int]]:
+    """Each rerank step switched off in turn, over the same final session: reachable by each probe set.
 
     What the final prompt and the saved outputs reach is the same in every row; only the
     ``recall`` tool's answers are asked again, through the tool, of a ``Recall`` built as the
@@ -392,18 +399,18 @@ def ablation(
     with one step left out. The row "none" leaves none out, so it reaches what the run reached.
     """
     words = shared_word_vectors(embedder.name) if embedder is not None else None
-    rows: dict[str, tuple[int, int]] = {}
+    rows: dict[str, tuple[int, int, int]] = {}
     for left_out in ("", *STEPS):
         steps = [s for s in STEPS if s != left_out]
         tool = _tool_of(session, Recall(session.store, embedder, words, steps, tuning=TUNING))
-        reach = [0, 0]
+        reach = [0, 0, 0]
         probe = Run(result.quality)
         for number, plant in enumerate(script.plants):
             base = result.found[plant.value] - {"recall"}
-            for which, question in enumerate((plant.probe, plant.held_out)):
+            for which, question in enumerate((plant.probe, plant.reworded, plant.held_out)):
                 recalled = _recalled(probe, tool, counter, f"ablate_{number}_{which}", question, plant)
                 reach[which] += bool(base | recalled)
-        rows[left_out or "none"] = (reach[0], reach[1])
+        rows[left_out or "none"] = (reach[0], reach[1], reach[2])
     return rows
 
 
@@ -472,6 +479,7 @@ def with_rewrite(
             result, script, tool, counter, "rewrite", lambda p: p.held_out
         ),
         "tuning probe, rewritten": asked_again(result, script, tool, counter, "rewrite", lambda p: p.probe),
+        "second tuning probe, rewritten": asked_again(result, script, tool, counter, "rewrite", lambda p: p.reworded),
     }
 
 
@@ -482,6 +490,7 @@ def explain_misses(
     ids = _carrier_ids(store, script)
     lines = []
     asked = [(p, p.probe, result.found, "tuning") for p in script.plants]
+    asked += [(p, p.reworded, result.reworded, "second tuning") for p in script.plants]
     asked += [(p, p.held_out, result.held, "held-out") for p in script.plants]
     for number, (plant, probe, found, which) in enumerate(asked):
         if "recall" in found[plant.value]:
@@ -589,6 +598,7 @@ def report(script: Script, runs: list[Run]) -> str:
             ),
             f"{len(r.windowed)} of the identifiers are shown by the final window's messages, which recall skips;"
             f" of the others, recall finds {_out_of_window(r, r.found)} by their tuning probe,"
+            f" {_out_of_window(r, r.reworded)} by their second tuning probe (in other words),"
             f" {_out_of_window(r, r.held)} by their held-out probe.",
             f"recall answers: {statistics.median(tokens):.0f} tokens median, {p95} p95, {tokens[-1]} max"
             f" (budget {RECALL_BUDGET_TOKENS}); {statistics.median(ms):.0f} ms median,"
@@ -621,9 +631,9 @@ def report(script: Script, runs: list[Run]) -> str:
             lines += [
                 "Each rerank step switched off in turn (the same final session; reachable of 100):",
                 "",
-                "| step left out | tuning probes | held-out probes |",
-                "|---|---:|---:|",
-                *(f"| {step} | {tuning} | {held} |" for step, (tuning, held) in r.ablation.items()),
+                "| step left out | tuning probes | second tuning probes | held-out probes |",
+                "|---|---:|---:|---:|",
+                *(f"| {step} | {tuning} | {other} | {held} |" for step, (tuning, other, held) in r.ablation.items()),
                 "",
             ]
         if r.also:

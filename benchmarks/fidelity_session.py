@@ -11,7 +11,10 @@ tuning set: recall's constants and steps are chosen on them.
 Each identifier also has a held-out probe, written apart from the tuning templates and from
 recall's code: a third vocabulary for the subject, other verbs and nouns for the kinds, a third
 of them naming no kind at all, commands asked by what they did, and identifiers the assistant
-gave asked about as what it said. They are for judging, never for choosing.
+gave asked about as what it said. They are for judging, never for choosing. A second tuning probe
+per identifier (``REWORDED``) is built the same way from a vocabulary of its own, sharing no
+name with the held-out probes: the first tuning set asks two thirds of its questions in the
+session's words, so a choice that helps questions asked wholly in other words is judged on this one.
 
 Around them, the noise a real session makes: every step reads a new file into a new variable
 and prints a frame, every tenth step prints a long log or data dictionary. Deterministic for
@@ -138,6 +141,7 @@ class Plant:
     paraphrased: bool
     call_id: str = ""  # the step whose output holds it (output placements)
     held_out: str = ""  # the held-out probe
+    reworded: str = ""  # the second tuning probe: a fourth vocabulary, other forms (``REWORDED``)
 
 
 @dataclass
@@ -254,18 +258,98 @@ HELD_NO_KIND = ["remind me about the {}", "anything on the {}?"]
 HELD_ASSISTANT = ["what did you tell me about the {}?", "you mentioned the {} earlier: what was it?"]
 
 
-def held_out_probe(kind: str, placement: str, index: int, entity: str, aspect: str) -> str:
-    """The held-out question for a plant: commands by what they did; of the rest one in three names no
-    kind, and what the assistant said is asked as such."""
-    other_entity, other_aspect = HELD_ENTITIES[entity], HELD_ASPECTS[aspect]
-    subject = f"{other_aspect} the {other_entity} data" if kind == "command" else f"{other_entity} {other_aspect}"
-    if kind == "command":  # asked by what it did
-        return HELD_KIND_NAMED["command"][index % 2].format(subject)
-    if index % 3 == 1:
-        return HELD_NO_KIND[index % 2].format(subject)
-    if placement == "answer":
-        return HELD_ASSISTANT[index % 2].format(subject)
-    return HELD_KIND_NAMED[kind][index % 2].format(subject)
+# The second tuning set's vocabulary: a fourth name for each entity and aspect, and forms of its own.
+# Like the held-out probes it asks in other words and forms than the session used, so choices that
+# help paraphrased questions can be judged on it; it shares no name with the held-out probes.
+REWORDED_ENTITIES = {
+    "churn": "client defection",
+    "revenue": "earnings",
+    "returns": "reverse logistics",
+    "signup": "enrolment",
+    "inventory": "product availability",
+    "shipping": "dispatch",
+    "refund": "repayment",
+    "loyalty": "frequent buyer scheme",
+    "fraud": "scam",
+    "pricing": "rate card",
+    "marketing spend": "promotion expenses",
+    "support ticket": "service request",
+    "web session": "online browsing",
+    "supplier": "wholesaler",
+    "warehouse": "distribution centre",
+    "subscription": "auto-renewal",
+    "discount": "rebate",
+    "payment": "settlement",
+    "review": "testimonial",
+    "forecast": "prediction",
+}
+REWORDED_ASPECTS = {
+    "raw extract": "initial pull",
+    "cleaned table": "scrubbed output",
+    "daily snapshot": "nightly capture",
+    "holdout sample": "evaluation slice",
+    "lookup table": "key dictionary",
+    "model frame": "estimation table",
+    "joined frame": "linked records",
+    "feature matrix": "covariates",
+    "pivot": "reshaped overview",
+    "sample": "random draw",
+    "flag": "tick box",
+    "amount in euros": "sum paid in the single currency",
+    "date": "calendar entry",
+    "score": "grade",
+    "segment": "bucket",
+    "export": "offload",
+    "backfill": "rebuild the older records of",
+    "retrain": "re-fit",
+    "refresh": "bring up to date",
+    "validate": "sanity-check",
+    "rate": "proportion",
+    "total": "overall amount",
+    "median": "50th percentile",
+    "count": "row tally",
+    "growth": "uplift",
+}
+REWORDED_KIND_NAMED = {
+    "path": ["where did we write the {}?", "can you find the file with the {}?"],
+    "variable": ["what did we name the {}?", "which object has the {}?"],
+    "column": ["the {} lives in which column?", "what's the column name for the {}?"],
+    "command": ["what was run to {}?", "which job did we use to {}?"],
+    "number": ["what number did we get for the {}?", "the {} was how much?"],
+}
+REWORDED_NO_KIND = ["tell me again about the {}", "what about the {}?"]
+REWORDED_ASSISTANT = ["what was your finding on the {}?", "you reported the {} before; remind me"]
+
+
+@dataclass(frozen=True)
+class Wording:
+    """A vocabulary to ask in: other names for each entity and aspect, and the forms of the questions."""
+
+    entities: dict[str, str]
+    aspects: dict[str, str]
+    kind_named: dict[str, list[str]]  # per kind, two forms naming it (in other nouns)
+    no_kind: list[str]  # two forms naming no kind
+    assistant: list[str]  # two forms asking about what the assistant said
+    unnamed: int  # the index (mod 3) of the identifiers asked about naming no kind
+
+    def probe(self, kind: str, placement: str, index: int, entity: str, aspect: str) -> str:
+        """The question for a plant: commands by what they did; of the rest one in three names no kind, and
+        what the assistant said is asked as such."""
+        other_entity, other_aspect = self.entities[entity], self.aspects[aspect]
+        if kind == "command":  # asked by what it did
+            return self.kind_named["command"][index % 2].format(f"{other_aspect} the {other_entity} data")
+        subject = f"{other_entity} {other_aspect}"
+        if index % 3 == self.unnamed:
+            return self.no_kind[index % 2].format(subject)
+        if placement == "answer":
+            return self.assistant[index % 2].format(subject)
+        return self.kind_named[kind][index % 2].format(subject)
+
+
+HELD_OUT = Wording(HELD_ENTITIES, HELD_ASPECTS, HELD_KIND_NAMED, HELD_NO_KIND, HELD_ASSISTANT, unnamed=1)
+REWORDED = Wording(
+    REWORDED_ENTITIES, REWORDED_ASPECTS, REWORDED_KIND_NAMED, REWORDED_NO_KIND, REWORDED_ASSISTANT, unnamed=2
+)
 
 
 def make_plants(turns: int, seed: int) -> list[Plant]:
@@ -282,8 +366,11 @@ def make_plants(turns: int, seed: int) -> list[Plant]:
             probe = PROBES[kind].format(asked if paraphrased else subject)
             value = _value(kind, index, entity, aspect, rng)
             placement = PLACEMENTS[(index + KINDS.index(kind)) % 4]
-            held_out = held_out_probe(kind, placement, index, entity, aspect)
-            plants.append(Plant(value, kind, placement, 0, subject, probe, paraphrased, held_out=held_out))
+            held_out = HELD_OUT.probe(kind, placement, index, entity, aspect)
+            reworded = REWORDED.probe(kind, placement, index, entity, aspect)
+            plants.append(
+                Plant(value, kind, placement, 0, subject, probe, paraphrased, held_out=held_out, reworded=reworded)
+            )
     rng.shuffle(plants)
     last = max(1, turns - 8)
     for position, plant in enumerate(plants):

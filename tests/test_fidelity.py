@@ -8,7 +8,16 @@ from collections import Counter
 import pytest
 
 from benchmarks.fidelity import MAX_CHARS, FastModel, prompt_text, report, run
-from benchmarks.fidelity_session import KINDS, PLACEMENTS, PROBES, make_script
+from benchmarks.fidelity_session import (
+    HELD_ASPECTS,
+    HELD_ENTITIES,
+    KINDS,
+    PLACEMENTS,
+    PROBES,
+    REWORDED_ASPECTS,
+    REWORDED_ENTITIES,
+    make_script,
+)
 from monad_notebook.context.compaction.summarize import parse_sections
 from monad_notebook.context.lossless.truncation import truncate_tool_output
 from monad_notebook.context.recall.search import STEPS
@@ -42,6 +51,17 @@ def test_each_identifier_has_a_held_out_probe_in_other_words_and_forms():
     assert all(p.held_out.startswith(("how did we", "what did I use")) for p in script.plants if p.kind == "command")
     assert any(p.held_out.startswith(("what did you tell me", "you mentioned")) for p in script.plants)
     assert not any(p.subject in p.held_out for p in script.plants)  # the thing itself is named otherwise too
+
+
+def test_the_second_tuning_probes_ask_in_words_of_their_own_none_the_held_out_probes_use():
+    script = make_script(60)
+    held_words = {w for v in (*HELD_ENTITIES.values(), *HELD_ASPECTS.values()) for w in v.split()}
+    own_words = {w for v in (*REWORDED_ENTITIES.values(), *REWORDED_ASPECTS.values()) for w in v.split()}
+
+    assert held_words & own_words <= {"the", "of"}
+    assert all(p.reworded and p.value.lower() not in p.reworded.lower() for p in script.plants)
+    assert not any(p.subject in p.reworded for p in script.plants)
+    assert len({p.reworded for p in script.plants}) == 100
 
 
 def test_planted_output_middles_are_hidden_by_truncation_and_small_outputs_are_not():
@@ -81,21 +101,24 @@ def test_a_short_run_counts_each_identifier_only_where_it_really_is(tmp_path):
     assert result.compactions >= 1 and result.fallbacks == result.compactions
     assert set(result.found) == {p.value for p in script.plants}
     assert all(where <= {"prompt", "handle", "recall"} for where in result.found.values())
-    assert set(result.held) == set(result.found) and len(result.recall_ms) == 200  # both probes asked
+    assert set(result.held) == set(result.reworded) == set(result.found)
+    assert len(result.recall_ms) == 300  # the three probes of each identifier asked
     assert 0 < sum("recall" in w for w in result.found.values()) < 100
     assert sum("prompt" in w for w in result.found.values()) < 100
     assert max(result.recall_tokens) <= 1200
     table = report(script, [result])
     assert "| all |" in table and "| placed in: output-middle |" in table and "Held-out probes" in table
-    assert list(result.ablation) == ["none", *STEPS]  # every step switched off in turn, on both probe sets
-    reached = (sum(map(bool, result.found.values())), sum(map(bool, result.held.values())))
+    assert list(result.ablation) == ["none", *STEPS]  # every step switched off in turn, on every probe set
+    reached = tuple(sum(map(bool, found.values())) for found in (result.found, result.reworded, result.held))
     assert result.ablation["none"] == reached  # the benchmark's own Recall answers as the session's did
     in_prompt = sum(bool(w - {"recall"}) for w in result.found.values())
-    assert all(in_prompt <= tuning <= 100 and in_prompt <= held <= 100 for tuning, held in result.ablation.values())
+    assert all(in_prompt <= reach <= 100 for row in result.ablation.values() for reach in row)
     assert "| one_of_each |" in table
     # what the final window shows is in the prompt, and recall (which skips it) never counts for it
     assert result.windowed and all("prompt" in result.found[v] for v in result.windowed)
-    assert not any("recall" in result.found[v] or "recall" in result.held[v] for v in result.windowed)
+    assert not any(
+        "recall" in found[v] for found in (result.found, result.reworded, result.held) for v in result.windowed
+    )
     assert f"{len(result.windowed)} of the identifiers are shown by the final window's messages" in table
 
 

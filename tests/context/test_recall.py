@@ -230,6 +230,20 @@ def test_a_line_that_stands_out_among_lines_of_one_pattern_is_embedded_on_its_ow
     assert texts == [c.text for c in chunks] + [saved]  # every chunk whole, as before, and the line alone
 
 
+def test_each_line_that_stands_out_after_a_table_is_embedded_alone_even_in_its_short_last_chunk():
+    rng = random.Random(3)
+    rows = [f"{r:<6}" + "  ".join(f"{rng.uniform(0, 900):11.2f}" for _ in range(6)) for r in range(12)]
+    footer, saved = "[12 rows x 6 columns]  batch_323", "saved warehouse lookup table -> s3_exports/x60_h14.parquet"
+    output = Message("tool", "\n".join([*rows, "", footer, saved]), tool_call_id="c1", name="python")
+    chunks = message_chunks(output)
+    assert sum(1 for line in chunks[-1].text.splitlines() if line[:1].isdigit()) < 3  # few rows share its chunk
+
+    texts = [text for _, text in embedding_inputs(output, chunks)]
+
+    # Joined, the footer and the saved line drown each other as the rows do: each is embedded on its own.
+    assert texts == [c.text for c in chunks] + [footer, saved]
+
+
 def test_a_standout_line_printed_again_later_in_the_session_is_embedded_once():
     seen: set[int] = set()
     printed = [Message("tool", field_listing(1, "saved x -> out.parquet"), tool_call_id=f"c{n}") for n in range(3)]

@@ -11,10 +11,12 @@ result whose full text was saved is indexed from that text, so a chunk's offset 
 
 A tool output is mostly lines of a few patterns (rows of numbers, a templated log), and in a
 chunk of them the one line that says something (``saved refund cleaned table -> ...``) is
-drowned even in a short chunk. So a tool output's chunk is embedded twice when a few of its
-lines stand out (their pattern, each number and each word blanked, occurs once in the whole
-output) among lines that do not: once whole and once as just those lines
-(``embedding_inputs``). Its full-text entry and its snippet stay the chunk itself.
+drowned even in a short chunk. So when a few of a chunk's lines stand out (their pattern, each
+number and each word blanked, occurs once in an output whose other lines repeat patterns), the
+chunk is embedded whole and each of those lines on its own too (``embedding_inputs``): two lines
+that stand out together, such as a table's ``[12 rows x 6 columns]`` and the ``saved ...`` line
+printed after it, say two unrelated things, and embedded as one they drown each other. Its
+full-text entry and its snippet stay the chunk itself.
 """
 
 from __future__ import annotations
@@ -115,18 +117,20 @@ def _shape(line: str) -> str:
     return " ".join(_TOKEN.sub(lambda m: "0" if m.group().isdigit() else "a", line).split())
 
 
-def _standout_lines(text: str, shapes: Counter[str], tuning: RecallTuning) -> str:
-    """Lines of ``text`` whose pattern occurs once in the whole output (``shapes``); "" unless few stand among many."""
+def _standout_lines(text: str, shapes: Counter[str], tuning: RecallTuning) -> list[str]:
+    """Lines of ``text`` whose pattern occurs once in the whole output (``shapes``); none unless they are few in
+    the chunk and the output's other lines share patterns (the last chunk of a table may hold two rows of it)."""
     lines = [line for line in text.splitlines() if line.strip()]
     kept = [line for line in lines if shapes[_shape(line)] == 1]
-    few = tuning.standout_share * len(kept) <= len(lines) and len(lines) - len(kept) >= tuning.min_pattern_lines
-    return "\n".join(kept) if kept and few else ""
+    patterned = sum(count for count in shapes.values() if count > 1)
+    few = tuning.standout_share * len(kept) <= len(lines) and patterned >= tuning.min_pattern_lines
+    return kept if few else []
 
 
 def embedding_inputs(
     message: Message, chunks: list[Chunk], seen: set[int] | None = None, tuning: RecallTuning = TUNING
 ) -> list[tuple[Chunk, str]]:
-    """What to embed for ``message``'s chunks: each chunk's text, and for a tool output its standout lines too.
+    """What to embed for ``message``'s chunks: each chunk's text, and for a tool output each standout line alone too.
 
     Standout lines already embedded (``seen``: their hashes, updated here) are not embedded
     again: overlapping chunks share lines, and a table printed twenty times has one header.
@@ -137,10 +141,10 @@ def embedding_inputs(
     seen = set() if seen is None else seen
     shapes = Counter(_shape(line) for line in _joined(chunks).splitlines() if line.strip())
     for chunk in chunks:
-        standout = _standout_lines(chunk.text, shapes, tuning)
-        if standout and hash(standout) not in seen:
-            seen.add(hash(standout))
-            inputs.append((chunk, standout))
+        for line in _standout_lines(chunk.text, shapes, tuning):
+            if hash(line) not in seen:
+                seen.add(hash(line))
+                inputs.append((chunk, line))
     return inputs
 
 
