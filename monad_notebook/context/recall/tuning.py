@@ -27,7 +27,7 @@ class RecallTuning:
     standout_share: int = 2
     """A tool output's lines that stand out are also embedded alone when they are at most 1/this of their chunk ..."""
     min_pattern_lines: int = 3
-    """... and the output has at least this many lines of repeated patterns (one line among two says nothing apart)."""
+    """... and the output has at least this many lines of repeated patterns (among unlike lines none stands out)."""
 
     min_word_chars: int = 3
     """Shorter words ("of", "id") are too common to search or match by."""
