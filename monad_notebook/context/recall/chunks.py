@@ -119,12 +119,10 @@ def _shape(line: str) -> str:
 
 def _standout_lines(text: str, shapes: Counter[str], tuning: RecallTuning) -> list[str]:
     """Lines of ``text`` whose pattern occurs once in the whole output (``shapes``); none unless they are few in
-    the chunk and the output's other lines share patterns (the last chunk of a table may hold two rows of it)."""
+    the chunk (its other lines may be only two rows of a table: the output's count says they share a pattern)."""
     lines = [line for line in text.splitlines() if line.strip()]
     kept = [line for line in lines if shapes[_shape(line)] == 1]
-    patterned = sum(count for count in shapes.values() if count > 1)
-    few = tuning.standout_share * len(kept) <= len(lines) and patterned >= tuning.min_pattern_lines
-    return kept if few else []
+    return kept if tuning.standout_share * len(kept) <= len(lines) else []
 
 
 def embedding_inputs(
@@ -140,6 +138,8 @@ def embedding_inputs(
         return inputs
     seen = set() if seen is None else seen
     shapes = Counter(_shape(line) for line in _joined(chunks).splitlines() if line.strip())
+    if sum(count for count in shapes.values() if count > 1) < tuning.min_pattern_lines:
+        return inputs  # among unlike lines none stands out
     for chunk in chunks:
         for line in _standout_lines(chunk.text, shapes, tuning):
             if hash(line) not in seen:
