@@ -176,6 +176,10 @@ class Cascade:
     def redactor(self) -> Any:
         return self.lossless.redactor if self.lossless is not None else None
 
+    def redact(self, text: str) -> str:
+        """``text`` as it may be kept and sent: the configuration's redaction, whole."""
+        return self.redactor.redact(text).text if self.redactor is not None else text
+
     # --- per turn -------------------------------------------------------------------
 
     def begin_turn(self, text: str) -> Message:
@@ -184,7 +188,7 @@ class Cascade:
         if self.workspace is not None:
             self.workspace.turn = self.window.turn
             self.workspace.take(BETWEEN_TURNS)  # what code run outside a cell (a thread, a script) changed
-        user = self.new_message("user", self.redactor.redact(text).text)
+        user = self.new_message("user", self.redact(text))
         self.commit([user])
         self.emit(ev.TURN_STARTED, turn=self.window.turn, text=user.content)
         blocks = self.stages.blocks(self.window, user, self.meter.counter.count_text)
