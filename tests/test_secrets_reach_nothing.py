@@ -21,7 +21,10 @@ GITHUB = "ghp_" + "Zq8Lr2Xw9Kp4Tn7V" * 2 + "aB3d"
 AWS = "AKIA" + "QX7ZL2MPK4RT6WV3"
 OPENAI = "sk-proj-" + "T4kW9qZ2vB7xR1mN8pL3sD6f" * 3
 KEYS = (GITHUB, AWS, OPENAI)
-BRIEFING = "## Objective\nread the settings\n## Decisions & Facts\n- read secrets.env\n## Next Step\ngo on"
+BRIEFING = (  # the fast model writes a key it was never sent (read off an image, made up): it is kept redacted
+    "## Objective\nread the settings\n## Decisions & Facts\n- the settings file was read\n## Files & State\n"
+    f"- secrets.env, backup_{GITHUB}.json\n## Open Tasks\n- none\n## Next Step\nanswer the user"
+)
 
 
 @pytest.fixture
@@ -79,7 +82,7 @@ def test_keys_planted_everywhere_reach_no_stored_file_no_request_no_panel_and_no
     captured = capsys.readouterr()
     cell = captured.out + captured.err + "\n".join(json.dumps(o.data) + o.text for o in rich.outputs)
     assert "[REDACTED:github]" in requests and "[REDACTED:openai]" in requests and "[REDACTED:aws-access-key]" in cell
-    assert session.store.load_summary("planted") is not None
+    assert "backup_[REDACTED:github].json" in session.store.load_summary("planted").text
     for key in KEYS:
         assert key.encode() not in stored, "a LanceDB file"
         assert key not in requests, "a request"

@@ -420,6 +420,7 @@ class Cascade:
             if self.settings.tool_output.persist_raw:
                 self.spill.before_fold(span)
             compaction = self.compactor.fold(window, span, summary, self.summarizer)
+            compaction.summary.text = self.redact(compaction.summary.text)  # a model's prose, as an answer is
             if not self._save_summary(compaction, summary):
                 self.emit(ev.ERROR, message="Compaction skipped, the previous summary is kept: another kernel changed "
                           "this session meanwhile; it is compacted again when needed")  # fmt: skip
