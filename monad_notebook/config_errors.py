@@ -87,8 +87,13 @@ def _shown(value: Any) -> str:
     return shown if shown not in ("...", '"...') else f"a {type(value).__name__} of {len(text):,} characters"
 
 
+def _key_like(word: str) -> bool:
+    """Two of upper case, lower case and digits: a key's mix (``kkkk...`` or ``region_name_of_table`` is none)."""
+    return sum(bool(re.search(pattern, word)) for pattern in ("[A-Z]", "[a-z]", "[0-9]")) >= 2
+
+
 def clipped(text: str, limit: int = _SHOWN_CHARS) -> str:
-    """``text``, or its start and "...": a long run of letters and digits the cut would split is left out whole.
+    """``text``, or its start and "...": a long run that could be a key, which the cut would split, is left out whole.
 
     Messages are redacted where they are shown, and a cut key is no longer recognised as one:
     so the cut never keeps part of a run that could be a key.
@@ -102,7 +107,7 @@ def clipped(text: str, limit: int = _SHOWN_CHARS) -> str:
     stop = end
     while stop < len(text) and _WORD.match(text[stop]):
         stop += 1
-    if stop - start >= _LONG_WORD:
+    if stop - start >= _LONG_WORD and _key_like(text[start:stop]):
         end = start
     return text[:end] + "..."
 

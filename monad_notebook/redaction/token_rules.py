@@ -6,13 +6,16 @@ every one of them, and RE2 has no look-behind, so the patterns have none: each f
 the byte before it instead. At a word boundary the rule's usual checks decide. Glued after a
 letter, a digit or ``_``, the prefix may be the end of a word, so the body must also look issued:
 
-- a prefix that ends words (``sk-`` in ``disk-``, ``SK`` in ``TASK``, ``npm_`` in ``pnpm_``,
-  ``ghs_`` in ``highs_``, ``SG.`` in ``MSG.``, ``sk_test_`` in ``task_test_``, ``hf_``) needs a
-  random body: both cases jumbled (not camelCase words), and a digit unless it is long (an
-  all-letter Hugging Face token); a date, a pod name's hash or a hex digest is not one;
-- a prefix no word ends with (``ghp_``, ``glpat-``, ``xoxb-``, ``AIza``, a JWT) needs a body that
-  is not a counter or a word: a digit or mixed case, and some variety;
-- an AWS key id (upper case by design) needs a digit, and nothing but the key's own length.
+- a prefix that ends words (``sk-`` and ``sk-admin-`` in ``disk-``, ``SK`` in ``TASK``, ``npm_``
+  in ``pnpm_``, ``SG.`` in ``MSG.``, ``sk_test_`` in ``task_test_``, ``hf_``) needs a random body: both cases
+  jumbled (not camelCase words), a digit unless it is long (an all-letter Hugging Face token), and
+  the issuer's real length (a bare ``sk-`` and 40 characters or more); a date, a pod name's hash
+  (``helpdesk-admin-portal-7d9f8b6c5-x2k4p``), a url-safe digest or a hex digest is not one;
+- a longer prefix that could still follow a word (``sk-ant-``, ``ghs_`` in ``highs_``) needs a
+  body that is not a counter or words: a digit or mixed case, and variety;
+- a prefix no word ends with (``ghp_``, ``github_pat_``, ``glpat-``, ``xoxb-``, ``whsec_``,
+  ``pypi-AgE``, ``AIza``, a JWT) needs nothing more than its shape;
+- an AWS key id (upper case by design) needs a digit.
 
 A body of fixed length is also bounded on the right: ``AKIA`` and 16 characters, then anything
 but a letter or digit (``_`` included, so ``AKIA..._old.csv`` is found). A rejected glued find is
@@ -84,6 +87,11 @@ def has_digit(body: str) -> bool:
     return _DIGIT.search(body) is not None
 
 
+def any_body(body: str) -> bool:
+    """For a prefix no word ends with (``ghp_``, ``glpat-``, ``xoxb-``, ``AIza``, a JWT): its shape is enough."""
+    return True
+
+
 @dataclass(frozen=True)
 class Token:
     """One issuer's key: ``prefix`` and ``body`` (RE2), what must follow it (``tail``, not redacted), and the body
@@ -122,21 +130,22 @@ def token_rule(token: Token) -> Rule:
 
 TOKENS = [
     Token("aws-access-key", "AKIA|ASIA|ABIA|ACCA", "[0-9A-Z]{16}", "akia asia abia acca", aws_body, _NOT_ALNUM),
-    Token("gcp-api-key", "AIza", "[0-9A-Za-z_-]{35}", "aiza", varied_body, bounded=True),
-    Token("anthropic", "sk-ant-", "[A-Za-z0-9_-]{32,}", "sk-ant-", glued_min=40),
-    Token("openai", "sk-(?:proj-|svcacct-|admin-)?", "[A-Za-z0-9_-]{20,}", "sk-", always=has_digit, glued_min=40),
-    Token("github", "gh[pour]_", "[A-Za-z0-9]{36,}", "gh", varied_body),
-    Token("github", "ghs_", "[A-Za-z0-9]{36,}", "ghs_"),
-    Token("github", "github_pat_", "[A-Za-z0-9_]{50,}", "github_pat_", varied_body),
-    Token("gitlab", "gl(?:pat|dt|ptt|rt)-", "[A-Za-z0-9_-]{20,}", "glpat- gldt- glptt- glrt-", varied_body),
-    Token("slack", "xox[abposre]-", "[0-9A-Za-z-]{10,}", "xox", has_digit),
+    Token("gcp-api-key", "AIza", "[0-9A-Za-z_-]{35}", "aiza", any_body, bounded=True),
+    Token("anthropic", "sk-ant-", "[A-Za-z0-9_-]{32,}", "sk-ant-", varied_body),
+    Token("openai", "sk-(?:proj|svcacct|admin)-", "[A-Za-z0-9_-]{20,}", "sk-", always=has_digit),
+    Token("openai", "sk-", "[A-Za-z0-9_-]{20,}", "sk-", always=has_digit, glued_min=40),
+    Token("github", "gh[pour]_", "[A-Za-z0-9]{36,}", "gh", any_body),
+    Token("github", "ghs_", "[A-Za-z0-9]{36,}", "ghs_", varied_body),
+    Token("github", "github_pat_", "[A-Za-z0-9_]{50,}", "github_pat_", any_body),
+    Token("gitlab", "gl(?:pat|dt|ptt|rt)-", "[A-Za-z0-9_-]{20,}", "glpat- gldt- glptt- glrt-", any_body),
+    Token("slack", "xox[abposre]-", "[0-9A-Za-z-]{10,}", "xox", any_body),
     Token("stripe", "(?:sk|rk)_(?:live|test)_", "[0-9A-Za-z]{20,}", "_live_ _test_", glued_min=24),
-    Token("stripe", "whsec_", "[A-Za-z0-9+/=]{20,}", "whsec_", varied_body),
+    Token("stripe", "whsec_", "[A-Za-z0-9+/=]{20,}", "whsec_", any_body),
     Token("huggingface", "hf_", "[A-Za-z0-9]{30,}", "hf_", letters_body, glued_min=34),
     Token("npm", "npm_", "[A-Za-z0-9]{36}", "npm_", tail=_NOT_ALNUM),
-    Token("pypi", "pypi-AgE", "[A-Za-z0-9_-]{50,}", "pypi-age", varied_body),
+    Token("pypi", "pypi-AgE", "[A-Za-z0-9_-]{50,}", "pypi-age", any_body),
     Token("twilio", "SK", "[0-9a-fA-F]{32}", "sk", hex_body, _NOT_ALNUM),
-    Token("sendgrid", r"SG\.", r"[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}", "sg.", varied_body, _NOT_ALNUM),
-    Token("jwt", "eyJ", r"[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*", "eyj", varied_body),
+    Token("sendgrid", r"SG\.", r"[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}", "sg.", tail=_NOT_ALNUM),
+    Token("jwt", "eyJ", r"[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*", "eyj", any_body),
 ]
 TOKEN_RULES: list[Rule] = [token_rule(token) for token in TOKENS]

@@ -111,6 +111,7 @@ LOOK_ALIKES: dict[str, str] = {
             "celery-task-3f2a1b4c-9d8e-4f7a-b6c5-1234567890ab SUCCESS",
             "task-e3b0c44298fc1c149afbf4c8996fb924 queued",
             "risk-engine-worker-84b7c9d5f6-2mq7z   0/1   CrashLoopBackOff",
+            "helpdesk-admin-portal-7d9f8b6c5-x2k4p   1/1   Running   0   1d",
             "ask-service-canary-20240611-1",
         ]
     ),
