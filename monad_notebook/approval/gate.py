@@ -24,7 +24,7 @@ from typing import Any
 from monad_notebook.agent.tools.time_limit import CodeTimedOut, TimeLimit
 from monad_notebook.approval.code_view import shown_lines, summary, terminal_view
 from monad_notebook.config_schema import PythonToolConfig
-from monad_notebook.events import APPROVAL, Emit
+from monad_notebook.events import APPROVAL, Emit, Excerpt
 
 RUN, SKIP, ALLOW_SESSION, NO_ANSWER = "run", "skip", "allow for session", "no answer"
 TIMEOUT = PythonToolConfig().approval_timeout_seconds
@@ -39,6 +39,7 @@ class QuestionInterrupted(KeyboardInterrupt):
 
 
 PYTHON = "python"
+FIRST_LINE_SHOWN = 120  # characters of the code's first line a tool.approval event keeps, after redaction
 
 
 @dataclass(frozen=True)
@@ -127,7 +128,7 @@ class ApprovalGate:
             decision=answer.decision,
             via=answer.via,
             summary=summary(code),
-            first_line=(lines[0] if lines else "")[:120],
+            first_line=Excerpt(lines[0] if lines else "", FIRST_LINE_SHOWN),
             code_sha256=hashlib.sha256(code.encode("utf-8", "surrogatepass")).hexdigest(),
             **about,
         )
