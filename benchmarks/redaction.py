@@ -67,6 +67,7 @@ def pathological() -> dict[str, Callable[[], str]]:
         "a=a=a=...": lambda: "a=" * (5 * MB),
         "token: token: ... (dense rejected candidates)": lambda: "token: " * (10 * MB // 7),
         "password=password=... (one 10 MB value)": lambda: "password=" * (10 * MB // 9),
+        "PASS: ... lines (dense test statuses)": lambda: "PASS: abcdefgh1\n" * (10 * MB // 16),
         "worst case: a secret every 19 bytes": lambda: "token=abc123XYZ789 " * (10 * MB // 19),
         "worst case: one 10 MB query string, a=...&a=...": lambda: "password=abcdefgh123&a=" * (10 * MB // 23),
     }

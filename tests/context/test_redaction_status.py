@@ -35,4 +35,3 @@ def test_a_name_no_test_is_given_is_a_status_among_other_statuses_and_a_password
 
 def test_a_comment_after_the_password_does_not_make_it_a_status(redactor):
     assert redactor.redact("PASS: Kq9$mWx2Lp  # the database\n").text == "PASS: [REDACTED:password]  # the database\n"
-

@@ -165,6 +165,7 @@ class OutputScreen:
         self._redactor = redactor if redactor is not None and redactor.enabled else None
         self._redact = redacting(self._redactor) if self._redactor is not None else None
         self._streams: list[LineScreen] = []
+        self._thread = threading.get_ident()
 
     def stream(self, target: Any) -> Any:
         """What a write meant for ``target`` goes through."""
@@ -209,8 +210,11 @@ class OutputScreen:
         return screened
 
     def release(self) -> None:
-        for stream in self._streams:
-            stream.release()
+        """Shows the text the code has written so far, before what it displays next; a display from another thread
+        has no place in that order, and does not cut a line short."""
+        if threading.get_ident() == self._thread:
+            for stream in self._streams:
+                stream.release()
 
     def close(self) -> None:
         for stream in self._streams:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import sys
-import time
 
 import pytest
 from IPython.utils.capture import capture_output
@@ -81,7 +80,8 @@ def test_displays_and_the_last_value_reach_the_cell_redacted_and_images_pass_as_
     with capture_output() as captured:
         python.run(ctx, {"code": code})
     bundles = [output.data for output in captured.outputs]
-    assert bundles[0]["text/html"] == "<b>[REDACTED:github]</b>" and bundles[1]["text/markdown"] == "`[REDACTED:github]`"
+    assert bundles[0]["text/html"] == "<b>[REDACTED:github]</b>"
+    assert bundles[1]["text/markdown"] == "`[REDACTED:github]`"
     assert bundles[2]["application/json"] == {"password": "[REDACTED:password]", "id": 7}
     assert bundles[3]["image/png"] == PNG
     assert "Out[" in captured.stdout and "'[REDACTED:github]'" in captured.stdout
@@ -101,7 +101,8 @@ class KernelTraceback:
 def test_a_traceback_holding_a_key_reaches_the_frontend_redacted(ctx, ip, monkeypatch):
     kernel = KernelTraceback()
     monkeypatch.setattr(ip, "_showtraceback", kernel)
-    out = python.run(ctx, {"code": f"token = {GITHUB[:8]!r} + {GITHUB[8:]!r}\nraise ValueError(f'bad token {{token}}')"})
+    code = f"token = {GITHUB[:8]!r} + {GITHUB[8:]!r}\nraise ValueError(f'bad token {{token}}')"
+    out = python.run(ctx, {"code": code})
     assert kernel.sent[:2] == ["ValueError", "bad token [REDACTED:github]"]
     assert not leaked("".join(kernel.sent)) and any("ValueError" in line for line in kernel.sent[2:])
     assert out.startswith(f"error: ValueError: bad token {GITHUB}")  # the model's copy: the cascade redacts it
@@ -147,7 +148,7 @@ def test_the_users_own_cells_are_never_touched(ctx, ip, monkeypatch):
         python.run(ctx, {"code": "import logging, sys\npy_handler = logging.StreamHandler(sys.stdout)"})
         ip.run_cell("import os\nprint(os.environ['GITHUB_TOKEN'])")
         ctx.namespace["py_handler"].stream.write(f"later: {GITHUB}\n")
-    assert captured.stdout == f"{GITHUB}\nlater: [REDACTED:env:GITHUB_TOKEN]\n"  # what the agent's code left behind still is
+    assert captured.stdout == f"{GITHUB}\nlater: [REDACTED:env:GITHUB_TOKEN]\n"  # the agent's handler still is
 
 
 def test_with_redaction_off_the_cell_shows_what_the_code_printed(ctx):
