@@ -115,5 +115,7 @@ def test_a_figure_is_noted_by_its_number_and_axes(tmp_path):
     plt.close("all")
 
 
-def test_the_block_budget_is_eight_percent_of_the_window_and_at_least_800_tokens():
-    assert (budget(None, 8_000), budget(None, 128_000), budget(2_000, 128_000)) == (800, 10_240, 2_000)
+def test_the_block_budget_is_eight_percent_of_the_window_between_800_and_4000_tokens_unless_configured():
+    windows = (8_000, 32_000, 128_000, 1_000_000)
+    assert [budget(None, w) for w in windows] == [800, 2_560, 4_000, 4_000]
+    assert budget(20_000, 1_000_000) == 20_000
