@@ -284,12 +284,13 @@ class WorkspaceRecord:
         return WorkspaceEntry("name", key, about.type, about.shape, columns, about.columns_total, state, made_by, turn)
 
     def _note(self, entry: WorkspaceEntry, keep: WorkspaceEntry | None = None) -> WorkspaceEntry:
-        """Keep ``entry`` (to be written at the next save); one the record already held unchanged is not news."""
-        if keep is not None and replace(keep, seq=0) == replace(entry, seq=0):
+        """Keep ``entry``, a new object (to be written at the next save); one the record already held unchanged is
+        not news."""
+        if keep is not None and _told(keep) == _told(entry):
             self._list(keep)
             return keep
         self.seq += 1
-        entry = replace(entry, seq=self.seq)
+        entry.seq = self.seq
         self.entries.pop((entry.kind, entry.key), None)  # the newest last: the dict's order is the seq's
         self.entries[(entry.kind, entry.key)] = self.pending[(entry.kind, entry.key)] = entry
         self._list(entry)
@@ -338,6 +339,11 @@ class WorkspaceRecord:
             return Path(self.root or os.getcwd()).expanduser().resolve()
         except OSError:
             return None
+
+
+def _told(e: WorkspaceEntry) -> tuple[Any, ...]:
+    """What an entry says, its place in the record's order (``seq``) aside."""
+    return (e.kind, e.key, e.type, e.shape, e.columns, e.columns_total, e.state, e.made_by, e.turn)
 
 
 def _size(size: int) -> str:

@@ -14,14 +14,13 @@ at whole every time, and so is any namespace at the first look (the record must 
 
 Only plain ``str`` keys are names: another key (``globals()[1] = ...``, a str subclass with its own
 ``__hash__``) is counted and left alone. A look runs within ``LOOK_SECONDS`` (the python tool's
-``TimeLimit``): a value whose look ran out of time or raised is skipped until its name holds
-another value, and the names not reached are looked at next time.
+``TimeLimit``): the names not reached are looked at next time, and a value whose look raised, or
+ran out of time twice, is told by its type only until its name holds another value.
 """
 
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -91,13 +90,14 @@ class Snapshot:
         self._seen: set[str] = set()
         self._odd = 0
         self._last: Any = _MISSING  # the namespace's final key at the last look
-        self._current: tuple[str, Any, Print | None, float] | None = None  # the name looked at, its value, print, start
+        self._current: tuple[str, Any, Print | None] | None = None  # the name being looked at, its value, its print
+        self._suspect: tuple[str, int] | None = None  # the name and value a look last ran out of time on
 
     def take(self, namespace: Mapping[Any, Any], hidden: Mapping[str, Any], names: Iterable[str] = ()) -> Look:
         """What changed since the last look (everything, over the first round), ``names`` looked at first."""
         look = Look()
         try:
-            with TimeLimit(LOOK_SECONDS):
+            with TimeLimit(LOOK_SECONDS, "the workspace record's look"):
                 self._look(namespace, hidden, names, look)
         except CodeTimedOut:
             look.timed_out = True
@@ -175,7 +175,7 @@ class Snapshot:
         kind = type(value)
         if old is not None and old.ident == id(value) and old.kind is kind and old.sig is None:
             return  # the same value, and nothing of it that could change is read
-        self._current = (name, value, old, time.perf_counter())
+        self._current = (name, value, old)
         try:
             self._compare(name, value, kind, old, hidden, main, look)
         except Exception as exc:
@@ -201,15 +201,20 @@ class Snapshot:
             del self.prints[name]
 
     def _blame(self, look: Look) -> None:
-        """Time ran out: the value being looked at is to blame if looking at it took most of the time."""
-        if self._current is not None and time.perf_counter() - self._current[3] >= LOOK_SECONDS / 2:
-            self._skip(f"its look took over {LOOK_SECONDS / 2:g} s", look)
+        """Time ran out while a value was looked at: the second time for the same value, it is to blame (once may
+        be a garbage collection, or a busy machine)."""
+        if self._current is None:
+            return
+        name, value = self._current[0], self._current[1]
+        if self._suspect == (name, id(value)):
+            self._skip(f"looking at it ran out of time twice ({LOOK_SECONDS:g} s)", look)
+        self._suspect = (name, id(value))
 
     def _skip(self, why: str, look: Look) -> None:
         """The value being looked at is told by its type's name, and left alone until its name holds another."""
         if self._current is None:
             return
-        name, value, old, _ = self._current
+        name, value, old = self._current
         self._current = None
         kind = type(value)
         state = "bound" if old is None else "changed" if old.ident == id(value) else "rebound"

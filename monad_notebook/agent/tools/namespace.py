@@ -113,7 +113,7 @@ def list_variables(ctx: ToolContext) -> str:
     rows: list[str] = []
     done = 0
     try:
-        with TimeLimit(ctx.namespace_timeout):
+        with TimeLimit(ctx.namespace_timeout, "tools.namespace.timeoutSeconds"):
             for name, value in items:
                 if not _is_noise(name, value, ctx):
                     rows.append(_row(ctx, name, value))
@@ -171,7 +171,7 @@ def describe(ctx: ToolContext, name: str) -> str:
         name: A variable name, or name.attribute (e.g. df or df.columns); expressions are not evaluated.
     """
     try:
-        with TimeLimit(ctx.namespace_timeout):
+        with TimeLimit(ctx.namespace_timeout, "tools.namespace.timeoutSeconds"):
             return _described(name, _lookup(ctx, name))
     except CodeTimedOut:
         pass
