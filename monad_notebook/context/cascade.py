@@ -122,6 +122,7 @@ class Cascade:
         self.compactions = 0
         self.images_refused_by: str | None = None  # the model whose endpoint refused images
         self.announced: dict[str, bool] = {}  # in the window before their step's commit (``announce``) -> stored
+        self.unsaved: dict[str, Message] = {}  # results whose write failed, by call id: written with the next turn
 
     def reconfigure(self, given: CascadeSettings) -> None:
         """A configuration is in force: follow it.
@@ -209,22 +210,20 @@ class Cascade:
 
     def answer_crashed(self) -> list[Message]:
         """Results for the calls a dead kernel left running (``Window.unanswered``), of their own turn and step,
-        written with the turn's first message: the next request holds each call and what became of it."""
-        found = self.window.unanswered()
+        written with the turn's first message: the next request holds each call and what became of it. A result
+        this kernel has but could not write (the store failed, an interrupt) is written as it was."""
+        found = self.window.take_in_results(self.store)
+        unsaved, self.unsaved = self.unsaved, {}
         if found is None:
             return []
         assistant, calls = found
-        stored = self.store.load_messages(self.window.session, after_seq=assistant.seq)
-        landed = [m for m in stored if m.role == "tool" and any(c.id == m.tool_call_id for c in calls)]
-        self.window.extend(landed)  # written by a commit an interrupt stopped before the window heard of it
-        calls = [c for c in calls if all(m.tool_call_id != c.id for m in landed)]
-        if not calls:
-            return []
-        results = [self.tool_message(call, CRASHED_RESULT) for call in calls]
+        crashed = [call for call in calls if call.id not in unsaved]
+        results = [unsaved.get(call.id) or self.tool_message(call, CRASHED_RESULT) for call in calls]
         for result in results:
             result.turn, result.step = assistant.turn, assistant.step
-        self.emit(ev.ERROR, message=f"{len(calls)} tool call(s) of turn {assistant.turn} were cut short when the "
-                  "kernel stopped; the model is told they were interrupted by a crash")  # fmt: skip
+        if crashed:
+            self.emit(ev.ERROR, message=f"{len(crashed)} tool call(s) of turn {assistant.turn} were cut short when "
+                      "the kernel stopped; the model is told they were interrupted by a crash")  # fmt: skip
         return results
 
     # --- per result -----------------------------------------------------------------
@@ -281,7 +280,11 @@ class Cascade:
         early = {m.id: self.announced.pop(m.id) for m in messages if m.id in self.announced}
         fresh = [m for m in messages if not early.get(m.id, False)]
         if fresh:
-            self.window.wrote(self.store.append_messages(fresh))
+            try:
+                self.window.wrote(self.store.append_messages(fresh))
+            except BaseException:
+                self.unsaved.update({m.tool_call_id: m for m in fresh if m.role == "tool"})
+                raise
         self.window.extend([m for m in messages if m.id not in early])
 
     def save_workspace(self) -> None:

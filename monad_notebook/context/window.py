@@ -167,6 +167,18 @@ class Window:
             return (message, missing) if missing else None
         return None
 
+    def take_in_results(self, store: WindowStore) -> tuple[Message, list[ToolCall]] | None:
+        """``unanswered``, once the results the store holds for those calls joined the window (a commit an
+        interrupt stopped after its write landed, before the window heard of it)."""
+        found = self.unanswered()
+        if found is None:
+            return None
+        assistant, calls = found
+        ids = {c.id for c in calls}
+        landed = [m for m in store.load_messages(self.session, after_seq=assistant.seq) if m.tool_call_id in ids]
+        self.extend(landed)
+        return self.unanswered()
+
     # --- applying what the stages decided ---------------------------------------------
 
     def extend(self, messages: list[Message]) -> None:

@@ -18,7 +18,7 @@ from monad_notebook.store.base import WorkspaceEntry
 
 BETWEEN_TURNS = "outside the session"  # what made a change seen at a turn's start that no call or cell made
 MIN_TOKENS = 800
-MAX_TOKENS = 4_000  # about 150 names with their columns: sent uncached at the prompt's end, whatever the window
+MAX_TOKENS = 4_000  # about 90 eight-column DataFrames or 190 lists, sent uncached at the prompt's end
 SHARE_OF_WINDOW = 0.08
 TYPED_SHOWN = 10
 HEADER = (

@@ -73,6 +73,7 @@ class WorkspaceRecord:
         self.started = False
         self.deferred = False  # the last look ran out of time: the names it did not reach come next time
         self._told_odd = 0
+        self._told_failure = ""
         self._load(sorted(store.load_workspace(session), key=lambda e: e.seq))
 
     def _load(self, entries: list[WorkspaceEntry]) -> None:
@@ -230,6 +231,9 @@ class WorkspaceRecord:
     def _tell(self, look: Look) -> None:
         """Say once what this look could not see."""
         was_deferred, self.deferred = self.deferred, look.timed_out
+        if look.failed and look.failed != self._told_failure:
+            log.warning("the workspace record could not read the namespace: %s", look.failed)
+        self._told_failure = look.failed
         if look.skipped:
             keys = self._redact([name for name, _ in look.skipped])
             for key, (_, why) in zip(keys, look.skipped, strict=True):

@@ -4,7 +4,7 @@ A name is remembered by the identity and type of its value and an O(1) signature
 and columns object, a list's length), never by a reference: holding one would keep a deleted
 frame alive. Only a name whose fingerprint moved is described again.
 
-A look costs about the same at 100,000 names as at 1,000. It looks, in this order, at the names
+A look's cost stops growing with the namespace at ``LOOK_NAMES`` names. It looks, in this order, at the names
 the code that just ran mentions (where a call or a cell binds, rebinds and changes things), at
 the names added since the last look (a dict keeps insertion order, so they are found walking back
 from its end to the key that ended it last time), and at the next ``LOOK_NAMES`` of a round over
@@ -64,8 +64,9 @@ class Look:
     failed: str = ""  # the namespace itself could not be read
 
 
-def _same(old: Print, value: Any) -> bool:
-    return old.ident == id(value) and old.kind is type(value)
+def _unchanged(old: Print | None, value: Any) -> bool:
+    """The same value as at the last look, and nothing of it that could change is read (no need to look)."""
+    return old is not None and old.sig is None and old.ident == id(value) and old.kind is type(value)
 
 
 def mentioned(text: str) -> list[str]:
@@ -127,13 +128,12 @@ class Snapshot:
             key = keys[self._at]
             if type(key) is not str:
                 self._odd += 1
-            elif key not in done:
+            elif key in done:
                 seen.add(key)
-                old = prints.get(key)
-                if old is None or old.sig is not None or not _same(old, namespace.get(key, _MISSING)):
-                    self._examine(key, namespace, hidden, main, look)  # else: nothing of it that could change is read
             else:
                 seen.add(key)
+                if not _unchanged(prints.get(key), namespace.get(key, _MISSING)):
+                    self._examine(key, namespace, hidden, main, look)
             self._at += 1  # only once looked at: a look cut short here takes this name up again next time
         if self._at >= len(keys):
             self._end_round(namespace, hidden, main, look)
@@ -173,8 +173,8 @@ class Snapshot:
             self.skipped.pop(name, None)
             return
         kind = type(value)
-        if old is not None and old.ident == id(value) and old.kind is kind and old.sig is None:
-            return  # the same value, and nothing of it that could change is read
+        if _unchanged(old, value):
+            return
         self._current = (name, value, old)
         try:
             self._compare(name, value, kind, old, hidden, main, look)
