@@ -20,6 +20,7 @@ ran out of time twice, is told by its type only until its name holds another val
 
 from __future__ import annotations
 
+import gc
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -97,6 +98,8 @@ class Snapshot:
     def take(self, namespace: Mapping[Any, Any], hidden: Mapping[str, Any], names: Iterable[str] = ()) -> Look:
         """What changed since the last look (everything, over the first round), ``names`` looked at first."""
         look = Look()
+        collecting = gc.isenabled()
+        gc.disable()  # a collection's pause is not the look's, nor may a finalizer it runs receive the time-out
         try:
             with TimeLimit(LOOK_SECONDS, "the workspace record's look"):
                 self._look(namespace, hidden, names, look)
@@ -105,6 +108,9 @@ class Snapshot:
             self._blame(look)
         except Exception as exc:  # a namespace that is not a plain dict and fails to be read
             look.failed = f"{type_name(type(exc))}: {exc}"
+        finally:
+            if collecting:
+                gc.enable()
         self._current = None
         return look
 

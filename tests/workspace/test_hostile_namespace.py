@@ -21,7 +21,7 @@ from tests.workspace.test_workspace_session import make, python, unhook, workspa
 
 pytestmark = pytest.mark.lance
 
-SLEEP = 3.0  # what each hostile method costs on a look that calls it; every test ends well within it
+SLEEP = 6.0  # what each hostile method costs when called; every test ends within half of it
 
 
 class Alarm:
@@ -95,6 +95,17 @@ class SlowRepr:
     def __repr__(self) -> str:
         time.sleep(SLEEP)
         return "never seen"
+
+
+class SlowCallable:
+    """A callable whose signature takes long to compute (``inspect.signature`` reads ``__signature__``)."""
+
+    def __call__(self) -> None:
+        return None
+
+    @property
+    def __signature__(self):
+        time.sleep(SLEEP)
 
 
 @pytest.fixture
@@ -187,6 +198,17 @@ def test_describe_of_a_value_whose_repr_sleeps_stops_at_its_bound_and_says_so(st
     assert result.startswith("stuck: stopped after 0.5 s (tools.namespace.timeoutSeconds)") and "SlowRepr" in result
 
 
+def test_list_variables_stops_at_its_bound_and_lists_the_rest_by_type(store, tmp_path):
+    namespace = {"__name__": "__main__", "handler": SlowCallable(), "later": [1, 2]}
+    model = ScriptedModel([tool_call("list_variables", {}, id="call_v"), "listed"])
+    session = bounded(store, model, namespace, tmp_path)
+    started = time.perf_counter()
+    session.ask("what is there?")
+    assert time.perf_counter() - started < SLEEP / 2
+    listed = result_of(model.calls[1].messages, "call_v")
+    assert "later: list" in listed and "stopped after 0.5 s (tools.namespace.timeoutSeconds)" in listed
+
+
 def test_describe_of_an_attribute_a_module_computes_slowly_stops_at_its_bound(store, tmp_path):
     lazy = types.ModuleType("lazy")
     lazy.__getattr__ = lambda name: time.sleep(SLEEP)  # type: ignore[attr-defined]
@@ -202,8 +224,8 @@ def test_a_look_that_runs_out_of_time_says_so_and_the_next_ones_catch_up(store, 
     from monad_notebook.workspace import snapshot
 
     caplog.set_level(logging.WARNING, logger="monad_notebook")
-    monkeypatch.setattr(snapshot, "LOOK_SECONDS", 0.01)
-    shell.user_ns.update({f"bulk_{i:06}": [i] for i in range(60_000)})
+    monkeypatch.setattr(snapshot, "LOOK_SECONDS", 0.001)
+    shell.user_ns.update({f"bulk_{i:06}": [i] for i in range(5_000)})
     model = ScriptedModel(["first", "second"])
     session = make(store, shell, model)
     session.ask("how much?")
@@ -214,5 +236,5 @@ def test_a_look_that_runs_out_of_time_says_so_and_the_next_ones_catch_up(store, 
     session.workspace.take("cell 1")
     session.ask("and now?")
     assert "ran out of time" not in workspace_of(model.calls[1].messages)
-    assert session.status()["workspace_names"] == 60_000
+    assert session.status()["workspace_names"] == 5_000
     unhook(shell, session)
