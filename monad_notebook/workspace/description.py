@@ -31,10 +31,10 @@ KNOWN_MAKERS = frozenset({"builtins", "pandas", "numpy", "matplotlib"})  # whose
 _SIZED = (list, tuple, dict, set, frozenset, str, bytes, bytearray)
 _SCALARS = (bool, int, float, complex, type(None))
 _READS = {  # what each family reads from a value: a class from elsewhere that redefines one is not read
-    "frame": ("shape", "columns", "__getattribute__", "__getattr__"),
-    "series": ("shape", "name", "dtype", "__len__", "__getattribute__", "__getattr__"),
-    "array": ("shape", "dtype", "__getattribute__", "__getattr__"),
-    "figure": ("axes", "number", "__getattribute__", "__getattr__"),
+    "frame": ("shape", "columns", "__getattribute__"),  # found on the class: a __getattr__ is never asked
+    "series": ("shape", "name", "dtype", "__len__", "__getattribute__"),
+    "array": ("shape", "dtype", "__getattribute__"),
+    "figure": ("axes", "number", "__getattribute__", "__getattr__"),  # a figure may have no number
     "sized": ("__len__",),  # len() takes the type's slot: attribute hooks are never asked
 }
 _FAMILIES: dict[int, tuple[type, str]] = {}  # by the type's id: hashing a type may run its metaclass's __hash__
