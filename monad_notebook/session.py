@@ -24,6 +24,7 @@ from monad_notebook.events import ERROR, RESET, TEXT_CALLS, EventBus, EventLog
 from monad_notebook.foreground import FOREGROUND
 from monad_notebook.memory import MemoryPromotion, MemoryService, resolve_scope
 from monad_notebook.messages import Message, ToolCall
+from monad_notebook.notebook.agent_runs import AGENT_RUNS
 from monad_notebook.provider import ChatModel, TextCallback
 from monad_notebook.provider.local_embedder import Embedder, make_embedder
 from monad_notebook.session_setup import FollowedConfig, Setup
@@ -187,6 +188,7 @@ class Session:
         """Run one turn: the model answers ``text``, calling tools as it needs."""
         if not text.strip():
             raise UsageError("the message is empty: write what you want the agent to do")
+        AGENT_RUNS.refuse_turn()  # a cell the agent queued never starts a turn
         with FOREGROUND.held(), self.lease.hold():  # set aside while the model answers, tools run or the lease waits
             self.cascade.catch_up()
             with self.cascade.turn():

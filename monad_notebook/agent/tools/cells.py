@@ -33,6 +33,12 @@ SOURCE_CHARS = 4_000  # a cell's source in read_notebook; read_cell shows it who
 OUTPUT_CHARS = 1_500  # each output's text
 MAX_CELLS = 100
 _REDACTED = re.compile(r"\[REDACTED:")
+# the monad magics in any line, their names handed to IPython's magic runners, or the package itself
+_CALLS_MONAD = re.compile(
+    r"^[ \t]*%{1,2}[ \t]*monad\b|\b(?:run_cell_magic|run_line_magic|magic)\s*\(\s*[rbuf]*['\"]%*\s*monad\b"
+    r"|\bmonad_notebook\b",
+    re.M,
+)
 
 
 def unavailable(ctx: ToolContext) -> str:
@@ -265,6 +271,8 @@ def execute_cell(ctx: ToolContext, cell_id: str) -> str:
         cell_id: The cell's id, as read_notebook lists it.
     """
     notebook = _notebook(ctx)
+    if cell_id and cell_id == notebook.running_cell():
+        raise ToolError(f"cell {cell_id} is the running %%monad cell (this conversation): it does not run itself")
     with _refusals():
         notebook.check_can_run(cell_id)
         snapshot = notebook.read(ids=[cell_id])
@@ -272,11 +280,22 @@ def execute_cell(ctx: ToolContext, cell_id: str) -> str:
             raise ToolError(f"no cell with id {cell_id} in the notebook: read_notebook lists the ids")
         cell = snapshot.cells[0]
         if cell.type == "code":
+            _refuse_monad(cell)
             refusal = approval_refusal(ctx, cell.source)
             if refusal is not None:
                 ctx.outcome = "refused"
                 return _told(notebook, refusal)
-        return _told(notebook, notebook.run(cell_id))
+        return _told(notebook, notebook.run(cell_id, cell.source))
+
+
+def _refuse_monad(cell: Cell) -> None:
+    """A cell that calls monad itself would start a turn (or change the session) when it runs: the user runs it."""
+    found = _CALLS_MONAD.search(cell.source)
+    if found:
+        raise ToolError(
+            f"cell {cell.id} calls monad itself ({found.group().strip()[:40]}): the agent does not run such a "
+            "cell, so no turn starts another; ask the user to run it"
+        )
 
 
 TOOLS: list[Tool] = [read_notebook, read_cell, insert_cell, overwrite_cell_source, edit_cell_source, execute_cell]
