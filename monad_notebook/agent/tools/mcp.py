@@ -54,10 +54,11 @@ class ServerStatus:
     """What ``%monad status`` says of one server."""
 
     name: str
-    state: str  # not started | ready | down
+    state: str  # off | not started | ready | down
     detail: str
     tools: tuple[str, ...]
     left_out: tuple[str, ...] = ()  # tools with a schema the model cannot be given, or a name already taken
+    off: tuple[str, ...] = ()  # tools turned off (approval "off"): never offered
 
 
 class _Loop:
@@ -289,7 +290,11 @@ class McpServer:
         return False
 
     def status(self) -> ServerStatus:
-        return ServerStatus(self.name, self.state, self.detail, tuple(t.name for t in self.tools), tuple(self.left_out))
+        if not self.cfg.turned_on():
+            return ServerStatus(self.name, "off", f'mcpServers.{self.name}.approval is "off": not started', ())
+        names = tuple(t.name for t in self.tools)
+        off = tuple(name for name in names if self.cfg.approval_for(name) == "off")
+        return ServerStatus(self.name, self.state, self.detail, names, tuple(self.left_out), off)
 
 
 def _reason(exc: BaseException) -> str:
@@ -370,9 +375,11 @@ class McpServers:
         offered: list[Tool] = []
         taken: set[str] = set()
         for server in self._servers.values():
-            if not server.ensure_started():
+            if not server.cfg.turned_on() or not server.ensure_started():
                 continue
             for listed in server.tools:
+                if server.cfg.approval_for(listed.name) == "off":
+                    continue
                 name = tool_name(server.name, listed.name)
                 if name in taken:
                     if listed.name not in server.left_out:
@@ -396,6 +403,31 @@ def call_text(server: str, tool: str, arguments: dict[str, Any]) -> str:
     return f"MCP server {server}, tool {tool}, arguments:\n{shown}"
 
 
+def off_line(server: str, cfg: McpServerConfig, tool: str) -> str:
+    """A call of a tool turned off, in one line naming what is off: the tool itself, or its whole server."""
+    if tool in cfg.tools and cfg.tools[tool].approval == "off":
+        return (
+            f"not run: the tool {tool} of the MCP server {server} is turned off "
+            f'(mcpServers.{server}.tools.{tool}.approval is "off")'
+        )
+    return f'not run: the MCP server {server} is turned off (mcpServers.{server}.approval is "off")'
+
+
+def turned_off(servers: dict[str, McpServerConfig], name: str) -> str | None:
+    """The line a call of ``name`` gets when it names a tool that is turned off, or a server's; None otherwise.
+
+    Such a tool is never offered, but a model may still call it (from memory, or written as text).
+    """
+    if not name.startswith(PREFIX):
+        return None
+    for server, cfg in sorted(servers.items(), key=lambda item: -len(item[0])):
+        if not name.startswith(tool_name(server, "")):
+            continue
+        tool = next((t for t in cfg.tools if tool_name(server, t) == name), name.removeprefix(tool_name(server, "")))
+        return off_line(server, cfg, tool) if cfg.approval_for(tool) == "off" else None
+    return None
+
+
 def refusal(server: McpServer, tool: str, arguments: dict[str, Any], ctx: ToolContext) -> str | None:
     """Why the call may not go ahead (``approval`` off, declined, nobody to ask), or None to make it."""
     mode = server.cfg.approval_for(tool)
@@ -403,7 +435,7 @@ def refusal(server: McpServer, tool: str, arguments: dict[str, Any], ctx: ToolCo
     if mode == "auto":
         return None
     if mode == "off":
-        return f'not run: the MCP server {server.name} is turned off ({where}.approval is "off")'
+        return off_line(server.name, server.cfg, tool)
     answer = ctx.approve(call_text(server.name, tool, arguments), f"mcp:{server.name}") if ctx.approve else None
     if answer is None:
         return (

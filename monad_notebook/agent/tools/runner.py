@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from monad_notebook.agent.tools.base import Tool, ToolContext, ToolOutput, ToolStore
+from monad_notebook.agent.tools.mcp import turned_off
 from monad_notebook.agent.tools.registry import run_tool
 from monad_notebook.config import Config
 from monad_notebook.memory import resolve_scope
@@ -90,6 +91,9 @@ class ToolRunner:
         ``sees_images``: the model is sent images now (an endpoint that refused them stops that mid-session).
         """
         ctx = self.context(sees_images=sees_images)
+        off = turned_off(self.config.mcp_servers, call.name) if call.name not in self.tools else None
+        if off is not None:
+            return ToolOutput(off, outcome="refused")
         try:
             text = run_tool(self.tools, ctx, call.name, call.arguments)
         finally:  # an interrupted call may have bound names or written files too
