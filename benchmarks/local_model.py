@@ -6,7 +6,9 @@ The model is Qwen2.5-Coder-1.5B-Instruct (Q4_K_M), fetched once into the fixture
 hashes (``fixtures.py``), served by llama.cpp's ``llama-server --jinja`` on one thread, as a user
 would start it. It is the main tier (the agent) and the fast tier (summaries) at once. Every setting
 is the default but two, in agents.json: ``contextWindow``, the server's ``-c`` (``--ctx``), and,
-since nobody is there to click, ``tools.python.approval`` "auto".
+since nobody is there to click, ``tools.python.approval`` "auto". A call the model writes as text
+asks first whatever that setting says (``agent/tools/consent.py``): here a user who answers yes to
+every such question stands in (``approve_all``).
 
 (a) ``monad demo`` through its own command-line entry point. (b) Ten questions on the bundled sales
 data that need Python, each checked against the answer computed here from the same CSV: a variable
@@ -14,8 +16,10 @@ or file it had to make, or a figure its answer had to state. Per turn: the tool 
 the API, those written as text and run, those written as text that could not run, whether it did the
 work asked, tokens and seconds. After the ten turns the session is compacted once, as
 ``%monad compact`` does, so the fast tier writes at least one summary: the summaries it wrote, kept
-or replaced by the extractive one (and why), and the forms the agent's raw replies took. Not in
-CI: the fake server scripts the same text forms for the tests.
+or replaced by the extractive one (and why), and the forms the agent's raw replies took.
+``--replies FILE`` writes every raw reply the agent's requests got, as sent, with the form each
+was read as: the forms the tests script (``tests/agent/text_call_replies.py``) come from there.
+Not in CI: the fake server scripts the same text forms for the tests.
 """
 
 from __future__ import annotations
@@ -71,9 +75,15 @@ class Turn:
     note: str = ""
 
 
+def approve_all(text: str, subject: str = "python") -> bool:
+    """A user who answers yes to every question (nobody sits at this run)."""
+    return True
+
+
 @dataclass
 class Run:
     name: str
+    replies: list[dict[str, Any]] = field(default_factory=list)  # every raw reply (``RawReplies.dump``)
     turns: list[Turn] = field(default_factory=list)
     summaries: list[dict[str, Any]] = field(default_factory=list)
     rejected: list[dict[str, Any]] = field(default_factory=list)
@@ -105,6 +115,15 @@ class RawReplies:
 
     def __exit__(self, *exc: object) -> None:
         chat.OpenAIChatModel.complete = self._original  # type: ignore[method-assign]
+
+    def dump(self, tools: dict[str, Any]) -> list[dict[str, Any]]:
+        """Every reply as sent, and what it was read as: the API's calls, prose, or calls written as text."""
+        rows = []
+        for text, api in self.replies:
+            found = find_calls(text, tools) if not api else None
+            forms = [a.call.recovered for a in found.attempts] if found is not None else []
+            rows.append({"text": text, "api_calls": api, "written": forms})
+        return rows
 
     def forms(self, tools: dict[str, Any]) -> Counter[str]:
         seen: Counter[str] = Counter()
@@ -140,6 +159,7 @@ def run_demo(base_url: str, ctx: int, home: Path) -> Run:
 
     class Watched(cli.Session):
         def ask(self, text, **kwargs):  # type: ignore[no-untyped-def]
+            self.approve = approve_all
             started = time.perf_counter()
             reply = super().ask(text, **kwargs)
             watched.append((self, self.turn, text, reply, time.perf_counter() - started))
@@ -158,6 +178,7 @@ def run_demo(base_url: str, ctx: int, home: Path) -> Run:
     for number, (session, turn, question, reply, seconds) in enumerate(watched, 1):
         run.turns.append(turn_of(number, question, reply, seconds, session, turn, None, ""))
     run.forms = raw.forms(watched[-1][0].tools) if watched else Counter()
+    run.replies = raw.dump(watched[-1][0].tools) if watched else []
     store = LanceStore(db)
     read_summaries(run, store, "demo")
     store.close()
@@ -173,7 +194,7 @@ def run_session(base_url: str, ctx: int, home: Path, turns: int, note: str = "")
     store = LanceStore(home / "session-db")
     namespace: dict[str, Any] = {}
     config = Config.model_validate(json.loads(user_config(base_url, ctx, home, note).read_text()))
-    session = Session("local", config=config, store=store, namespace=namespace, root=work)
+    session = Session("local", config=config, store=store, namespace=namespace, root=work, approve=approve_all)
     with RawReplies() as raw:
         for number, (question, check) in enumerate(truth.questions()[:turns], 1):
             print(f"[turn {number}] you: {question}", flush=True)
@@ -191,6 +212,7 @@ def run_session(base_url: str, ctx: int, home: Path, turns: int, note: str = "")
     print("(%monad compact)", flush=True)
     session.compact()
     run.forms = raw.forms(session.tools)
+    run.replies = raw.dump(session.tools)
     read_summaries(run, store, "local")
     summary = store.load_summary("local")
     run.summary = summary.text if summary is not None else ""
@@ -410,6 +432,7 @@ def main() -> int:
     parser.add_argument("--ctx", type=int, default=16384, help="the server's context (llama-server -c)")
     parser.add_argument("--turns", type=int, default=10)
     parser.add_argument("--json", help="also write the measurements here")
+    parser.add_argument("--replies", help="write every raw reply of the agent's requests here (JSON)")
     parser.add_argument("--prompt-note", default="", help="a sentence added to the system prompt (agent.systemPrompt)")
     args = parser.parse_args()
     path = fetch("qwen")
@@ -431,6 +454,8 @@ def main() -> int:
     print(f"({time.perf_counter() - started:.0f} s)")
     if args.json:
         Path(args.json).write_text(json.dumps([{**asdict(r), "forms": dict(r.forms)} for r in runs], indent=2))
+    if args.replies:
+        Path(args.replies).write_text(json.dumps({r.name: r.replies for r in runs}, indent=2, ensure_ascii=False))
     shutil.rmtree(home, ignore_errors=True)
     return 0
 

@@ -190,8 +190,11 @@ class NotebookFrontend:
             return self.seen[cell_id]
 
     def submit(self, proposal: Proposal) -> str:
-        """Put the proposal before the user; what happened, in a line for the model."""
-        mode = self.approval
+        """Put the proposal before the user; what happened, in a line for the model.
+
+        A proposal from a call read from the model's text waits for the user whatever the approval setting.
+        """
+        mode = "ask" if proposal.written else self.approval
         if self.path() == EXTENSION:
             return self._submit_to_extension(proposal, mode)
         self._check_saved(proposal)
@@ -304,5 +307,5 @@ class NotebookFrontend:
 def _shown_summary(proposal: Proposal) -> str:
     """The proposal as the user reads it at the cell, with its size."""
     if proposal.kind == "change":
-        return f"A change to this cell ({proposal.size()})"
-    return f"A new {proposal.cell_type} cell {proposal.position} this one ({proposal.size()})"
+        return f"A change to this cell ({proposal.size()}){proposal.origin()}"
+    return f"A new {proposal.cell_type} cell {proposal.position} this one ({proposal.size()}){proposal.origin()}"

@@ -58,6 +58,7 @@ class Proposal:
     position: str = "below"
     new_id: str = ""  # insert: the id the new cell gets
     anchor_is_running: bool = False  # insert: placed against the running %%monad cell
+    written: str = ""  # the call was read from the model's text: the user is asked, whatever the approval setting
     lines: list[tuple[str, str]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -82,9 +83,13 @@ class Proposal:
     def summary(self) -> str:
         """What it is and its size: "new code cell ... below the %%monad cell (3 lines)"."""
         if self.kind == "change":
-            return f"change to cell {self.cell_id} ({self.size()})"
+            return f"change to cell {self.cell_id} ({self.size()}){self.origin()}"
         where = "the %%monad cell" if self.anchor_is_running else f"cell {self.cell_id}"
-        return f"new {self.cell_type} cell {self.new_id} {self.position} {where} ({self.size()})"
+        return f"new {self.cell_type} cell {self.new_id} {self.position} {where} ({self.size()}){self.origin()}"
+
+    def origin(self) -> str:
+        """Where the call came from, when the user must know: read from the model's text."""
+        return ", a call read from the model's text rather than made through the API" if self.written else ""
 
     def wire(self, mode: str, summary: str) -> dict[str, Any]:
         """The proposal as the notebook extension takes it."""

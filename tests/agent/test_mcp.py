@@ -140,6 +140,23 @@ def test_a_server_turned_off_but_for_one_tool_offers_that_tool_alone():
     ]
 
 
+def test_a_call_read_from_the_models_text_asks_first_even_on_an_auto_server():
+    written = '{"name": "mcp__probe__echo", "arguments": {"text": "from the text"}}'
+    asked: list[str] = []
+    answers = [written, "declined", written, "done"]
+    s, model = session(config("auto"), answers, approve=lambda text, **kw: bool(asked.append(kw["subject"])))
+    try:
+        s.ask("echo")
+        declined = results(model)
+        s.approve = None
+        s.ask("echo again")
+        nobody = results(model)[-1]
+    finally:
+        s.close()
+    assert asked == ["text:mcp:probe"] and declined == ["not run: the user skipped this call"]
+    assert nobody.startswith("not run: this call was read from the model's text")
+
+
 GARBAGE = "import sys\nfor line in sys.stdin:\n    print('this is not JSON-RPC', flush=True)\n"
 
 

@@ -11,6 +11,7 @@ from types import SimpleNamespace
 
 from monad_notebook import Session
 from monad_notebook import events as ev
+from monad_notebook.agent.tools.consent import NOBODY_FOR_WRITTEN
 from monad_notebook.agent.tools.python import DECLINED
 from monad_notebook.approval.gate import Answer, ApprovalGate
 from monad_notebook.config import Config
@@ -330,6 +331,27 @@ def test_a_cell_changed_after_it_was_read_for_execute_cell_is_not_queued():
     session.ask("run it")
     (told,) = tool_results(model)
     assert told == "error: execute_cell: cell group changed since it was read: read it again"
+
+
+def test_a_cell_proposed_in_the_models_text_waits_for_the_user_even_where_changes_apply_at_once():
+    written = '```json\n{"name": "insert_cell", "arguments": {"cell_type": "code", "cell_source": "df.head()"}}\n```'
+    model = ScriptedModel([written, "Proposed."])
+    session, notebook = open_notebook(model, approval="auto")
+    session.ask("add a cell")
+    (told,) = tool_results(model)
+    assert told.startswith("proposed p") and "a call read from the model's text" in told
+    assert len(notebook.cells) == len(CELLS)  # not applied
+    (shown,) = notebook.pending.values()
+    assert shown["mode"] == "ask" and "a call read from the model's text" in shown["summary"]
+
+
+def test_a_cell_run_asked_for_in_the_models_text_is_refused_where_nobody_can_answer():
+    written = '<tool_call>\n{"name": "execute_cell", "arguments": {"cell_id": "group"}}\n</tool_call>'
+    model = ScriptedModel([written, "Not run."])
+    session, notebook = open_notebook(model, python="auto")
+    session.ask("run the groupby")
+    assert tool_results(model) == [NOBODY_FOR_WRITTEN]
+    assert [r for r in notebook.requests if r["op"] == "run"] == []
 
 
 def test_a_decision_taken_while_the_turn_runs_rides_on_the_next_notebook_tool_result():

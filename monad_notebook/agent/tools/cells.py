@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from monad_notebook.agent.tools.base import Tool, ToolContext, tool
+from monad_notebook.agent.tools.base import Tool, ToolContext, asks, reads, tool
 from monad_notebook.agent.tools.notebook import _clip
 from monad_notebook.agent.tools.python import approval_refusal, strip_ansi
 from monad_notebook.errors import ToolError
@@ -131,6 +131,7 @@ def _cell_text(ctx: ToolContext, cell: Cell, running: str, *, outputs: bool, cli
     return text + ("\noutputs:\n" + "\n".join(lines) if lines else "\noutputs: none")
 
 
+@reads
 @tool
 def read_notebook(ctx: ToolContext, start_index: int = 0, limit: int = 20, include_outputs: bool = False) -> str:
     """Read the open notebook as the user sees it now: each cell's id, index, type, source and execution count.
@@ -160,6 +161,7 @@ def read_notebook(ctx: ToolContext, start_index: int = 0, limit: int = 20, inclu
     return _told(notebook, head + "\n\n" + "\n\n".join(cells) + more)
 
 
+@reads
 @tool
 def read_cell(ctx: ToolContext, cell_id: str, include_outputs: bool = True) -> str:
     """Read one cell of the open notebook by its id: its whole source, and its outputs.
@@ -177,6 +179,7 @@ def read_cell(ctx: ToolContext, cell_id: str, include_outputs: bool = True) -> s
     return _told(notebook, _cell_text(ctx, snapshot.cells[0], running, outputs=include_outputs, clip=False))
 
 
+@asks
 @tool
 def insert_cell(
     ctx: ToolContext, cell_type: str, cell_source: str, cell_id: str | None = None, position: str = "below"
@@ -206,6 +209,7 @@ def insert_cell(
             position=position,
             new_id=new_cell_id(),
             anchor_is_running=cell_id is None or cell_id == running,
+            written=ctx.written,
         )
         return _told(notebook, notebook.submit(proposal))
 
@@ -217,7 +221,9 @@ def _propose_change(ctx: ToolContext, cell_id: str, source: str, base: str) -> s
     waiting = notebook.ledger.waiting_on(cell_id)
     if waiting:
         raise ToolError(f"cell {cell_id} already has change {waiting} waiting for the user's decision")
-    proposal = Proposal(id=notebook.ledger.next_id(), kind="change", cell_id=cell_id, source=source, base=base)
+    proposal = Proposal(
+        id=notebook.ledger.next_id(), kind="change", cell_id=cell_id, source=source, base=base, written=ctx.written
+    )
     with _refusals():
         return _told(notebook, notebook.submit(proposal))
 
@@ -230,6 +236,7 @@ def _base(ctx: ToolContext, cell_id: str) -> str:
         return notebook.base_of(cell_id)
 
 
+@asks
 @tool
 def overwrite_cell_source(ctx: ToolContext, cell_id: str, cell_source: str) -> str:
     """Propose a new source for a cell you have read. The user accepts or rejects the change.
@@ -241,6 +248,7 @@ def overwrite_cell_source(ctx: ToolContext, cell_id: str, cell_source: str) -> s
     return _propose_change(ctx, cell_id, cell_source, _base(ctx, cell_id))
 
 
+@asks
 @tool
 def edit_cell_source(ctx: ToolContext, cell_id: str, old_string: str, new_string: str) -> str:
     """Propose replacing one exact passage of a cell you have read. The user accepts or rejects the change.
@@ -260,6 +268,7 @@ def edit_cell_source(ctx: ToolContext, cell_id: str, old_string: str, new_string
     return _propose_change(ctx, cell_id, base.replace(old_string, new_string, 1), base)
 
 
+@asks
 @tool
 def execute_cell(ctx: ToolContext, cell_id: str) -> str:
     """Run a cell of the notebook. The kernel is busy with this turn, so the run is queued for after it.

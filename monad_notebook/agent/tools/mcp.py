@@ -33,7 +33,8 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import Any
 
-from monad_notebook.agent.tools.base import Tool, ToolContext
+from monad_notebook.agent.tools.base import ASKS, Tool, ToolContext
+from monad_notebook.agent.tools.consent import DECLINED_CALL, NOBODY_FOR_WRITTEN, ask, must_ask
 from monad_notebook.config_schema import McpServerConfig
 from monad_notebook.errors import ToolError
 
@@ -432,17 +433,19 @@ def refusal(server: McpServer, tool: str, arguments: dict[str, Any], ctx: ToolCo
     """Why the call may not go ahead (``approval`` off, declined, nobody to ask), or None to make it."""
     mode = server.cfg.approval_for(tool)
     where = f"mcpServers.{server.name}"
-    if mode == "auto":
-        return None
     if mode == "off":
         return off_line(server.name, server.cfg, tool)
-    answer = ctx.approve(call_text(server.name, tool, arguments), f"mcp:{server.name}") if ctx.approve else None
+    if not must_ask(ctx, mode):
+        return None
+    answer = ask(ctx, call_text(server.name, tool, arguments), f"mcp:{server.name}")
+    if answer is None and ctx.written:
+        return NOBODY_FOR_WRITTEN
     if answer is None:
         return (
             f"not run: nobody approved this call (nobody can answer here); to allow it, set {where}.approval"
             ' (or its tools.<name>.approval) to "auto" in agents.json'
         )
-    return None if answer else "not run: the user skipped this call"
+    return None if answer else DECLINED_CALL
 
 
 def _as_tool(server: McpServer, listed: Any, name: str) -> Tool:
@@ -459,4 +462,4 @@ def _as_tool(server: McpServer, listed: Any, name: str) -> Tool:
             return refused
         return bounded(server.call(listed.name, arguments), ctx)
 
-    return Tool(name=name, description=description, parameters=schema, func=call)
+    return Tool(name=name, description=description, parameters=schema, func=call, effect=ASKS)
