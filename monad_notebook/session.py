@@ -45,6 +45,9 @@ class Session:
     instead. ``model`` / ``fast_model`` / ``embedder`` fix the main and fast tiers and recall's embedder
     (tests, demos) whatever the configuration says. ``extra_tools`` join the configured tools (one of the
     same name replaces the built-in one). ``notebook``: the open notebook the notebook tools work in.
+    ``approve(text)`` answers "run this code?" (True, False, or None: nobody can answer); any other
+    question comes with ``subject=`` ("mcp:<server>", "tool:<name>", and "text:..." for a call read
+    from the model's text, which is asked about whatever the approval setting).
     """
 
     def __init__(
@@ -58,7 +61,7 @@ class Session:
         shell: Any = None,
         namespace: dict[str, Any] | None = None,
         root: str | Path | None = None,
-        approve: Callable[[str], bool | None] | None = None,
+        approve: Callable[..., bool | None] | None = None,
         extra_tools: list[Tool] | None = None,
         embedder: Embedder | None = None,
         notebook: NotebookFrontend | None = None,
