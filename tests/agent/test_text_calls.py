@@ -21,7 +21,7 @@ from monad_notebook.config import Config
 from monad_notebook.messages import ToolCall
 from monad_notebook.store.rows import message_from_row, message_row
 from monad_notebook.testing import FakeOpenAIServer, text, tool_call
-from tests.agent.text_call_replies import HELD_OUT, REAL, TUNING
+from tests.agent.text_call_replies import HELD_OUT, REAL, REAL_PROSE, TUNING
 from tests.conversation import conversation
 
 SALES = "region,date,units\nNorth,2026-01-05,12\nSouth,2026-01-05,9\n"
@@ -277,6 +277,11 @@ OFFERED = configured_tools(python_approval="ask", persist_raw=True)
 def test_the_forms_a_small_local_model_really_wrote_are_read_as_calls(reply):
     found = find_calls(reply, OFFERED)
     assert found is not None and found.usable == len(found.attempts) >= 1
+
+
+@pytest.mark.parametrize("reply", REAL_PROSE)
+def test_the_answers_a_small_local_model_really_wrote_with_code_for_the_user_are_prose(reply):
+    assert find_calls(reply, OFFERED) is None
 
 
 @pytest.mark.parametrize(("reply", "is_call"), [*TUNING, *HELD_OUT])

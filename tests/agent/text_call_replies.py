@@ -1,16 +1,25 @@
 """Replies that hold a tool call as text, as data: which are calls, and which only show one.
 
 ``REAL``: forms Qwen2.5-Coder-1.5B-Instruct (Q4_K_M, ``llama-server --jinja``) wrote in runs of
-``benchmarks/local_model.py``, copied from its raw replies (``--replies``): each must still be read as
-the call it is. ``TUNING`` is what the rule in ``agent/text_calls.py`` (``beside_calls``: how many
-words, which words) was chosen on; ``HELD_OUT`` was written after it was fixed, in other words, and
-only run then (it read 21 of 22 rightly; the one it missed is now in ``TUNING``). Each entry is
-(reply, True when it is a call).
+``benchmarks/local_model.py``: the earlier runs' as the tests quoted them, and every reply of a
+later run as ``--replies`` recorded it (``local_model_replies.json``). Each must still be read as
+the call it is; ``REAL_PROSE``, that run's answers that held no call (code for the user, the
+question asked back), must stay prose. ``TUNING`` is what the rule in ``agent/text_calls.py``
+(``beside_calls``: how many words, which words) was chosen on; ``HELD_OUT`` was written after it
+was fixed, in other words, and only run then (it read 21 of 22 rightly; the one it missed is now
+in ``TUNING``). Each entry is (reply, True when it is a call).
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
+
+RECORDED = {
+    name: replies
+    for name, replies in json.loads((Path(__file__).parent / "local_model_replies.json").read_text()).items()
+    if name != "about"
+}
 
 
 def fenced(name: str, arguments: dict) -> str:
@@ -35,7 +44,12 @@ REAL: list[str] = [
     "  }\n}\n```",
     # the data session: the object alone
     '{"name": "python", "arguments": {"code": "sales = pd.read_csv(\'data/sales.csv\')"}}',
+    # every reply of a later run (``local_model_replies.json``) that held a call
+    *(reply["text"] for run in RECORDED.values() for reply in run if reply["written"]),
 ]
+
+# that run's replies that held no call (code for the user to run, the question asked back): prose
+REAL_PROSE: list[str] = [reply["text"] for run in RECORDED.values() for reply in run if not reply["written"]]
 
 TUNING: list[tuple[str, bool]] = [
     # calls: the whole reply, or a short lead-in, or a short remark after a call that opens it
