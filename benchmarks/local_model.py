@@ -44,14 +44,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import pandas as pd
 from fixtures import chat_server, fetch
+from raw_replies import RawReplies
 
 from monad_notebook import Session, cli
 from monad_notebook import events as ev
 from monad_notebook.agent.instructions import SYSTEM_PROMPT
-from monad_notebook.agent.text_calls import find_calls
 from monad_notebook.config import Config
 from monad_notebook.demo import dataset_path
-from monad_notebook.provider import chat
 from monad_notebook.store.lance import LanceStore
 
 MODEL = "qwen2.5-coder-1.5b"
@@ -89,54 +88,6 @@ class Run:
     rejected: list[dict[str, Any]] = field(default_factory=list)
     forms: Counter[str] = field(default_factory=Counter)
     summary: str = ""  # the session's rolling summary at the end, as saved
-
-
-# --- what the raw replies looked like -------------------------------------------------------------
-
-
-class RawReplies:
-    """Every reply the endpoint sent, as sent (before the turn reads calls out of its text)."""
-
-    def __init__(self) -> None:
-        self.replies: list[tuple[str, int]] = []  # (text, API tool calls)
-        self._original = chat.OpenAIChatModel.complete
-
-    def __enter__(self) -> RawReplies:
-        original, replies = self._original, self.replies
-
-        def complete(model, messages, tools, on_text=None):  # type: ignore[no-untyped-def]
-            response = original(model, messages, tools, on_text)
-            if tools:  # the agent's requests; the fast tier's summaries are offered none
-                replies.append((response.content, len(response.tool_calls)))
-            return response
-
-        chat.OpenAIChatModel.complete = complete  # type: ignore[method-assign]
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        chat.OpenAIChatModel.complete = self._original  # type: ignore[method-assign]
-
-    def dump(self, tools: dict[str, Any]) -> list[dict[str, Any]]:
-        """Every reply as sent, and what it was read as: the API's calls, prose, or calls written as text."""
-        rows = []
-        for text, api in self.replies:
-            found = find_calls(text, tools) if not api else None
-            forms = [a.call.recovered for a in found.attempts] if found is not None else []
-            rows.append({"text": text, "api_calls": api, "written": forms})
-        return rows
-
-    def forms(self, tools: dict[str, Any]) -> Counter[str]:
-        seen: Counter[str] = Counter()
-        for text, api in self.replies:
-            found = find_calls(text, tools) if not api else None
-            if api:
-                seen["API tool_calls"] += 1
-            elif found is None:
-                seen["prose (the answer)"] += 1
-            else:
-                for attempt in found.attempts:
-                    seen[f"written: {attempt.call.recovered}" + ("" if attempt.usable else " (could not run)")] += 1
-        return seen
 
 
 # --- the two runs ---------------------------------------------------------------------------------

@@ -35,6 +35,7 @@ HELPERS = {
     "trace",
     "fidelity_session",
     "recall_lag_facts",
+    "raw_replies",
     "fixtures",
     "fixture_server",
     "fixture_check",

@@ -163,7 +163,7 @@ def text_calls_sentence(written: dict[str, Any]) -> str:
     said += f"{run:,} ran as calls" if run else "none could run"
     if run and refused:
         said += f", {refused:,} could not (an unknown tool or arguments its schema refuses)"
-    return said + ' (models.main.textToolCalls is "auto").'
+    return said + ' (models.main.textToolCalls is "auto"; such a call that can change anything asks first).'
 
 
 def images_sentence(detail: str) -> str:

@@ -25,7 +25,6 @@ import concurrent.futures
 import contextlib
 import json
 import logging
-import re
 import tempfile
 import threading
 import weakref
@@ -34,14 +33,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from monad_notebook.agent.tools.base import ASKS, Tool, ToolContext
-from monad_notebook.agent.tools.consent import DECLINED_CALL, NOBODY_FOR_WRITTEN, ask, must_ask
+from monad_notebook.agent.tools.mcp_approval import refusal, tool_name
 from monad_notebook.config_schema import McpServerConfig
 from monad_notebook.errors import ToolError
 
 log = logging.getLogger(__name__)
 
-PREFIX = "mcp__"  # no built-in tool starts with it, so a server's tool never takes a built-in name
-MAX_NAME = 64  # the longest tool name the Chat Completions API takes
 MAX_RESULT_CHARS = 2_000_000
 MAX_DESCRIPTION = 1024
 _STDERR_TAIL = 300
@@ -89,12 +86,6 @@ def _close_all() -> None:
 
 
 atexit.register(_close_all)
-
-
-def tool_name(server: str, tool: str) -> str:
-    """The name the model sees: ``mcp__<server>__<tool>``, cut to the API's 64 characters."""
-    clean = re.sub(r"[^A-Za-z0-9_-]", "_", f"{PREFIX}{server}__{tool}")
-    return clean[:MAX_NAME]
 
 
 class McpServer:
@@ -398,56 +389,6 @@ class McpServers:
             server.close()
 
 
-def call_text(server: str, tool: str, arguments: dict[str, Any]) -> str:
-    """A call as the user approves it: the server, the tool and its exact arguments."""
-    shown = json.dumps(arguments, ensure_ascii=False, indent=2, sort_keys=True, default=str)
-    return f"MCP server {server}, tool {tool}, arguments:\n{shown}"
-
-
-def off_line(server: str, cfg: McpServerConfig, tool: str) -> str:
-    """A call of a tool turned off, in one line naming what is off: the tool itself, or its whole server."""
-    if tool in cfg.tools and cfg.tools[tool].approval == "off":
-        return (
-            f"not run: the tool {tool} of the MCP server {server} is turned off "
-            f'(mcpServers.{server}.tools.{tool}.approval is "off")'
-        )
-    return f'not run: the MCP server {server} is turned off (mcpServers.{server}.approval is "off")'
-
-
-def turned_off(servers: dict[str, McpServerConfig], name: str) -> str | None:
-    """The line a call of ``name`` gets when it names a tool that is turned off, or a server's; None otherwise.
-
-    Such a tool is never offered, but a model may still call it (from memory, or written as text).
-    """
-    if not name.startswith(PREFIX):
-        return None
-    for server, cfg in sorted(servers.items(), key=lambda item: -len(item[0])):
-        if not name.startswith(tool_name(server, "")):
-            continue
-        tool = next((t for t in cfg.tools if tool_name(server, t) == name), name.removeprefix(tool_name(server, "")))
-        return off_line(server, cfg, tool) if cfg.approval_for(tool) == "off" else None
-    return None
-
-
-def refusal(server: McpServer, tool: str, arguments: dict[str, Any], ctx: ToolContext) -> str | None:
-    """Why the call may not go ahead (``approval`` off, declined, nobody to ask), or None to make it."""
-    mode = server.cfg.approval_for(tool)
-    where = f"mcpServers.{server.name}"
-    if mode == "off":
-        return off_line(server.name, server.cfg, tool)
-    if not must_ask(ctx, mode):
-        return None
-    answer = ask(ctx, call_text(server.name, tool, arguments), f"mcp:{server.name}")
-    if answer is None and ctx.written:
-        return NOBODY_FOR_WRITTEN
-    if answer is None:
-        return (
-            f"not run: nobody approved this call (nobody can answer here); to allow it, set {where}.approval"
-            ' (or its tools.<name>.approval) to "auto" in agents.json'
-        )
-    return None if answer else DECLINED_CALL
-
-
 def _as_tool(server: McpServer, listed: Any, name: str) -> Tool:
     schema = dict(listed.input_schema)
     schema.setdefault("type", "object")
@@ -456,7 +397,7 @@ def _as_tool(server: McpServer, listed: Any, name: str) -> Tool:
     description = f"[MCP server {server.name}] {about}"[:MAX_DESCRIPTION]
 
     def call(ctx: ToolContext, /, **arguments: Any) -> str:  # an argument may be called ctx
-        refused = refusal(server, listed.name, arguments, ctx)
+        refused = refusal(server.name, server.cfg, listed.name, arguments, ctx)
         if refused is not None:
             ctx.outcome = "refused"
             return refused

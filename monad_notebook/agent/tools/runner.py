@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from monad_notebook.agent.tools.base import Tool, ToolContext, ToolOutput, ToolStore
 from monad_notebook.agent.tools.consent import refused_unless_asked
-from monad_notebook.agent.tools.mcp import turned_off
+from monad_notebook.agent.tools.mcp_approval import turned_off
 from monad_notebook.agent.tools.registry import run_tool
 from monad_notebook.config import Config
 from monad_notebook.memory import resolve_scope
