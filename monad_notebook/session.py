@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from monad_notebook.agent.loop import Reply, Turn
 from monad_notebook.agent.text_calls import TextCallReader, tally
 from monad_notebook.agent.tools.base import Tool, ToolOutput
+from monad_notebook.agent.tools.mcp_approval import turned_off
 from monad_notebook.agent.tools.runner import ToolRunner, ToolServices
 from monad_notebook.branching import branch_session, check_session_name
 from monad_notebook.config import Config, ConfigWatcher, watch_config
@@ -196,7 +198,8 @@ class Session:
             self.cascade.catch_up()
             with self.cascade.turn():
                 self.reload_config()
-                reader = TextCallReader(self.tools, self.config.models.main.text_tool_calls)
+                off = partial(turned_off, self.config.mcp_servers)
+                reader = TextCallReader(self.tools, self.config.models.main.text_tool_calls, turned_off=off)
                 turn = Turn(self.cascade, self.runner, self.model, max_steps=self.config.agent.max_steps)
                 return turn.run(text, on_text, text_calls=reader)
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -313,6 +313,7 @@ class TextCallReader:
 
     tools: Mapping[str, Tool]
     mode: str = "auto"  # "auto": found calls run; "off": replies are answers, a written call only noted
+    turned_off: Callable[[str], str | None] = lambda name: None  # the line a call of a tool turned off gets
     written: list[Attempt] = field(default_factory=list)  # every call found this turn, run or not
     near_misses: int = 0  # replies whose written calls could none be run
     recovered: int = 0  # written calls handed to the tool runner this turn
@@ -342,7 +343,8 @@ class TextCallReader:
                 self.recovered += 1
                 self._ran.add((attempt.call.name, attempt.call.arguments))
             else:
-                self._refused[attempt.call.id] = _refusal_line(attempt, self.tools)
+                off = self.turned_off(attempt.call.name) if attempt.call.name not in self.tools else None
+                self._refused[attempt.call.id] = off or _refusal_line(attempt, self.tools)
         return found
 
     def _unrepeated(self, attempts: tuple[Attempt, ...]) -> tuple[Attempt, ...]:

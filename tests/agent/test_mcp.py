@@ -126,6 +126,19 @@ def test_a_tool_turned_off_is_not_offered_and_a_call_of_it_names_the_tool(approv
     assert status.off == ("crash",) and 'Turned off (approval "off", not offered): crash.' in mcp_sentence(status)
 
 
+def test_a_call_of_a_tool_turned_off_written_as_text_names_the_tool_too():
+    s, model = session(
+        config("auto", tools={"crash": {"approval": "off"}}), ['{"name": "mcp__probe__crash", "arguments": {}}', "ok"]
+    )
+    try:
+        s.ask("crash it")
+    finally:
+        s.close()
+    assert results(model) == [
+        'not run: the tool crash of the MCP server probe is turned off (mcpServers.probe.tools.crash.approval is "off")'
+    ]
+
+
 def test_a_server_turned_off_but_for_one_tool_offers_that_tool_alone():
     cfg = config("off", tools={"echo": {"approval": "auto"}})
     s, model = session(cfg, [tool_call("mcp__probe__echo", {"text": "hi"}), tool_call("mcp__probe__pid", {}), "done"])
