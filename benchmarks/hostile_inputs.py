@@ -102,7 +102,8 @@ def groups() -> list[Group]:
         ),
         Group(
             "cells the agent asks to run that would start a turn (the running cell, magics, the API)",
-            "the running cell, 5 cells calling monad, a magic named at run time and Session.ask in a queued cell",
+            "the running cell, 5 cells calling monad; with --slow, a magic named at run time and Session.ask in a "
+            "queued cell",
             ["tests/notebook/test_cell_tools.py", "tests/e2e/test_notebook_kernel.py"],
             "execute_cell or queued",
         ),
