@@ -12,10 +12,12 @@ from pathlib import Path
 
 from monad_notebook import events as ev
 from monad_notebook.approval.gate import stdin_approver
+from monad_notebook.cell.screen import say_error
 from monad_notebook.config import SCRIPTED_DEMO_MODEL, ConfigWatcher
 from monad_notebook.demo import DEMO_QUESTIONS, dataset_path
 from monad_notebook.errors import MonadError
 from monad_notebook.events import Event
+from monad_notebook.redaction.redactor import builtin_redactor
 from monad_notebook.session import Session
 from monad_notebook.store.lance import open_store
 
@@ -144,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         code = run_demo(args)
     except MonadError as exc:
-        print(f"monad: {exc}", file=sys.stderr)
+        say_error(str(exc), lambda text: builtin_redactor().redact(text).text)
         return 1
     except KeyboardInterrupt:
         print("monad: interrupted", file=sys.stderr)

@@ -89,7 +89,7 @@ class Session:
         ensure_session(self.store, name, self.model.name)
         self.window = Window(name)
         self.window.load(self.store)
-        self.memory = MemoryService(self.store, notify=self.events.emit)
+        self.memory = MemoryService(self.store, events=self.events)
         self.recall = RecallService(self.window, self.store, make_embedder if embedder is None else lambda _: embedder)
         self.promotion = MemoryPromotion(self.memory)
         user_ns = namespace if namespace is not None else (shell.user_ns if shell is not None else {})
@@ -109,6 +109,7 @@ class Session:
     def _apply(self, setup: Setup) -> None:
         """Put a prepared configuration in force, all at once, pushing to each part what it follows."""
         config, redactor = setup.config, setup.cascade.lossless.redactor
+        self.events.redactor = redactor  # first: every event from here on passes it
         self.config, self.model, self.context_window = config, setup.model, setup.cascade.context_window
         self.memory.redactor = redactor
         self.promotion.reconfigure(config.context.memory_promotion, setup.fast_model)

@@ -27,7 +27,7 @@ from typing import Any
 from monad_notebook.agent.tools.time_limit import CodeTimedOut, TimeLimit
 from monad_notebook.approval.code_view import shown_lines, summary, terminal_view
 from monad_notebook.config_schema import PythonToolConfig
-from monad_notebook.events import APPROVAL, Emit
+from monad_notebook.events import APPROVAL, Emit, Excerpt
 
 RUN, SKIP, ALLOW_SESSION, NO_ANSWER = "run", "skip", "allow for session", "no answer"
 TIMEOUT = PythonToolConfig().approval_timeout_seconds
@@ -44,6 +44,7 @@ class QuestionInterrupted(KeyboardInterrupt):
 PYTHON = "python"
 TOOL = "tool:"  # another tool that changes things: "tool:remember"
 WRITTEN = "text:"  # the call was read from the model's text: "text:python", "text:mcp:warehouse"
+FIRST_LINE_SHOWN = 120  # characters of the code's first line a tool.approval event keeps, after redaction
 
 
 def written(subject: str) -> str:
@@ -145,7 +146,7 @@ class ApprovalGate:
             decision=answer.decision,
             via=answer.via,
             summary=summary(code),
-            first_line=(lines[0] if lines else "")[:120],
+            first_line=Excerpt(lines[0] if lines else "", FIRST_LINE_SHOWN),
             code_sha256=hashlib.sha256(code.encode("utf-8", "surrogatepass")).hexdigest(),
             **about,
         )

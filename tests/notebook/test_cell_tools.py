@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from types import SimpleNamespace
 
+import pytest
+
 from monad_notebook import Session
 from monad_notebook import events as ev
 from monad_notebook.agent.tools.consent import NOBODY_FOR_WRITTEN
@@ -261,6 +263,42 @@ def test_edit_cell_source_needs_one_exact_occurrence():
     assert once.startswith("proposed p")
     (proposal,) = notebook.pending.values()
     assert proposal["source"] == "a = 1\na = 1\nb = 3" and ["-", "b = 2"] in proposal["lines"]
+
+
+KEYED = ("keyed", "code", f"client = Client(token='{TOKEN}')\nrows = client.fetch()")
+REDACTED_SOURCE = "client = Client(token='[REDACTED:github]')\nrows = client.fetch()"
+
+
+@pytest.mark.parametrize("approval", ["ask", "auto"])
+def test_a_proposal_that_copies_a_placeholder_back_is_refused_and_the_real_key_stays_in_the_cell(approval):
+    copied = REDACTED_SOURCE.replace("fetch()", "fetch(limit=10)")
+    model = ScriptedModel(
+        [
+            tool_call("read_cell", {"cell_id": "keyed"}),
+            tool_call("overwrite_cell_source", {"cell_id": "keyed", "cell_source": copied}),
+            tool_call("insert_cell", {"cell_type": "code", "cell_source": "tok = 'backup_[REDACTED:github]'"}),
+            tool_call(
+                "edit_cell_source", {"cell_id": "keyed", "old_string": "rows", "new_string": "[REDACTED:github]"}
+            ),
+            tool_call(
+                "edit_cell_source", {"cell_id": "keyed", "old_string": "fetch()", "new_string": "fetch(limit=10)"}
+            ),
+            "done",
+        ]
+    )
+    session, notebook = open_notebook(model, [KEYED, CELLS[-1]], approval=approval)
+    session.ask("fetch ten rows")
+    read, overwrite, insert, edit, fine = tool_results(model)
+    assert REDACTED_SOURCE in read
+    for refused in (overwrite, insert, edit):
+        assert refused.startswith("error: ") and "holds [REDACTED:github]" in refused and "\n" not in refused
+    assert fine.startswith("proposed p") or ": applied; shown to the user as a diff" in fine
+    if approval == "ask":
+        (waiting,) = notebook.pending
+        notebook.click(waiting, accept=True)
+    assert notebook.cells[0]["source"] == f"client = Client(token='{TOKEN}')\nrows = client.fetch(limit=10)"
+    assert len(notebook.cells) == 2
+    assert TOKEN not in json.dumps([call.messages for call in model.calls])
 
 
 def test_auto_applies_at_once_and_still_shows_the_diff():

@@ -195,6 +195,7 @@ def insert_cell(
     notebook = _notebook(ctx)
     if cell_type not in CELL_TYPES or position not in POSITIONS:
         raise ToolError(f"cell_type must be one of {', '.join(CELL_TYPES)} and position one of {', '.join(POSITIONS)}")
+    _no_copied_placeholders(ctx, cell_source, "")
     running = notebook.running_cell()
     anchor = cell_id or running
     with _refusals():
@@ -214,8 +215,26 @@ def insert_cell(
         return _told(notebook, notebook.submit(proposal))
 
 
+def _no_copied_placeholders(ctx: ToolContext, source: str, base: str) -> None:
+    """Refuse a source holding more ``[REDACTED:...]`` placeholders than the cell's real source: each stands for a
+    secret the agent was never shown, and accepting the copy would put the placeholder where the secret was.
+
+    Both review paths (the extension's diff at the cell, the review in the cell's output) and "auto"
+    take proposals from here, so none of them ever shows or applies such a change.
+    """
+    found = ctx.redactor.placeholders(source) if ctx.redactor is not None else []
+    copied = [p for p in dict.fromkeys(found) if source.count(p) > base.count(p)]
+    if copied:
+        raise ToolError(
+            f"the new source holds {', '.join(copied)}: a placeholder stands for a secret of the user's that you were "
+            "never shown, and accepting it would replace the secret; leave the lines that hold one out of the change "
+            "(edit_cell_source of the text around them), and never write a placeholder into a cell"
+        )
+
+
 def _propose_change(ctx: ToolContext, cell_id: str, source: str, base: str) -> str:
     notebook = _notebook(ctx)
+    _no_copied_placeholders(ctx, source, base)
     if source == base:
         return _told(notebook, f"cell {cell_id} already holds this source: nothing to change")
     waiting = notebook.ledger.waiting_on(cell_id)

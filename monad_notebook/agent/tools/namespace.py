@@ -17,6 +17,7 @@ from typing import Any
 
 from monad_notebook.agent.tools.base import Tool, ToolContext, reads, tool
 from monad_notebook.errors import ToolError
+from monad_notebook.redaction.redactor import builtin_redactor
 from monad_notebook.workspace.block import origin
 from monad_notebook.workspace.description import is_user_value
 
@@ -39,12 +40,14 @@ _REPR = _bounded_repr()
 
 
 def _short_repr(value: Any, limit: int = 80) -> str:
+    """A preview cut at ``limit``, never inside a secret: the result is redacted whole later, and the part of a key
+    left before a cut would no longer be recognised (the cut moves to the key's start)."""
     try:
         text = _REPR.repr(value)
     except Exception as exc:
         return f"<repr failed: {type(exc).__name__}>"
     text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return text if len(text) <= limit else text[: builtin_redactor().cut_point(text, limit - 3)] + "..."
 
 
 def _is_noise(name: str, value: Any, ctx: ToolContext) -> bool:
