@@ -10,7 +10,7 @@ import pytest
 from monad_notebook import events as ev
 from monad_notebook.testing import FakeOpenAIServer, tool_call
 from tests.e2e.browser import ARTIFACTS
-from tests.e2e.jupyter import DARK_THEME, NO_NEWS, jupyter_server, write_notebook
+from tests.e2e.jupyter import DARK_THEME, NO_NEWS, jupyter_server, notebook_page, write_notebook
 from tests.e2e.panel_page import AUDIT, THEMES
 from tests.mcp_probe import PROBE_SERVER
 
@@ -175,12 +175,7 @@ def test_a_python_call_read_from_the_models_text_is_asked_about_on_auto_saying_w
         (isolated_env / "agents.json").write_text(json.dumps(config))
         write_notebook(isolated_env / "written.ipynb", ["%load_ext monad_notebook", "%%monad\nRun it."])
         with jupyter_server("lab", isolated_env, tmp_path, "written.ipynb", settings=NO_NEWS) as url:
-            page = browser.new_page(viewport={"width": 1200, "height": 1000})
-            page.goto(url)
-            page.wait_for_function(
-                "window.jupyterapp?.shell?.currentWidget?.context?.sessionContext?.session?.kernel?.status === 'idle'",
-                timeout=30_000,
-            )
+            page = notebook_page(browser, url, width=1200, height=1000)
             page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
             question = wait_for_question(page, "WRITTEN")
             words = question.inner_text()

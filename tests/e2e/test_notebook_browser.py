@@ -19,7 +19,7 @@ from monad_notebook import events as ev
 from monad_notebook.testing import FakeOpenAIServer, tool_call, tool_calls
 from tests.conversation import conversation
 from tests.e2e.browser import ARTIFACTS, counting_server
-from tests.e2e.jupyter import DARK_THEME, NO_NEWS, jupyter_server, write_notebook
+from tests.e2e.jupyter import DARK_THEME, NO_NEWS, jupyter_server, notebook_page, write_notebook
 from tests.e2e.panel_page import AUDIT
 
 TOKEN = "ghp_" + "Zq8Lr2Xw9Kp4Tn7V" * 2 + "aB3d"
@@ -213,10 +213,7 @@ def test_a_proposed_cell_with_a_very_long_line_is_shown_whole_at_the_cell_with_i
         (isolated_env / "agents.json").write_text(json.dumps(agents))
         write_notebook(isolated_env / "long.ipynb", ["%load_ext monad_notebook", "%%monad\nAdd the cell."])
         with jupyter_server("lab", isolated_env, tmp_path, "long.ipynb", settings=NO_NEWS, extension=True) as url:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(url)
-            page.wait_for_function(KERNEL_IDLE, timeout=60_000)
-            page.evaluate("() => { const s = window.jupyterapp.shell; s.collapseLeft?.(); s.collapseRight?.(); }")
+            page = notebook_page(browser, url, width=1400, height=1000)
             for index in range(2):
                 run_cell(page, index)
             page.get_by_text("Done.").wait_for(timeout=60_000)
