@@ -374,6 +374,10 @@ class McpServerConfig(_Section):
         own = self.tools.get(tool)
         return own.approval if own is not None else self.approval
 
+    def turned_on(self) -> bool:
+        """Whether any of its tools may be offered: a server "off" stays unstarted unless a tool of it is turned on."""
+        return self.approval != "off" or any(tool.approval != "off" for tool in self.tools.values())
+
 
 class Config(_Section):
     """The whole of agents.json; ``Config()`` is the all-defaults configuration."""

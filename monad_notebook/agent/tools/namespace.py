@@ -15,7 +15,7 @@ import types
 from itertools import islice
 from typing import Any
 
-from monad_notebook.agent.tools.base import Tool, ToolContext, tool
+from monad_notebook.agent.tools.base import Tool, ToolContext, reads, tool
 from monad_notebook.errors import ToolError
 from monad_notebook.redaction.redactor import builtin_redactor
 from monad_notebook.workspace.block import origin
@@ -117,6 +117,7 @@ def _made_by(ctx: ToolContext, name: str) -> str:
     return f"  [{origin(entry)}]" if entry is not None else ""
 
 
+@reads
 @tool
 def list_variables(ctx: ToolContext) -> str:
     """List the variables in the user's notebook namespace, with type and size, one per line, each with the tool
@@ -158,6 +159,7 @@ def _lookup(ctx: ToolContext, name: str) -> Any:
     return value
 
 
+@reads
 @tool
 def describe(ctx: ToolContext, name: str) -> str:
     """Describe one variable of the user's namespace: shape, types, a preview and summary statistics.
