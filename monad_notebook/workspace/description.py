@@ -26,7 +26,8 @@ from typing import Any
 
 SHELL_NAMES = frozenset({"In", "Out", "exit", "quit", "get_ipython"})
 MAX_COLUMNS = 40  # of a DataFrame's columns, the first ones named in the record
-MAX_COLUMN_CHARS = 80
+MAX_COLUMN_CHARS = 80  # of a column's name, what the record keeps (after redacting the whole name)
+MAX_NAME_CHARS = 4_096  # of a column's name, what is read: a name this long is no name, and a key is shorter
 KNOWN_MAKERS = frozenset({"builtins", "pandas", "numpy", "matplotlib"})  # whose methods the record may call
 _SIZED = (list, tuple, dict, set, frozenset, str, bytes, bytearray)
 _SCALARS = (bool, int, float, complex, type(None))
@@ -144,7 +145,7 @@ def signature(value: Any, of: str) -> Any:
 
 
 def describe(value: Any) -> Description:
-    """Type and size, and a frame's first column names (unredacted: the record redacts them)."""
+    """Type and size, and a frame's first column names (unredacted and uncut: the record redacts, then cuts)."""
     kind = type(value)
     of = family(kind)
     try:
@@ -173,13 +174,14 @@ def describe(value: Any) -> Description:
 
 
 def label(value: Any) -> str:
-    """A column label or a series' name as text: a label the known makers did not make is named by its type."""
+    """A column label or a series' name as text, uncut but bounded (the record redacts it whole, then cuts it): a
+    label the known makers did not make is named by its type."""
     kind = type(value)
     try:
         if kind is tuple:  # a MultiIndex column
-            return ("(" + ", ".join(label(part) for part in value[:8]) + ")")[:MAX_COLUMN_CHARS]
+            return ("(" + ", ".join(label(part) for part in value[:8]) + ")")[:MAX_NAME_CHARS]
         if made_by_known(kind):
-            return str(value)[:MAX_COLUMN_CHARS]
+            return str(value)[:MAX_NAME_CHARS]
     except Exception:  # an int too long to print, say
         pass
     return f"<{type_name(kind)}>"
