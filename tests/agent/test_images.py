@@ -243,6 +243,45 @@ def test_an_endpoint_refusing_images_gets_the_request_again_without_them_and_the
         assert "does not take images" in told.data["message"] and "models.main.vision" in told.data["message"]
 
 
+STRICT_TEMPLATE_ERROR = (  # what llama-server answers when the model's chat template raises
+    "Unable to generate parser for this template. Automatic parser generation failed: \n------------\n"
+    "While executing CallExpression at line 15, column 32 in source:\n...= 0) -%}\u21b5 {{- raise_exception('After "
+    "the optional system message, con...\n ^\nError: Jinja Exception: After the optional system message, "
+    "conversation roles must alternate user/assistant/user/assistant/..."
+)
+
+
+def test_a_chat_template_refusing_the_images_message_gets_the_request_again_with_them_described(store, shell):
+    """A strict template refuses a user message after tool results, and images can only travel in one."""
+    from monad_notebook.testing import FakeOpenAIServer, tool_call
+
+    with FakeOpenAIServer() as server:
+        server.queue(tool_call("python", {"code": PLOT}), "a dip at week 2")
+        main = {"model": "gpt-4o", "baseUrl": server.base_url, "apiKeyEnv": "FAKE_KEY", "maxRetries": 2}
+        config = Config.model_validate(
+            {
+                "models": {"main": main, "fast": main, "embedding": {"provider": "none"}},
+                "tools": {"python": {"approval": "auto"}},
+            }
+        )
+        with pytest.MonkeyPatch.context() as env:
+            env.setenv("FAKE_KEY", "k")
+            s = Session("strict", config=config, store=store, shell=shell)
+            seen = []
+            s.events.subscribe(lambda event: seen.append(event))
+            s.ask("plot churn")
+            server.fail(500, message=STRICT_TEMPLATE_ERROR)
+            server.queue("described in text")
+            reply = s.ask("and the chart again?")
+        refused, retried = server.chat_requests[2:]  # refused once, not retried as a server fault
+        assert [p for m in refused["messages"] for p in image_parts(m)]
+        assert not [p for m in retried["messages"] for p in image_parts(m)]
+        assert reply.text == "described in text"
+        (told,) = [e for e in seen if e.kind == "session.error"]
+        said = "conversation roles must alternate user/assistant/user/assistant/"
+        assert "does not take images after tool results" in told.data["message"] and said in told.data["message"]
+
+
 def test_export_writes_the_images_as_the_cells_outputs_and_prompt_lists_them(store, shell, tmp_path):
     from monad_notebook.export import export_notebook
     from monad_notebook.magics import render_prompt_record
