@@ -24,7 +24,7 @@ class PromptPart:
     # system | memory | summary | message | tool_result | placeholder | image | related_context | plan | workspace
     # | tools
     kind: str
-    role: str
+    role: str  # of the message the part is sent in
     text: str
     source: Message | None = None  # the window message, when the part is one sent unchanged
     tokens: int = 0
@@ -142,8 +142,8 @@ def end_with(groups: list[list[PromptPart]], blocks: list[PromptPart]) -> None:
 
     A strict chat template (Mistral's, Gemma's tool-calling ones) refuses a user message right after the
     user's own or after tool results: the user's messages and the assistant's answers must alternate. On
-    the last message the blocks also keep the cache: the next step's request shares everything up to
-    their first character, as it did when they were a message of their own.
+    the last message the blocks still leave the provider's cache whole: the next step's request repeats
+    everything before their first character.
     """
     if not blocks:
         return

@@ -212,37 +212,6 @@ def test_descriptions_name_what_the_code_plotted():
     assert describe("import numpy as np\nshow(picture)") == "image drawn by `show(picture)`"
 
 
-def test_an_endpoint_refusing_images_gets_the_request_again_without_them_and_the_user_is_told(store, shell):
-    from monad_notebook.testing import FakeOpenAIServer, tool_call
-
-    with FakeOpenAIServer() as server:
-        server.queue(tool_call("python", {"code": PLOT}), "a dip at week 2")
-        main = {"model": "gpt-4o", "baseUrl": server.base_url, "apiKeyEnv": "FAKE_KEY", "maxRetries": 0}
-        config = Config.model_validate(
-            {
-                "models": {"main": main, "fast": main, "embedding": {"provider": "none"}},
-                "tools": {"python": {"approval": "auto"}},
-            }
-        )
-        with pytest.MonkeyPatch.context() as env:
-            env.setenv("FAKE_KEY", "k")
-            s = Session("refusing", config=config, store=store, shell=shell)
-            seen = []
-            s.events.subscribe(lambda event: seen.append(event))
-            s.ask("plot churn")  # gpt-4o sees images ("auto"): the second request carries the chart
-            assert len([p for m in server.chat_requests[1]["messages"] for p in image_parts(m)]) == 1
-            server.fail(500, message="image input is not supported - hint: you may need to provide the mmproj")
-            server.queue("described in text")
-            reply = s.ask("and the chart again?")
-        refused, retried = server.chat_requests[2:]
-        assert [p for m in refused["messages"] for p in image_parts(m)]
-        assert not [p for m in retried["messages"] for p in image_parts(m)]
-        assert "[image img_" in json.dumps(retried["messages"])  # the description is still there
-        assert reply.text == "described in text"
-        (told,) = [e for e in seen if e.kind == "session.error"]
-        assert "does not take images" in told.data["message"] and "models.main.vision" in told.data["message"]
-
-
 STRICT_TEMPLATE_ERROR = (  # what llama-server answers when the model's chat template raises
     "Unable to generate parser for this template. Automatic parser generation failed: \n------------\n"
     "While executing CallExpression at line 15, column 32 in source:\n...= 0) -%}\u21b5 {{- raise_exception('After "
@@ -251,8 +220,22 @@ STRICT_TEMPLATE_ERROR = (  # what llama-server answers when the model's chat tem
 )
 
 
-def test_a_chat_template_refusing_the_images_message_gets_the_request_again_with_them_described(store, shell):
-    """A strict template refuses a user message after tool results, and images can only travel in one."""
+@pytest.mark.parametrize(
+    ("refusal", "told"),
+    [
+        (  # llama-server without a vision projector
+            "image input is not supported - hint: you may need to provide the mmproj",
+            ["does not take images", "image input is not supported"],
+        ),
+        (  # a chat template that insists on alternating roles refuses the user message that holds the images
+            STRICT_TEMPLATE_ERROR,
+            ["does not take images after tool results", "conversation roles must alternate user/assistant/user/"],
+        ),
+    ],
+)
+def test_an_endpoint_refusing_images_gets_the_request_again_without_them_and_the_user_is_told(
+    store, shell, refusal, told
+):
     from monad_notebook.testing import FakeOpenAIServer, tool_call
 
     with FakeOpenAIServer() as server:
@@ -266,20 +249,21 @@ def test_a_chat_template_refusing_the_images_message_gets_the_request_again_with
         )
         with pytest.MonkeyPatch.context() as env:
             env.setenv("FAKE_KEY", "k")
-            s = Session("strict", config=config, store=store, shell=shell)
+            s = Session("refusing", config=config, store=store, shell=shell)
             seen = []
             s.events.subscribe(lambda event: seen.append(event))
-            s.ask("plot churn")
-            server.fail(500, message=STRICT_TEMPLATE_ERROR)
+            s.ask("plot churn")  # gpt-4o sees images ("auto"): the second request carries the chart
+            assert len([p for m in server.chat_requests[1]["messages"] for p in image_parts(m)]) == 1
+            server.fail(500, message=refusal)
             server.queue("described in text")
             reply = s.ask("and the chart again?")
-        refused, retried = server.chat_requests[2:]  # refused once, not retried as a server fault
+        refused, retried = server.chat_requests[2:]  # refused once: not retried as a server fault
         assert [p for m in refused["messages"] for p in image_parts(m)]
         assert not [p for m in retried["messages"] for p in image_parts(m)]
+        assert "[image img_" in json.dumps(retried["messages"])  # the description is still there
         assert reply.text == "described in text"
-        (told,) = [e for e in seen if e.kind == "session.error"]
-        said = "conversation roles must alternate user/assistant/user/assistant/"
-        assert "does not take images after tool results" in told.data["message"] and said in told.data["message"]
+        (event,) = [e for e in seen if e.kind == "session.error"]
+        assert all(words in event.data["message"] for words in [*told, "models.main.vision"])
 
 
 def test_export_writes_the_images_as_the_cells_outputs_and_prompt_lists_them(store, shell, tmp_path):
