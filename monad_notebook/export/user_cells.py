@@ -54,6 +54,8 @@ class Run:
 
 
 class _Finder:
+    """One export's search: what is bound so far as the session's code is read in order, and what is carried."""
+
     def __init__(self, entries: list[WorkspaceEntry], history: Sequence[str] | None, redact: Callable[[str], str]):
         self.entries = {e.key: e for e in entries if e.kind == "name"}
         self.history = list(history or [])
