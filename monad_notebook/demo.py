@@ -101,9 +101,7 @@ def _text(message: dict[str, Any]) -> str:
 
 def _answer_recap(_: list[str], messages: list[dict[str, Any]]) -> str:
     asked = [q for m in messages if m["role"] == "user" and (q := _text(m))][:-1]
-    growth = next(
-        (text for m in messages if m["role"] == "tool" and "revenue growth" in (text := _text(m))), ""
-    )
+    growth = next((text for m in messages if m["role"] == "tool" and "revenue growth" in (text := _text(m))), "")
     lines = [f"From the {len(asked)} earlier question(s) in this session's history:"]
     lines += [f"{i}. {q.strip().splitlines()[-1]}" for i, q in enumerate(asked, 1)]
     if growth:
