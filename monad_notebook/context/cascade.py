@@ -176,6 +176,10 @@ class Cascade:
     def redactor(self) -> Any:
         return self.lossless.redactor if self.lossless is not None else None
 
+    def redact(self, text: str) -> str:
+        """``text`` as it may be kept and sent: the configuration's redaction, whole."""
+        return self.redactor.redact(text).text if self.redactor is not None else text
+
     # --- per turn -------------------------------------------------------------------
 
     def begin_turn(self, text: str) -> Message:
@@ -184,7 +188,7 @@ class Cascade:
         if self.workspace is not None:
             self.workspace.turn = self.window.turn
             self.workspace.take(BETWEEN_TURNS)  # what code run outside a cell (a thread, a script) changed
-        user = self.new_message("user", self.redactor.redact(text).text)
+        user = self.new_message("user", self.redact(text))
         self.commit([user])
         self.emit(ev.TURN_STARTED, turn=self.window.turn, text=user.content)
         blocks = self.stages.blocks(self.window, user, self.meter.counter.count_text)
@@ -416,6 +420,7 @@ class Cascade:
             if self.settings.tool_output.persist_raw:
                 self.spill.before_fold(span)
             compaction = self.compactor.fold(window, span, summary, self.summarizer)
+            compaction.summary.text = self.redact(compaction.summary.text)  # a model's prose, as an answer is
             if not self._save_summary(compaction, summary):
                 self.emit(ev.ERROR, message="Compaction skipped, the previous summary is kept: another kernel changed "
                           "this session meanwhile; it is compacted again when needed")  # fmt: skip
