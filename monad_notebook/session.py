@@ -88,8 +88,9 @@ class Session:
         self.promotion = MemoryPromotion(self.memory)
         user_ns = namespace if namespace is not None else (shell.user_ns if shell is not None else {})
         self.workspace = WorkspaceRecord(self.store, name, user_ns, shell, root, notify=self.events.emit)
+        self.event_log = EventLog(name, self.events, self.store.append_events)
         self.cascade = Cascade(
-            window=self.window, store=self.store, events=EventLog(name, self.events, self.store.append_events),
+            window=self.window, store=self.store, events=self.event_log,
             lease=self.lease, counter=setup.cascade.counter, memory=self.memory, promotion=self.promotion,
             recall=self.recall, workspace=self.workspace,
         )  # fmt: skip
@@ -179,7 +180,7 @@ class Session:
 
     def flush_events(self) -> None:
         """Write the pending events; if the write fails they stay pending for the next flush."""
-        self.cascade.flush()
+        self.event_log.flush()
 
     # --- public API ----------------------------------------------------------------
 

@@ -74,5 +74,5 @@ def make_cascade(
         summarizer_model=None,
     )
     cascade.reconfigure(settings)
-    cascade.summarizer = summarizer  # the summaries these tests write, whatever model would
+    cascade.compaction.summarizer = summarizer  # the summaries these tests write, whatever model would
     return cascade, events

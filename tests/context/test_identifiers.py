@@ -3,20 +3,11 @@ from __future__ import annotations
 import json
 import time
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from monad_notebook.context.compaction.ledger import (
-    LEDGER_HEADING,
+from monad_notebook.context.compaction.identifiers import (
     MAX_ITEMS_PER_OUTPUT,
     SCAN_CAP_CHARS,
-    extract_handles,
     extract_identifiers,
     message_items,
-    parse_ledger,
-    parse_notes,
-    render_ledger,
-    strip_ledger,
 )
 from monad_notebook.messages import Message, ToolCall
 
@@ -110,17 +101,6 @@ def test_a_chatty_log_cannot_flood_the_ledger_and_keeps_its_errors():
     assert {f"Value{i}Error" for i in range(MAX_ITEMS_PER_OUTPUT)} == set(items)
 
 
-def test_folded_results_leave_a_handle_naming_their_exact_id():
-    call = ToolCall("call_42", "read_file", '{"path": "data/sales.csv"}')
-    result = Message("tool", "rows", tool_call_id="call_42", name="read_file")
-    span = [
-        Message("assistant", "", tool_calls=[call]),
-        result,
-        Message("tool", "[REDACTED:github]", tool_call_id="call_43", name="python", redacted=True),
-    ]
-    assert extract_handles(span) == [("read_tool_output id=call_42", result)]
-
-
 def test_prose_gives_the_names_ids_and_result_numbers_a_user_or_an_answer_states():
     said = Message("assistant", "Holdout AUC is 0.8731 on 4,812,337 rows; churn_flag_90d drives it (see ORD-48213).")
 
@@ -173,47 +153,6 @@ def test_pathological_text_is_scanned_in_linear_time():
     extract_identifiers(nasty)
 
     assert time.perf_counter() - started < 3
-
-
-def test_ledger_round_trips_through_a_summary_section():
-    items = ["data/sales.csv", "KeyError", "df[`weird`]", "`ticked`", "12.5 MB"]
-    summary = "## Files & State\n- loaded the data\n\n" + render_ledger(items) + "\n\n## Open Tasks\n- plot it\n"
-
-    assert parse_ledger(summary) == items
-    assert render_ledger([]) == ""
-
-
-def test_notes_say_where_an_item_was_seen_and_survive_a_round_trip():
-    notes = {"data/sales.csv": "file; user, turn 3", "KeyError": "error; python output, turn 4, id call_1; open"}
-    block = render_ledger(["data/sales.csv", "KeyError", "plain"], notes)
-
-    assert block.splitlines()[1] == "- `data/sales.csv` (file; user, turn 3)"
-    assert parse_ledger(block) == ["data/sales.csv", "KeyError", "plain"]
-    assert parse_notes(block) == {**notes, "plain": ""}
-
-
-def test_lists_outside_the_ledger_are_not_read_as_identifiers():
-    summary = f"## Decisions & Facts\n- North grew fastest\n\n## Files & State\n{LEDGER_HEADING}\n- `a.csv`\n\n- other"
-
-    assert parse_ledger(summary) == ["a.csv"]
-
-
-def test_strip_ledger_keeps_the_rest_of_the_section():
-    section = "- loaded `sales`\n" + render_ledger(["a.csv", "b.csv"]) + "\n\n- wrote out.csv"
-
-    assert strip_ledger(section) == "- loaded `sales`\n\n- wrote out.csv"
-    assert parse_ledger(section) == ["a.csv", "b.csv"]
-
-
-single_line = st.text(st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp")), min_size=1, max_size=60).map(
-    lambda s: " ".join(s.split())
-)
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.lists(single_line.filter(bool), max_size=20, unique=True))
-def test_any_ledger_survives_render_and_parse(items):
-    assert parse_ledger("## Files & State\n" + render_ledger(items)) == items
 
 
 def test_a_command_written_out_in_a_sentence_is_kept_whole_up_to_where_prose_resumes():

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from monad_notebook.context.compaction.ledger import LEDGER_HEADING, ledger_line, parse_ledger, parse_notes
-from monad_notebook.context.compaction.salience import Ledger, note
+from monad_notebook.context.compaction.ledger import IdentifierLedger, extract_handles, note
+from monad_notebook.context.compaction.ledger_text import LEDGER_HEADING, ledger_line, parse_ledger, parse_notes
 from monad_notebook.context.occupancy.tokens import TokenCounter
 from monad_notebook.messages import Message, ToolCall
 from tests.context.cascades import make_cascade
@@ -41,7 +41,7 @@ class Transcript:
         return self
 
 
-def shown(ledger: Ledger, budget: int = 400, items: int = 200) -> list[str]:
+def shown(ledger: IdentifierLedger, budget: int = 400, items: int = 200) -> list[str]:
     return ledger.top(budget, items, COUNTER.count_text)[0]
 
 
@@ -49,7 +49,7 @@ def test_a_file_the_user_named_outlives_two_hundred_files_read_one_per_step():
     t = Transcript().user("The churn raw extract is data/raw/churn_extract_q3.parquet, start there.")
     for i in range(200):
         t.python(f'part_{i} = pd.read_parquet("data/parts/part_{i:03d}.parquet")', f"part_{i}: DataFrame")
-    ledger = Ledger()
+    ledger = IdentifierLedger()
 
     ledger.add_span(t.messages)
 
@@ -63,7 +63,7 @@ def test_names_that_differ_only_in_digits_share_one_line_and_leave_room_for_the_
     for i in range(200):
         t.python(f'part_{i} = pd.read_parquet("data/parts/part_{i:03d}.parquet")', f"part_{i}: DataFrame")
     t.python("holdout_frame = pd.read_parquet('data/holdout.parquet')", "holdout_frame: DataFrame")
-    ledger = Ledger()
+    ledger = IdentifierLedger()
     ledger.add_span(t.messages)
 
     items, notes = ledger.top(600, 200, COUNTER.count_text)
@@ -78,7 +78,7 @@ def test_what_the_user_named_ranks_over_reported_results_over_code_over_what_too
     t = Transcript().user("Use `orders_v2` please.")
     t.python("df_clean = orders_v2.dropna()", "  tenure_days: int64\nmemory usage: 3.2 MB")
     t.answer("The holdout AUC came out at 0.8731.")
-    ledger = Ledger()
+    ledger = IdentifierLedger()
 
     ledger.add_span(t.messages)
 
@@ -90,7 +90,7 @@ def test_what_the_user_named_ranks_over_reported_results_over_code_over_what_too
 def test_an_open_error_ranks_high_until_a_clean_run_of_the_same_tool_closes_it():
     t = Transcript().user("go").python("load()", "Traceback ...\nSchemaMismatchError: column count differs")
     t.python("x_1 = 1", "ok").python("y_2 = 2", "ok")
-    ledger = Ledger()
+    ledger = IdentifierLedger()
     ledger.add_span(t.messages[:3])
     error = ledger.entries["SchemaMismatchError"]
     assert error.open and error.score > ledger.entries["load()"].score
@@ -107,7 +107,7 @@ def test_a_recurring_identifier_gains_on_one_seen_once():
     for i in range(4):
         t.python(f"a_{i} = pd.read_csv('data/shared.csv')", "ok")
     t.python("b = pd.read_csv('data/once.csv')", "ok")
-    ledger = Ledger()
+    ledger = IdentifierLedger()
 
     ledger.add_span(t.messages)
 
@@ -119,7 +119,7 @@ def test_the_shown_part_fits_its_token_budget_and_handles_take_at_most_a_quarter
     t = Transcript().user("go")
     for i in range(60):
         t.python(f"frame_{i} = load({i})", f"loaded table_{i} from data/t_{i}.csv")
-    ledger = Ledger()
+    ledger = IdentifierLedger()
     ledger.add_span(t.messages)
 
     items, notes = ledger.top(500, 500, COUNTER.count_text)
@@ -132,7 +132,7 @@ def test_the_shown_part_fits_its_token_budget_and_handles_take_at_most_a_quarter
 
 def test_an_item_written_out_inside_another_of_the_same_message_is_shown_once():
     t = Transcript().user("To retrain, run python jobs/retrain_payment.py --since 2024-09-01 and report.")
-    ledger = Ledger()
+    ledger = IdentifierLedger()
     ledger.add_span(t.messages)
 
     items = shown(ledger)
@@ -144,7 +144,7 @@ def test_an_item_written_out_inside_another_of_the_same_message_is_shown_once():
 
 def test_each_item_says_where_it_was_seen():
     t = Transcript().user("Load data/a.csv").python("b_frame = 1", "  net_margin: float64", tool="describe")
-    ledger = Ledger()
+    ledger = IdentifierLedger()
     ledger.add_span(t.messages)
 
     _, notes = ledger.top(400, 50, COUNTER.count_text)
@@ -169,7 +169,7 @@ def test_the_full_ledger_lives_in_the_store_and_the_summary_shows_its_most_salie
     settings = {"summarize": {"reflectAtTokens": 8000, "ledgerMaxItems": 400, "ledgerMaxTokens": 600}}
     cascade, _ = make_cascade(store, "s", t.messages, summarizer=UselessSummarizer(), context=settings)
     for keep in (160, 80, 10):
-        assert cascade.compact_now("soft", keep_recent=keep)
+        assert cascade.compact("soft", keep_recent=keep)
     summary = cascade.window.summary
 
     shown_items = parse_ledger(summary.text)
@@ -188,7 +188,7 @@ def test_what_truncation_hid_is_read_from_the_saved_output_and_ranks_that_output
     )
     t = Transcript().user("go").python("run()", "[etl] batch 0: ok\n[... 4000 characters omitted ...]\ndone")
     t.python("other()", "[etl] batch 9: ok")
-    ledger = Ledger()
+    ledger = IdentifierLedger()
 
     ledger.add_span(t.messages, raw={"call_1": hidden})
 
@@ -198,3 +198,14 @@ def test_what_truncation_hid_is_read_from_the_saved_output_and_ranks_that_output
     assert handles[0].item == "read_tool_output id=call_1"
     assert handles[0].score > handles[1].score
     assert note(handles[0]) == "python output; holds data/holdout_q3.parquet, turn 1"
+
+
+def test_folded_results_leave_a_handle_naming_their_exact_id():
+    call = ToolCall("call_42", "read_file", '{"path": "data/sales.csv"}')
+    result = Message("tool", "rows", tool_call_id="call_42", name="read_file")
+    span = [
+        Message("assistant", "", tool_calls=[call]),
+        result,
+        Message("tool", "[REDACTED:github]", tool_call_id="call_43", name="python", redacted=True),
+    ]
+    assert extract_handles(span) == [("read_tool_output id=call_42", result)]

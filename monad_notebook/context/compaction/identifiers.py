@@ -1,12 +1,12 @@
-"""The identifier ledger: exact names that must outlive every summary, found in the original text.
+"""Identifiers: the exact names that must outlive every summary, found in a message's original text.
 
 A summary paraphrases, and a paraphrase loses the one thing a later step needs verbatim:
 ``data/sales_2024.csv``, the ``revenue`` column, the ``KeyError`` that is still open,
 ``12.5 MB``. So before a span is folded its identifiers are pulled out deterministically
 (never by a model), each with its kind: what the user and the agent wrote, the files,
 variables, columns, packages and commands in the code the agent ran, and the variables,
-columns, package pins, ids, errors and numbers its tools printed. ``salience.py`` ranks them;
-the summary's ``## Files & State`` carries the most salient, each with where it was seen.
+columns, package pins, ids, errors and numbers its tools printed. The identifier ledger
+(``ledger.py``) weighs them; the summary's ``## Files & State`` carries the most salient.
 
 Scanning is linear: every pattern uses bounded quantifiers, and each text is capped at
 ``SCAN_CAP_CHARS`` characters.
@@ -24,9 +24,7 @@ from monad_notebook.messages import Message
 SCAN_CAP_CHARS = 200_000
 MAX_ITEMS_PER_MESSAGE = 60
 MAX_ITEMS_PER_OUTPUT = 40  # one chatty log must not fill the store's ledger
-HANDLE_PREFIX = "read_tool_output id="
 MAX_ITEM_CHARS = 160
-LEDGER_HEADING = "Identifiers (verbatim):"
 
 Found = tuple[int, str, str]  # (position, item, kind)
 # When a message holds more than its cap, these kinds are kept first.
@@ -86,9 +84,6 @@ _VARIABLE_LINE = re.compile(
 )
 _INDEX_LIST = re.compile(r"Index\(\[([^\]]{1,4000})\]")
 _SHELL_ECHO = re.compile(r"^(?:\$|>>>) ([^\n#]{2,150})", re.M)
-_ITEM_LINE = re.compile(
-    r"^\s{0,8}[-*]\s{1,4}(?:(`{1,3})\s?(.{1,400}?)\s?\1(?:\s{1,3}\(([^()\n]{0,200})\))?|(.{1,400}?))\s*$"
-)
 
 
 def _clean(item: str) -> str:
@@ -253,80 +248,3 @@ def extract_identifiers(messages: list[Message]) -> list[str]:
         for item, _ in (*text_items, *call_items):
             seen.setdefault(item, None)
     return list(seen)
-
-
-def extract_handles(messages: list[Message]) -> list[tuple[str, Message]]:
-    """One read-back handle per folded tool result that has one, naming its exact id, with the result.
-
-    What the output holds is said in the handle's note (``salience.py``), not in the handle.
-    """
-    return [
-        (f"{HANDLE_PREFIX}{message.tool_call_id}", message)
-        for message in messages
-        if message.role == "tool" and not message.redacted and message.tool_call_id
-    ]
-
-
-def _quoted(item: str) -> str:
-    fence = "``" if "`" in item else "`"
-    pad = " " if item.startswith("`") or item.endswith("`") else ""
-    return f"{fence}{pad}{item}{pad}{fence}"
-
-
-def ledger_line(item: str, note: str = "") -> str:
-    """One ledger line: the item verbatim in backticks, and where it was seen in brackets."""
-    note = " ".join(note.replace("(", "[").replace(")", "]").split())[:200]
-    return f"- {_quoted(item)} ({note})" if note else f"- {_quoted(item)}"
-
-
-def render_ledger(items: list[str], notes: dict[str, str] | None = None) -> str:
-    """The ledger as a Markdown sub-list; empty when there is nothing to carry."""
-    if not items:
-        return ""
-    notes = notes or {}
-    return "\n".join([LEDGER_HEADING, *(ledger_line(item, notes.get(item, "")) for item in items)])
-
-
-def _ledger_lines(summary_text: str) -> Iterator[tuple[str, str]]:
-    reading = False
-    for line in summary_text.splitlines():
-        if line.strip().lower() == LEDGER_HEADING.lower():
-            reading = True
-            continue
-        if not reading:
-            continue
-        match = _ITEM_LINE.match(line)
-        if match is None:
-            reading = False
-            continue
-        item = _clean(match.group(2) if match.group(1) else match.group(4))
-        if item:
-            yield item, (match.group(3) or "") if match.group(1) else ""
-
-
-def parse_ledger(summary_text: str) -> list[str]:
-    """The ledger items in a summary (every ledger block, in order, deduplicated)."""
-    return list(dict.fromkeys(item for item, _ in _ledger_lines(summary_text)))
-
-
-def parse_notes(summary_text: str) -> dict[str, str]:
-    """Each ledger item's note (where it was seen), for re-rendering the ledger unchanged."""
-    notes: dict[str, str] = {}
-    for item, note in _ledger_lines(summary_text):
-        notes.setdefault(item, note)
-    return notes
-
-
-def strip_ledger(section_text: str) -> str:
-    """``section_text`` without its ledger blocks, so a fresh ledger can be written once."""
-    kept: list[str] = []
-    reading = False
-    for line in section_text.splitlines():
-        if line.strip().lower() == LEDGER_HEADING.lower():
-            reading = True
-            continue
-        if reading and _ITEM_LINE.match(line):
-            continue
-        reading = False
-        kept.append(line)
-    return "\n".join(kept).strip()

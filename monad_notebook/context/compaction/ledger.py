@@ -1,25 +1,30 @@
-"""Salience: which of a session's identifiers the summary's ledger shows, within a token budget.
+"""The identifier ledger: every identifier a session folded, weighed, and the part of it a summary shows.
 
 Recency is the wrong rule: a session that reads a new file every step pushes out the file
-the user named an hour ago. So every identifier ``ledger.py`` finds gets a weight from where
-it was seen: what the user wrote counts most, then numbers the agent reported as results,
-files, packages, variables and commands in the code it ran, errors not yet followed by a
-clean run of the same tool, and, least, what tools printed (columns, variables, pins, ids,
+the user named an hour ago. So every identifier ``identifiers.py`` finds gets a weight from where
+it was seen (its salience): what the user wrote counts most, then numbers the agent reported as
+results, files, packages, variables and commands in the code it ran, errors not yet followed by
+a clean run of the same tool, and, least, what tools printed (columns, variables, pins, ids,
 numbers). Each later sighting adds a little. The full ledger lives in the store (``ledger``
-table); the summary shows the most salient entries that fit ``ledgerMaxTokens``, each with
-where it was seen, and read-back handles of folded outputs (ranked by how many salient names
-each holds) get at most a quarter of it.
+table: loaded before a fold, saved after the summary); the summary shows the most salient
+entries that fit ``ledgerMaxTokens``, each with where it was seen (``ledger_text.py``), and
+read-back handles of folded outputs (ranked by how many salient names each holds) get at most
+a quarter of it.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable
 from dataclasses import replace
 
-from monad_notebook.context.compaction.ledger import extract_handles, ledger_line, message_items
+from monad_notebook.context.compaction.identifiers import message_items
+from monad_notebook.context.compaction.ledger_text import ledger_line, parse_ledger
 from monad_notebook.messages import Message
-from monad_notebook.store.base import LedgerEntry
+from monad_notebook.store.base import LedgerEntry, Summaries
+
+log = logging.getLogger(__name__)
 
 WEIGHTS: dict[str, dict[str, float]] = {
     "user": {},
@@ -46,6 +51,7 @@ RECURRENCE_BONUS, RECURRENCE_MAX = 0.5, 2.0
 HANDLE_SHARE = 0.25
 FAMILY_MIN, FAMILY_SHOWN = 3, 1
 FIT_MISSES = 40
+HANDLE_PREFIX = "read_tool_output id="
 _DIGITS = re.compile(r"\d+")
 
 
@@ -73,11 +79,34 @@ def _bonus(count: int) -> float:
     return min(RECURRENCE_MAX, RECURRENCE_BONUS * max(0, count - 1))
 
 
-class Ledger:
+def _as_read(message: Message, raw: dict[str, str]) -> Message:
+    """A tool result with its saved full text in place of what the window showed, when there is one."""
+    full = raw.get(message.tool_call_id) if message.role == "tool" else None
+    return replace(message, content=full) if full else message
+
+
+def extract_handles(messages: list[Message]) -> list[tuple[str, Message]]:
+    """One read-back handle per folded tool result that has one, naming its exact id, with the result.
+
+    What the output holds is said in the handle's note (``_holds``), not in the handle.
+    """
+    return [
+        (f"{HANDLE_PREFIX}{message.tool_call_id}", message)
+        for message in messages
+        if message.role == "tool" and not message.redacted and message.tool_call_id
+    ]
+
+
+class IdentifierLedger:
     """A session's ledger entries by item, grown one folded span at a time."""
 
     def __init__(self, entries: list[LedgerEntry] | None = None) -> None:
         self.entries: dict[str, LedgerEntry] = {e.item: replace(e) for e in entries or []}
+
+    @classmethod
+    def load(cls, store: Summaries, session: str, summary_text: str) -> IdentifierLedger:
+        """The session's full ledger from the store; the summary's own list when the store has none yet."""
+        return cls(store.load_ledger(session) or seed(parse_ledger(summary_text)))
 
     def add_span(self, span: list[Message], raw: dict[str, str] | None = None) -> list[LedgerEntry]:
         """Fold ``span``'s sightings in, in order; the entries that changed (to save).
@@ -85,11 +114,11 @@ class Ledger:
         ``raw``: the saved full text of truncated results (tool-call id -> text), read instead of
         what the window showed, so what truncation hid is in the ledger too.
         """
+        found = [(message, *message_items(_as_read(message, raw or {}))) for message in span]
         changed: dict[str, LedgerEntry] = {}
         held: dict[str, list[LedgerEntry]] = {}
-        for message in span:
-            full = (raw or {}).get(message.tool_call_id) if message.role == "tool" else None
-            touched = self._add_message(replace(message, content=full) if full else message)
+        for message, text_items, call_items in found:
+            touched = self._add_message(message, text_items, call_items)
             for entry in touched:
                 changed[entry.item] = entry
             if message.role == "tool":
@@ -102,8 +131,9 @@ class Ledger:
             changed[handle] = entry
         return list(changed.values())
 
-    def _add_message(self, message: Message) -> list[LedgerEntry]:
-        text_items, call_items = message_items(message)
+    def _add_message(
+        self, message: Message, text_items: list[tuple[str, str]], call_items: list[tuple[str, str]]
+    ) -> list[LedgerEntry]:
         touched = []
         if message.role == "tool":
             source = f"{message.name or 'tool'} output"
@@ -247,3 +277,11 @@ def _fit(
 def seed(items: list[str]) -> list[LedgerEntry]:
     """Entries for a ledger read back from a summary (a session from before the store kept it)."""
     return [LedgerEntry(item, "name", 3.0) for item in items]
+
+
+def save_ledger(store: Summaries, session: str, changed: list[LedgerEntry]) -> None:
+    """After the summary: it already shows the ledger's top, so a failed write costs only the rest."""
+    try:
+        store.save_ledger(session, changed)
+    except Exception as exc:
+        log.warning("could not save the identifier ledger of %r: %s", session, exc)
