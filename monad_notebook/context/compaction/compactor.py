@@ -2,10 +2,11 @@
 
 A :class:`Compactor` writes the new summary (the fast model's briefing, or the extractive one),
 attaches the identifier ledger and reflects a summary grown too long; it saves nothing and tells
-no one. The compaction policy (``policy.py``) keeps what it decided: the summary saved before
-anyone is told, under the session's turn lease and only if it still extends the stored one, so a
-kernel that dies mid-compaction restarts from the previous summary and the unfolded messages,
-never from half a summary; then the ledger, and memory promotion.
+no one. The compaction policy (``policy.py``) keeps what it decided: the folded results' full
+texts, then the summary, saved before anyone is told, under the session's turn lease and only if
+it still extends the stored one, so a kernel that dies mid-compaction restarts from the previous
+summary and the unfolded messages, never from half a summary; then the ledger, and memory
+promotion.
 """
 
 from __future__ import annotations
