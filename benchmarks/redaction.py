@@ -2,6 +2,14 @@
 
 Run from the repository root: ``python benchmarks/redaction.py``. Times are the best of a few
 runs; CPU seconds are shown next to wall seconds because a busy machine inflates wall time.
+
+Precision is measured on text that holds no secret: the noise corpus and the glued look-alikes
+(tuning sets, written with the rules), then real text nobody wrote for this test: the Python
+standard library, the file paths, wheel RECORD files (file names and url-safe sha256 digests)
+and Python sources under site-packages, Debian's package file lists and md5sums, npm's cache
+index. Real text holds some real test credentials, so its rows count every placeholder; what a
+rule change adds there is read line by line. The rows say which real text was read while a rule
+was tuned; the rest is held out.
 """
 
 from __future__ import annotations
@@ -13,13 +21,14 @@ import random
 import sys
 import sysconfig
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from importlib.metadata import version
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from monad_notebook.redaction.redactor import Redactor
+from tests.context.glued_corpus import GLUED, LOOK_ALIKES, RUNS_ON
 from tests.context.hostile_corpus import HOSTILE_NOISE, HOSTILE_SECRETS
 from tests.context.secret_corpus import NOISE, SECRETS, mixed_tool_output
 
@@ -92,14 +101,77 @@ def precision_table() -> list[str]:
     noise_only = mixed_tool_output(10 * MB, secrets_every=100 * MB)
     fp = sum(REDACTOR.redact(noise_only).counts.values())
     lines.append(f"| 10 MB of the above, shuffled | {len(noise_only.encode())} | {fp} ({fp / 10:.2f} per MB) |")
-    stdlib_bytes, stdlib_finds = stdlib_scan()
-    lines.append(
-        f"| Python stdlib sources and data (not site-packages; real text, test passwords included) "
-        f"| {stdlib_bytes} | {stdlib_finds} ({stdlib_finds / (stdlib_bytes / MB):.2f} per MB) |"
-    )
     caught = sum(REDACTOR.redact(s.text).text == s.expected for s in SECRETS)
     lines.append(f"| fake-secret corpus: exact redactions | {len(SECRETS)} samples | {caught}/{len(SECRETS)} caught |")
-    return lines + hostile_rows()
+    return lines + glued_rows() + hostile_rows() + real_text_rows()
+
+
+def glued_rows() -> list[str]:
+    """Every prefix rule's key glued to a word (tuning set), and the glued look-alikes that must survive."""
+    exact = sum(REDACTOR.redact(s.text).text == s.expected for s in GLUED)
+    leaked = sum(s.value in REDACTOR.redact(s.text).text for s in [*GLUED, *RUNS_ON])
+    look_alikes = "\n".join(LOOK_ALIKES.values())
+    fp = sum(REDACTOR.redact(look_alikes).counts.values())
+    return [
+        f"| glued keys: every prefix rule after a letter, digit or `_`, and before `_` "
+        f"| {len(GLUED) + len(RUNS_ON)} samples | {exact}/{len(GLUED)} exact, {leaked} leaked |",
+        f"| glued look-alikes: file, pod and task names, identifiers, glued hashes, RECORD-like digests "
+        f"| {len(look_alikes.encode())} | {fp} |",
+    ]
+
+
+def real_text_rows() -> list[str]:
+    """Real text on this machine, each row's placeholders and their rate per MB; rows read while a rule was tuned
+    say so, the others are held out."""
+    rows = []
+    for name, texts in real_texts().items():
+        size = finds = 0
+        for text in texts:
+            size += len(text.encode())
+            finds += sum(REDACTOR.redact(text).counts.values())
+        rows.append(f"| {name} | {size} | {finds} ({finds / (size / MB):.2f} per MB) |")
+    return rows
+
+
+def real_texts() -> dict[str, Iterator[str]]:
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    site = Path(sysconfig.get_paths()["purelib"])
+    dpkg, npm = Path("/var/lib/dpkg/info"), Path.home() / ".npm/_cacache/index-v5"
+    seen = "real text, read while the glued rules were tuned:"
+    return {
+        "held out: Python stdlib sources and data (test passwords included)": _texts(_stdlib_files(stdlib)),
+        f"{seen} file paths under site-packages": iter(
+            ["\n".join(sorted(str(p) for p in site.rglob("*") if p.is_file()))]
+        ),
+        f"{seen} wheel RECORD files (file names, url-safe sha256 digests)": _texts(
+            sorted(site.glob("*.dist-info/RECORD"))
+        ),
+        f"{seen} Python sources under site-packages (test credentials included)": _texts(sorted(site.rglob("*.py"))),
+        "held out: Debian package file lists and md5sums": _texts(
+            sorted(dpkg.glob("*.list")) + sorted(dpkg.glob("*.md5sums"))
+        ),
+        "held out: npm cache index (urls, sha512 integrity)": _texts(sorted(p for p in npm.rglob("*") if p.is_file())),
+    }
+
+
+def _texts(paths: list[Path]) -> Iterator[str]:
+    for path in paths:
+        try:
+            yield path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+
+
+def _stdlib_files(stdlib: Path) -> list[Path]:
+    """The interpreter's own library (site-packages left out): text nobody wrote for this test."""
+    found = []
+    for folder, subfolders, files in os.walk(stdlib):
+        subfolders[:] = [d for d in subfolders if d != "site-packages"]
+        found += [Path(folder, name) for name in files if name.endswith(_TEXT_SUFFIXES)]
+    return sorted(found)
+
+
+_TEXT_SUFFIXES = (".py", ".txt", ".json", ".rst", ".cfg", ".toml", ".ini", ".html", ".xml")
 
 
 def hostile_rows() -> list[str]:
@@ -116,22 +188,6 @@ def hostile_rows() -> list[str]:
         leaked = sum(s.value in text for text, s in zip(redacted, secrets, strict=True))
         rows.append(f"| hostile: {kind} | {len(secrets)} samples | {caught}/{len(secrets)} caught, {leaked} leaked |")
     return rows
-
-
-def stdlib_scan() -> tuple[int, int]:
-    """Bytes scanned and placeholders written over the interpreter's own library: text nobody wrote for this test."""
-    total = finds = 0
-    for folder, subfolders, files in os.walk(sysconfig.get_paths()["stdlib"]):
-        subfolders[:] = [d for d in subfolders if d != "site-packages"]
-        for name in files:
-            if name.endswith((".py", ".txt", ".json", ".rst", ".cfg", ".toml", ".ini", ".html", ".xml")):
-                try:
-                    text = Path(folder, name).read_text(encoding="utf-8")
-                except (UnicodeDecodeError, OSError):
-                    continue
-                total += len(text.encode())
-                finds += sum(REDACTOR.redact(text).counts.values())
-    return total, finds
 
 
 def main() -> None:

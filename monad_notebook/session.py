@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from monad_notebook.agent.loop import Reply, Turn
 from monad_notebook.agent.text_calls import TextCallReader, tally
 from monad_notebook.agent.tools.base import Tool, ToolOutput
+from monad_notebook.agent.tools.mcp_approval import turned_off
 from monad_notebook.agent.tools.runner import ToolRunner, ToolServices
 from monad_notebook.branching import branch_session, check_session_name
 from monad_notebook.config import Config, ConfigWatcher, watch_config
@@ -24,6 +26,7 @@ from monad_notebook.events import ERROR, RESET, TEXT_CALLS, EventBus, EventLog
 from monad_notebook.foreground import FOREGROUND
 from monad_notebook.memory import MemoryPromotion, MemoryService, resolve_scope
 from monad_notebook.messages import Message, ToolCall
+from monad_notebook.notebook.agent_runs import AGENT_RUNS
 from monad_notebook.provider import ChatModel, TextCallback
 from monad_notebook.provider.local_embedder import Embedder, make_embedder
 from monad_notebook.session_setup import FollowedConfig, Setup
@@ -44,6 +47,9 @@ class Session:
     instead. ``model`` / ``fast_model`` / ``embedder`` fix the main and fast tiers and recall's embedder
     (tests, demos) whatever the configuration says. ``extra_tools`` join the configured tools (one of the
     same name replaces the built-in one). ``notebook``: the open notebook the notebook tools work in.
+    ``approve(text)`` answers "run this code?" (True, False, or None: nobody can answer); any other
+    question comes with ``subject=`` ("mcp:<server>", "tool:<name>", and "text:..." for a call read
+    from the model's text, which is asked about whatever the approval setting).
     """
 
     def __init__(
@@ -57,7 +63,7 @@ class Session:
         shell: Any = None,
         namespace: dict[str, Any] | None = None,
         root: str | Path | None = None,
-        approve: Callable[[str], bool | None] | None = None,
+        approve: Callable[..., bool | None] | None = None,
         extra_tools: list[Tool] | None = None,
         embedder: Embedder | None = None,
         notebook: NotebookFrontend | None = None,
@@ -83,7 +89,7 @@ class Session:
         ensure_session(self.store, name, self.model.name)
         self.window = Window(name)
         self.window.load(self.store)
-        self.memory = MemoryService(self.store, notify=self.events.emit)
+        self.memory = MemoryService(self.store, events=self.events)
         self.recall = RecallService(self.window, self.store, make_embedder if embedder is None else lambda _: embedder)
         self.promotion = MemoryPromotion(self.memory)
         user_ns = namespace if namespace is not None else (shell.user_ns if shell is not None else {})
@@ -104,6 +110,7 @@ class Session:
     def _apply(self, setup: Setup) -> None:
         """Put a prepared configuration in force, all at once, pushing to each part what it follows."""
         config, redactor = setup.config, setup.cascade.lossless.redactor
+        self.events.redactor = redactor  # first: every event from here on passes it
         self.config, self.model, self.context_window = config, setup.model, setup.cascade.context_window
         self.memory.redactor = redactor
         self.promotion.reconfigure(config.context.memory_promotion, setup.fast_model)
@@ -188,11 +195,13 @@ class Session:
         """Run one turn: the model answers ``text``, calling tools as it needs."""
         if not text.strip():
             raise UsageError("the message is empty: write what you want the agent to do")
+        AGENT_RUNS.refuse_turn()  # a cell the agent queued never starts a turn
         with FOREGROUND.held(), self.lease.hold():  # set aside while the model answers, tools run or the lease waits
             self.cascade.catch_up()
             with self.cascade.turn():
                 self.reload_config()
-                reader = TextCallReader(self.tools, self.config.models.main.text_tool_calls)
+                off = partial(turned_off, self.config.mcp_servers)
+                reader = TextCallReader(self.tools, self.config.models.main.text_tool_calls, turned_off=off)
                 turn = Turn(self.cascade, self.runner, self.model, max_steps=self.config.agent.max_steps)
                 return turn.run(text, on_text, text_calls=reader)
 

@@ -110,13 +110,14 @@ def prepare_setup(
         extra=[*(mcp.tools(cfg.mcp_servers) if mcp is not None else []), *extra_tools],
     )
     window = cfg.models.main.context_window or getattr(model, "context_window", None)
+    lossless = LosslessStage(cfg.context, counter)
     cascade = CascadeSettings(
         context=cfg.context,
         agent=cfg.agent.name,
-        lossless=LosslessStage(cfg.context, counter),
+        lossless=lossless,
         counter=counter,
         frame=Frame(
-            cfg.agent.system_prompt or SYSTEM_PROMPT,
+            lossless.redactor.redact(cfg.agent.system_prompt).text if cfg.agent.system_prompt else SYSTEM_PROMPT,
             [t.schema() for t in tools.values()],
             image_detail=cfg.context.images.detail if sees else None,
         ),

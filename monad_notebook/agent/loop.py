@@ -17,6 +17,7 @@ from monad_notebook.agent.tools.runner import ToolRunner
 from monad_notebook.approval.gate import QuestionInterrupted
 from monad_notebook.context.cascade import Cascade
 from monad_notebook.errors import ContextLengthError, ImagesRefusedError
+from monad_notebook.events import Excerpt
 from monad_notebook.foreground import FOREGROUND
 from monad_notebook.messages import Message, ToolCall
 from monad_notebook.provider import ChatModel, ChatResponse, TextCallback
@@ -108,6 +109,7 @@ class Turn:
         if response.finish_reason == "length":
             response.content = f"{response.content}\n\n{self._cut_note()}".lstrip()
             cascade.emit(ev.ANSWER_TRUNCATED, tool_calls=len(calls), chars=len(response.content))
+        response.content = cascade.redact(response.content)  # a key read off an image is not written down
         assistant = cascade.window.new_message("assistant", response.content, tool_calls=calls)
         results = self._run_tools(assistant, calls)
         cascade.commit([assistant, *results])
@@ -128,7 +130,9 @@ class Turn:
         if found is None:
             return []
         response.content, response.tool_calls = found.prose, [a.call for a in found.attempts]
-        written = [{"name": a.call.name[:100], "form": a.call.recovered, "problem": a.problem} for a in found.attempts]
+        written = [
+            {"name": Excerpt(a.call.name, 100), "form": a.call.recovered, "problem": a.problem} for a in found.attempts
+        ]
         self.cascade.emit(ev.TEXT_CALLS, calls=written, run=found.usable, prose_chars=len(found.prose))
         return response.tool_calls
 
@@ -186,14 +190,15 @@ class Turn:
 
     def _persist_interrupted_text(self, text: str) -> None:
         if text:
-            self.cascade.commit([self.cascade.window.new_message("assistant", text + "\n\n[interrupted by the user]")])
+            said = self.cascade.redact(text)
+            self.cascade.commit([self.cascade.window.new_message("assistant", said + "\n\n[interrupted by the user]")])
 
     def _run_tools(self, assistant: Message, calls: list[ToolCall]) -> list[Message]:
         cascade = self.cascade
         results: list[Message] = []
         for index, call in enumerate(calls):
             written = {"recovered": call.recovered} if call.recovered else {}
-            arguments = call.arguments[:ARGUMENTS_SHOWN]
+            arguments = Excerpt(call.arguments, ARGUMENTS_SHOWN)
             cascade.emit(ev.TOOL_STARTED, tool_call_id=call.id, name=call.name, arguments=arguments, **written)
             started = time.perf_counter()
             try:
@@ -214,7 +219,7 @@ class Turn:
                 ev.TOOL_FINISHED,
                 tool_call_id=call.id,
                 name=call.name,
-                preview=result.content[:PREVIEW_SHOWN],
+                preview=Excerpt(result.content, PREVIEW_SHOWN),
                 outcome=output.outcome,
                 seconds=round(time.perf_counter() - started, 3),
             )

@@ -143,6 +143,8 @@ def mcp_sentence(server: Any, allowed: bool = False) -> str:
         if server.left_out:
             shown = ", ".join(server.left_out[:5]) + (" ..." if len(server.left_out) > 5 else "")
             said += f" Left out (a schema the model cannot be given, or a name taken): {shown}."
+        if server.off:
+            said += f' Turned off (approval "off", not offered): {", ".join(server.off)}.'
         if allowed:
             said += f' Its calls run without asking for the rest of this session ("allow {server.name}").'
         return said
@@ -161,7 +163,7 @@ def text_calls_sentence(written: dict[str, Any]) -> str:
     said += f"{run:,} ran as calls" if run else "none could run"
     if run and refused:
         said += f", {refused:,} could not (an unknown tool or arguments its schema refuses)"
-    return said + ' (models.main.textToolCalls is "auto").'
+    return said + ' (models.main.textToolCalls is "auto"; such a call that can change anything asks first).'
 
 
 def images_sentence(detail: str) -> str:

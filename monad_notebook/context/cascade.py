@@ -118,7 +118,14 @@ class Cascade:
         self.meter.cost.pricing = given.pricing
         self.settings, self.lossless = given.context, given.lossless
         self.context_window = given.context_window
-        self.compaction.reconfigure(given.context, given.agent, counter, given.summarizer_model, given.context_window)
+        self.compaction.reconfigure(
+            given.context,
+            agent=given.agent,
+            counter=counter,
+            summarizer_model=given.summarizer_model,
+            context_window=given.context_window,
+            redactor=given.lossless.redactor,
+        )
         self.stages.reconfigure(given.context, given.agent)
 
     def emit(self, kind: str, **data: Any) -> None:
@@ -145,6 +152,10 @@ class Cascade:
         self.meter.save_calibration()
         self.events.flush()
 
+    def redact(self, text: str) -> str:
+        """``text`` as it may be kept and sent: the configuration's redaction, whole."""
+        return self.lossless.redactor.redact(text).text if self.lossless is not None else text
+
     # --- per turn -------------------------------------------------------------------
 
     def begin_turn(self, text: str) -> Message:
@@ -153,8 +164,7 @@ class Cascade:
         if self.workspace is not None:
             self.workspace.turn = self.window.turn
             self.workspace.take(BETWEEN_TURNS)  # what code run outside a cell (a thread, a script) changed
-        assert self.lossless is not None
-        user = self.window.new_message("user", self.lossless.redactor.redact(text).text)
+        user = self.window.new_message("user", self.redact(text))
         self.commit([user])
         self.emit(ev.TURN_STARTED, turn=self.window.turn, text=user.content)
         blocks = self.stages.blocks(self.window, user, self.meter.counter.count_text)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from monad_notebook.config_schema import NotebookToolConfig
+from monad_notebook.notebook.agent_runs import AGENT_RUNS
 from monad_notebook.notebook.bridge import HELLO_SECONDS, Bridge, BridgeError
 from monad_notebook.notebook.document import Cell, NotebookFileError, Snapshot, read_saved, saved_path
 from monad_notebook.notebook.fallback import OutputReview
@@ -189,8 +190,11 @@ class NotebookFrontend:
             return self.seen[cell_id]
 
     def submit(self, proposal: Proposal) -> str:
-        """Put the proposal before the user; what happened, in a line for the model."""
-        mode = self.approval
+        """Put the proposal before the user; what happened, in a line for the model.
+
+        A proposal from a call read from the model's text waits for the user whatever the approval setting.
+        """
+        mode = "ask" if proposal.written else self.approval
         if self.path() == EXTENSION:
             return self._submit_to_extension(proposal, mode)
         self._check_saved(proposal)
@@ -241,12 +245,13 @@ class NotebookFrontend:
                 "or run the code with the python tool"
             )
 
-    def run(self, cell_id: str) -> str:
-        """Queue a cell to run after the turn (the kernel is busy with it now)."""
+    def run(self, cell_id: str, source: str) -> str:
+        """Queue a cell to run after the turn (the kernel is busy with it now), while it still holds ``source``."""
         self.check_can_run(cell_id)
-        reply = self._ask("run", cell_id=cell_id)
+        reply = self._ask("run", cell_id=cell_id, source=source)
         if reply.get("status") == "rendered":
             return f"markdown cell {cell_id} is rendered"
+        AGENT_RUNS.queue(cell_id)
         return (
             f"queued: cell {cell_id} runs when this turn ends (the kernel is busy with the turn until then); "
             "read its outputs with read_cell at the next turn"
@@ -300,7 +305,7 @@ class NotebookFrontend:
 
 
 def _shown_summary(proposal: Proposal) -> str:
-    """The proposal as the user reads it at the cell."""
+    """The proposal as the user reads it at the cell, with its size."""
     if proposal.kind == "change":
-        return f"A change to this cell (+{proposal.added} \u2212{proposal.removed} lines)"
-    return f"A new {proposal.cell_type} cell {proposal.position} this one"
+        return f"A change to this cell ({proposal.size()}){proposal.origin()}"
+    return f"A new {proposal.cell_type} cell {proposal.position} this one ({proposal.size()}){proposal.origin()}"

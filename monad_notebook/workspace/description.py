@@ -18,7 +18,8 @@ from typing import Any
 
 SHELL_NAMES = frozenset({"In", "Out", "exit", "quit", "get_ipython"})
 MAX_COLUMNS = 40  # of a DataFrame's columns, the first ones named in the record
-MAX_COLUMN_CHARS = 80
+MAX_COLUMN_CHARS = 80  # of a column's name, what the record keeps (after redacting the whole name)
+MAX_NAME_CHARS = 4_096  # of a column's name, what is read: a name this long is no name, and a key is shorter
 _SIZED = (list, tuple, dict, set, frozenset, str, bytes, bytearray)
 _SCALARS = (bool, int, float, complex, type(None))
 _FAMILIES: dict[type, str] = {}
@@ -91,16 +92,16 @@ def signature(value: Any, of: str) -> Any:
 
 
 def describe(value: Any) -> Description:
-    """Type and size, and a frame's first column names (unredacted: the record redacts them)."""
+    """Type and size, and a frame's first column names (unredacted and uncut: the record redacts, then cuts)."""
     kind = type(value)
     of = family(kind)
     try:
         if of == "frame":
             rows, cols = value.shape
-            names = tuple(str(c)[:MAX_COLUMN_CHARS] for c in value.columns[:MAX_COLUMNS])
+            names = tuple(str(c)[:MAX_NAME_CHARS] for c in value.columns[:MAX_COLUMNS])
             return Description("DataFrame", f"{rows:,} rows x {cols:,} cols", names, cols)
         if of == "series":
-            named = () if value.name is None else (str(value.name)[:MAX_COLUMN_CHARS],)
+            named = () if value.name is None else (str(value.name)[:MAX_NAME_CHARS],)
             return Description("Series", f"{len(value):,} values, {value.dtype}", named, len(named))
         if of == "array":
             return Description("ndarray", f"shape {value.shape} {value.dtype}")

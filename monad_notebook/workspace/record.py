@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from monad_notebook.events import WORKSPACE_CHANGED, Event
 from monad_notebook.store.base import WorkspaceEntry, Workspaces
 from monad_notebook.workspace.block import render
-from monad_notebook.workspace.description import describe
+from monad_notebook.workspace.description import MAX_COLUMN_CHARS, describe
 from monad_notebook.workspace.file_watch import FileChange, FileWatch
 from monad_notebook.workspace.snapshot import Change, Snapshot
 
@@ -190,10 +190,16 @@ class WorkspaceRecord:
         return self._note(replace(entry, made_by=made_by, turn=self.turn))
 
     def _described(self, change: Change, key: str, state: str, known: WorkspaceEntry | None) -> WorkspaceEntry:
+        """The entry for a live name: its type, size and columns, each redacted whole, then shortened.
+
+        A type is any class's name and a shape holds a dtype's field names: both are text a user
+        chose, as a column's name is.
+        """
         about = describe(change.value)
-        columns = self._redact(list(about.columns)) if about.columns else []
+        kind, shape, *columns = self._redact([about.type, about.shape, *about.columns])
+        columns = [column[:MAX_COLUMN_CHARS] for column in columns]
         made_by, turn = (known.made_by, known.turn) if known is not None else ("", self.turn)
-        return WorkspaceEntry("name", key, about.type, about.shape, columns, about.columns_total, state, made_by, turn)
+        return WorkspaceEntry("name", key, kind, shape, columns, about.columns_total, state, made_by, turn)
 
     def _note(self, entry: WorkspaceEntry, keep: WorkspaceEntry | None = None) -> WorkspaceEntry:
         """Keep ``entry`` (to be written at the next save); one the record already held unchanged is not news."""
@@ -205,14 +211,9 @@ class WorkspaceRecord:
         return entry
 
     def _redact(self, texts: list[str]) -> list[str]:
-        """Each text redacted, all in one pass over them joined (a name or path holds no line break that counts)."""
-        if self.redactor is None or not texts:
-            return texts
-        lines = [t.replace("\n", " ") for t in texts]
-        joined = self.redactor.redact("\n".join(lines)).text.split("\n")
-        if len(joined) == len(lines):
-            return joined
-        return [self.redactor.redact(line).text for line in lines]
+        """Each text on one line (the block lists one entry a line), redacted whole, all in one pass."""
+        lines = [text.replace("\n", " ") for text in texts]
+        return self.redactor.redact_each(lines) if self.redactor is not None else lines
 
     def _hidden(self) -> dict[str, Any]:
         return getattr(self.shell, "user_ns_hidden", None) or {}

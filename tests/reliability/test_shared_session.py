@@ -12,6 +12,7 @@ import pytest
 
 from monad_notebook import events as ev
 from monad_notebook.config import Config
+from monad_notebook.context.prompt import own_text
 from monad_notebook.context.window import Window
 from monad_notebook.errors import SessionBusyError
 from monad_notebook.messages import Message, ToolCall
@@ -35,11 +36,11 @@ def kernel(db: Path, model: ScriptedModel, name: str = "shared") -> Session:
 
 
 def sent(model: ScriptedModel, call: int = 0) -> list[dict]:
-    """What the model received at one call, in the form kernel.py reports it."""
+    """What the model received at one call, in the form kernel.py reports it (the blocks that end it left out)."""
     return [
         {
             "role": m["role"],
-            "content": str(m.get("content") or ""),
+            "content": own_text(str(m.get("content") or "")),
             "tool_call_id": m.get("tool_call_id"),
             "calls": [c["id"] for c in m.get("tool_calls") or []],
         }

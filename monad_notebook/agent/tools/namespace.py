@@ -15,8 +15,9 @@ import types
 from itertools import islice
 from typing import Any
 
-from monad_notebook.agent.tools.base import Tool, ToolContext, tool
+from monad_notebook.agent.tools.base import Tool, ToolContext, reads, tool
 from monad_notebook.errors import ToolError
+from monad_notebook.redaction.redactor import builtin_redactor
 from monad_notebook.workspace.block import origin
 from monad_notebook.workspace.description import is_user_value
 
@@ -39,12 +40,14 @@ _REPR = _bounded_repr()
 
 
 def _short_repr(value: Any, limit: int = 80) -> str:
+    """A preview cut at ``limit``, never inside a secret: the result is redacted whole later, and the part of a key
+    left before a cut would no longer be recognised (the cut moves to the key's start)."""
     try:
         text = _REPR.repr(value)
     except Exception as exc:
         return f"<repr failed: {type(exc).__name__}>"
     text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return text if len(text) <= limit else text[: builtin_redactor().cut_point(text, limit - 3)] + "..."
 
 
 def _is_noise(name: str, value: Any, ctx: ToolContext) -> bool:
@@ -114,6 +117,7 @@ def _made_by(ctx: ToolContext, name: str) -> str:
     return f"  [{origin(entry)}]" if entry is not None else ""
 
 
+@reads
 @tool
 def list_variables(ctx: ToolContext) -> str:
     """List the variables in the user's notebook namespace, with type and size, one per line, each with the tool
@@ -155,6 +159,7 @@ def _lookup(ctx: ToolContext, name: str) -> Any:
     return value
 
 
+@reads
 @tool
 def describe(ctx: ToolContext, name: str) -> str:
     """Describe one variable of the user's namespace: shape, types, a preview and summary statistics.

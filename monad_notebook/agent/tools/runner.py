@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from monad_notebook.agent.tools.base import Tool, ToolContext, ToolOutput, ToolStore
+from monad_notebook.agent.tools.consent import refused_unless_asked
+from monad_notebook.agent.tools.mcp_approval import turned_off
 from monad_notebook.agent.tools.registry import run_tool
 from monad_notebook.config import Config
 from monad_notebook.memory import resolve_scope
@@ -61,8 +63,11 @@ class ToolRunner:
         self.redactor = redactor
         self.memory_scope = resolve_scope(config.agent.name)
 
-    def context(self, *, sees_images: bool = False) -> ToolContext:
-        """What one call may see of the world, fresh (what it reports back starts empty)."""
+    def context(self, *, sees_images: bool = False, written: str = "") -> ToolContext:
+        """What one call may see of the world, fresh (what it reports back starts empty).
+
+        ``written``: the call was read from the model's text, in that form; it then asks before it changes anything.
+        """
         services, cfg = self.services, self.config
         return ToolContext(
             session=services.session,
@@ -82,6 +87,7 @@ class ToolRunner:
             sees_images=sees_images,
             notebook=services.notebook,
             workspace=services.workspace,
+            written=written,
         )
 
     def run(self, call: ToolCall, *, sees_images: bool = False) -> ToolOutput:
@@ -89,7 +95,15 @@ class ToolRunner:
 
         ``sees_images``: the model is sent images now (an endpoint that refused them stops that mid-session).
         """
-        ctx = self.context(sees_images=sees_images)
+        ctx = self.context(sees_images=sees_images, written=call.recovered)
+        found = self.tools.get(call.name)
+        refused = (
+            refused_unless_asked(ctx, found, call.arguments)
+            if found is not None
+            else turned_off(self.config.mcp_servers, call.name)
+        )
+        if refused is not None:
+            return ToolOutput(refused, outcome="refused")
         try:
             text = run_tool(self.tools, ctx, call.name, call.arguments)
         finally:  # an interrupted call may have bound names or written files too

@@ -8,8 +8,8 @@ threshold (``%monad compact``, a provider's context-length error).
 
 On whichever thread folds, ``compact`` keeps what the compactor decided, top to bottom: the folded
 results' full texts saved first (the handles the summary names keep resolving), then the summary,
-under the session's lease and only if it still extends the stored one, then its ledger; listeners
-are told; memory promotion reads the folded span last.
+redacted as an answer is, under the session's lease and only if it still extends the stored one,
+then its ledger; listeners are told; memory promotion reads the folded span last.
 
 The policy never changes the window. Each durable compaction is handed to the cascade (yielded),
 which applies it; the policy resumes once it is in the window and judges what follows on the
@@ -43,6 +43,7 @@ from monad_notebook.events import Emit
 from monad_notebook.memory import MemoryPromotion
 from monad_notebook.messages import Message
 from monad_notebook.provider import ChatModel
+from monad_notebook.redaction.redactor import Redactor
 from monad_notebook.store.base import Summary, Transcript
 from monad_notebook.store.lease import TurnLease
 
@@ -83,6 +84,7 @@ class CompactionPolicy:
         self.background: Background[Compaction] = Background("monad-compaction")
         self.settings = ContextConfig()
         self.summarizer: Summarizer | None = None
+        self.redactor: Redactor | None = None
         self.context_window = 0
         self.agent: str | None = None
         self.compactions = 0
@@ -90,13 +92,17 @@ class CompactionPolicy:
     def reconfigure(
         self,
         context: ContextConfig,
+        *,
         agent: str | None,
         counter: TokenCounter,
         summarizer_model: ChatModel | None,
         context_window: int,
+        redactor: Redactor,
     ) -> None:
-        """A configuration is in force: its thresholds, its summarizer (None: the extractive one), its sizes."""
+        """A configuration is in force: its thresholds, its summarizer (None: the extractive one), its sizes, and
+        the redaction every summary passes before it is kept."""
         self.settings, self.agent, self.context_window = context, agent, context_window
+        self.redactor = redactor
         self.summarizer = self._summarizer(summarizer_model)
         summarize = context.summarize
         self.compactor.counter = counter
@@ -173,6 +179,8 @@ class CompactionPolicy:
             if self.settings.tool_output.persist_raw:
                 self.spill.before_fold(span)
             compaction = self.compactor.fold(messages, span, summary, self.summarizer)
+            if self.redactor is not None:
+                compaction.summary.text = self.redactor.redact(compaction.summary.text).text  # a model's prose
             if not self._save_summary(compaction, summary):
                 self.emit(ev.ERROR, message="Compaction skipped, the previous summary is kept: another kernel changed "
                           "this session meanwhile; it is compacted again when needed")  # fmt: skip
