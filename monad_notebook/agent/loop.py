@@ -1,7 +1,9 @@
 """The turn: per-turn stages once, then steps until the model answers without tool calls.
 
-Each step's new messages (the assistant message and its tool results) are persisted in
-one batched write, so an interrupt or a crash never leaves half a step in the store.
+An assistant message that calls tools is stored before they run, and their results in one
+batched write once they all have one; a step without calls is one write. So an interrupt leaves
+every call answered, and a kernel killed while a call runs leaves the call on record: the next
+turn answers it as interrupted by a crash (``Cascade.begin_turn``).
 """
 
 from __future__ import annotations
@@ -111,6 +113,12 @@ class Turn:
             cascade.emit(ev.ANSWER_TRUNCATED, tool_calls=len(calls), chars=len(response.content))
         response.content = cascade.redact(response.content)  # a key read off an image is not written down
         assistant = cascade.window.new_message("assistant", response.content, tool_calls=calls)
+        if calls:
+            try:
+                cascade.announce(assistant)
+            except KeyboardInterrupt:
+                cascade.commit([assistant, *(cascade.tool_message(c, NOT_RUN_RESULT) for c in calls)])
+                raise
         results = self._run_tools(assistant, calls)
         cascade.commit([assistant, *results])
         self.reply.prompt_tokens += prompt_tokens

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Protocol
 
 from monad_notebook import events as ev
@@ -30,19 +30,18 @@ from monad_notebook.context.compaction.compactor import Compaction
 from monad_notebook.context.compaction.policy import CompactionPolicy, CompactionStore
 from monad_notebook.context.lossless.spill import Spill
 from monad_notebook.context.lossless.stage import LosslessStage
-from monad_notebook.context.occupancy.cost import CachePricing
 from monad_notebook.context.occupancy.meter import Calibrations, Meter
 from monad_notebook.context.occupancy.tokens import TokenCounter
 from monad_notebook.context.prompt import Prompt
 from monad_notebook.context.recall.service import RecallService
+from monad_notebook.context.settings import CascadeSettings
 from monad_notebook.context.turn_stages import TurnStages
-from monad_notebook.context.window import Frame, Window
+from monad_notebook.context.window import CRASHED_RESULT, Window
 from monad_notebook.errors import ContextLengthError, StoreError
 from monad_notebook.events import EventLog
 from monad_notebook.images.image import Image
 from monad_notebook.memory import MemoryPromotion, MemoryService
 from monad_notebook.messages import Message, ToolCall
-from monad_notebook.provider import ChatModel
 from monad_notebook.store.base import Images
 from monad_notebook.store.lease import TurnLease
 from monad_notebook.workspace.block import BETWEEN_TURNS, budget
@@ -53,20 +52,6 @@ INDEX_STOP_SECONDS = 5.0
 
 class CascadeStore(CompactionStore, Images, Calibrations, Protocol):
     """What the cascade keeps: messages, their placeholders and images, saved outputs, summaries, calibration."""
-
-
-@dataclass(frozen=True)
-class CascadeSettings:
-    """What a configuration gives the cascade, built whole before it is in force (``session_setup.py``)."""
-
-    context: ContextConfig
-    agent: str | None  # whose memory scope (``agent.name``); None: global
-    lossless: LosslessStage
-    counter: TokenCounter
-    frame: Frame
-    pricing: CachePricing
-    context_window: int
-    summarizer_model: ChatModel | None  # writes the summaries; None: the extractive summary does
 
 
 class Cascade:
@@ -103,6 +88,8 @@ class Cascade:
         self.lossless: LosslessStage | None = None
         self.context_window = 0
         self.images_refused_by: str | None = None  # the model whose endpoint refused images
+        self.announced: dict[str, bool] = {}  # in the window before their step's commit (``announce``) -> stored
+        self.unsaved: dict[str, Message] = {}  # results whose write failed, by call id: written with the next turn
 
     def reconfigure(self, given: CascadeSettings) -> None:
         """A configuration is in force: follow it.
@@ -119,13 +106,9 @@ class Cascade:
         self.settings, self.lossless = given.context, given.lossless
         self.context_window = given.context_window
         self.compaction.reconfigure(
-            given.context,
-            agent=given.agent,
-            counter=counter,
-            summarizer_model=given.summarizer_model,
-            context_window=given.context_window,
-            redactor=given.lossless.redactor,
-        )
+            given.context, agent=given.agent, counter=counter, summarizer_model=given.summarizer_model,
+            context_window=given.context_window, redactor=given.lossless.redactor,
+        )  # fmt: skip
         self.stages.reconfigure(given.context, given.agent)
 
     def emit(self, kind: str, **data: Any) -> None:
@@ -164,8 +147,9 @@ class Cascade:
         if self.workspace is not None:
             self.workspace.turn = self.window.turn
             self.workspace.take(BETWEEN_TURNS)  # what code run outside a cell (a thread, a script) changed
+        crashed = self.answer_crashed()
         user = self.window.new_message("user", self.redact(text))
-        self.commit([user])
+        self.commit([*crashed, user])
         self.emit(ev.TURN_STARTED, turn=self.window.turn, text=user.content)
         blocks = self.stages.blocks(self.window, user, self.meter.counter.count_text)
         related = blocks.get("related_context")
@@ -181,6 +165,24 @@ class Cascade:
         if self.workspace is not None:
             limit = budget(self.settings.workspace.max_tokens, self.context_window)
             self.window.workspace = self.workspace.block(self.meter.counter.count_text, limit)
+
+    def answer_crashed(self) -> list[Message]:
+        """Results for the calls a dead kernel left running (``Window.unanswered``), of their own turn and step,
+        written with the turn's first message: the next request holds each call and what became of it. A result
+        this kernel has but could not write (the store failed, an interrupt) is written as it was."""
+        found = self.window.take_in_results(self.store)
+        unsaved, self.unsaved = self.unsaved, {}
+        if found is None:
+            return []
+        assistant, calls = found
+        crashed = [call for call in calls if call.id not in unsaved]
+        results = [unsaved.get(call.id) or self.tool_message(call, CRASHED_RESULT) for call in calls]
+        for result in results:
+            result.turn, result.step = assistant.turn, assistant.step
+        if crashed:
+            self.emit(ev.ERROR, message=f"{len(crashed)} tool call(s) of turn {assistant.turn} were cut short when "
+                      "the kernel stopped; the model is told they were interrupted by a crash")  # fmt: skip
+        return results
 
     # --- per result -----------------------------------------------------------------
 
@@ -207,11 +209,37 @@ class Cascade:
         images = {m.tool_call_id: m.images for m in messages if m.images}
         if images:
             self.store.save_images(session, images)
-        self.window.wrote(self.store.append_messages(messages))
-        self.window.extend(messages)
+        self._store_messages(messages)
         self.recall.index(messages, spilled)
         self._save_workspace()
         self.events.flush()
+
+    def announce(self, assistant: Message) -> None:
+        """Store an assistant message whose calls are about to run, and put it in the window, before they run: a
+        kernel that dies during one leaves the call on record (``answer_crashed``); ``commit`` writes it no more.
+
+        A write stopped midway (an interrupt) is looked up: if it did not land, the commit writes it."""
+        self.window.extend([assistant])
+        self.announced[assistant.id] = False
+        try:
+            self.window.wrote(self.store.append_messages([assistant]))
+            self.announced[assistant.id] = True
+        except BaseException:
+            after = self.store.load_messages(self.window.session, after_seq=assistant.seq - 1)
+            self.announced[assistant.id] = any(m.id == assistant.id for m in after)
+            raise
+
+    def _store_messages(self, messages: list[Message]) -> None:
+        """Write the messages not stored already, in one write; those not in the window yet join it."""
+        early = {m.id: self.announced.pop(m.id) for m in messages if m.id in self.announced}
+        fresh = [m for m in messages if not early.get(m.id, False)]
+        if fresh:
+            try:
+                self.window.wrote(self.store.append_messages(fresh))
+            except BaseException:
+                self.unsaved.update({m.tool_call_id: m for m in fresh if m.role == "tool"})
+                raise
+        self.window.extend([m for m in messages if m.id not in early])
 
     def _save_workspace(self) -> None:
         """What the step's calls changed in the kernel, in one write; a failed write is said and tried again later."""
@@ -311,17 +339,6 @@ class Cascade:
 
     def usage(self) -> dict[str, Any]:
         return self.meter.usage(self.window.prompt, self.context_window, len(self.window.messages))
-
-    def status(self) -> dict[str, Any]:
-        """What ``%monad status`` says of the window: its messages, the summary, recall's index, the occupancy."""
-        summary = self.window.summary
-        return {
-            "window_messages": len(self.window.messages),
-            "summary": bool(summary and summary.text),
-            **self.recall.indexing(),
-            **self.usage(),
-            "images": self.window.frame.image_detail or "",
-        }
 
     # --- compaction: decided by the policy, applied here --------------------------------
 
