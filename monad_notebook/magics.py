@@ -170,8 +170,7 @@ class MonadMagics(Magics):
     def redact(self, text: str) -> str:
         """What the cell may show of ``text``: the session's redaction, or the built-in one before any session."""
         session = self._sessions.get(self.current)
-        redactor = session.cascade.redactor if session is not None else None
-        return (redactor or builtin_redactor()).redact(text).text
+        return session.cascade.redact(text) if session is not None else builtin_redactor().redact(text).text
 
     @line_cell_magic
     def monad(self, line: str, cell: str | None = None) -> Any:
@@ -399,16 +398,21 @@ class MonadMagics(Magics):
             raise UsageError(f"no session named {name!r}; see %monad sessions")
         if name in self._sessions:
             self._sessions[name].flush_events()
-        path, code_cells = export_notebook(self.store, name, args.path)
+        path, code_cells = export_notebook(self.store, name, args.path, self._history(), self.redact)
         print(f"exported session {name!r} to {path} ({code_cells} code cell(s) to run top to bottom)")
 
     def _cmd_code(self, rest: list[str]) -> None:
         self._want(rest, 0, "code")
         session = self.session()
         session.flush_events()
-        code = last_turn_code(self.store, session.name)
+        code = last_turn_code(self.store, session.name, self._history(), self.redact)
         self.shell.set_next_input(code, replace=False)
         print("the last turn's code is in the next cell" if self.rich else code)
+
+    def _history(self) -> list[str]:
+        """This kernel's inputs by execution count, where an export finds the user's own cells."""
+        manager = getattr(self.shell, "history_manager", None)
+        return list(getattr(manager, "input_hist_raw", None) or [])
 
     # The %monad subcommands: each takes the words after its name.
     COMMANDS: ClassVar[dict[str, Callable[[MonadMagics, list[str]], Any]]] = {

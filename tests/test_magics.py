@@ -407,7 +407,7 @@ def test_code_puts_the_last_turns_code_into_the_next_cell(ip, server, monkeypatc
     ip.run_cell_magic("monad", "--session code", "first")
     ip.run_cell_magic("monad", "", "second")
     ip.run_line_magic("monad", "code")
-    assert ip.rl_next_input == "b = a + 1\n\nc = b * 10\nc"
+    assert ip.rl_next_input == "# uses what it does not make: a (an earlier turn)\nb = a + 1\n\nc = b * 10\nc"
     for name in ("a", "b", "c"):
         ip.user_ns.pop(name, None)
 

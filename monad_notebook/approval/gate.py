@@ -2,9 +2,12 @@
 
 A question has a subject: ``"python"`` for the python tool's code, ``"mcp:<server>"`` for a call
 to one of the user's MCP servers (the text shown is then the call: server, tool and its exact
-arguments). The gate holds the session's "allow ... for this session" overrides, one per subject
-(set by an answer, shown by ``%monad status``, gone with the Session object), and records every
-decision as a ``tool.approval`` event, so the store keeps who ran what. How the question is put (a widget
+arguments), ``"tool:<name>"`` for another tool that changes things. A call read from the model's
+text (``agent/text_calls.py``) is asked about under its subject marked ``"text:"``: the question
+says where the call came from, and no "allow for this session" covers it. The gate holds the
+session's "allow ... for this session" overrides, one per subject (set by an answer, shown by
+``%monad status``, gone with the Session object), and records every decision as a
+``tool.approval`` event, so the store keeps who ran what. How the question is put (a widget
 in the running cell, the panel, the frontend's input prompt) is the asker's business; the
 input prompt's asker (:func:`stdin_asker`) is here, the notebook's are in ``asking.py``.
 
@@ -39,7 +42,14 @@ class QuestionInterrupted(KeyboardInterrupt):
 
 
 PYTHON = "python"
+TOOL = "tool:"  # another tool that changes things: "tool:remember"
+WRITTEN = "text:"  # the call was read from the model's text: "text:python", "text:mcp:warehouse"
 FIRST_LINE_SHOWN = 120  # characters of the code's first line a tool.approval event keeps, after redaction
+
+
+def written(subject: str) -> str:
+    """The subject of a question about a call the model wrote in its text instead of making it."""
+    return WRITTEN + subject
 
 
 @dataclass(frozen=True)
@@ -53,8 +63,16 @@ class Wording:
 
 
 def wording(subject: str) -> Wording:
+    """The words of a question; ``allow`` is "" where no answer may allow the subject for the session."""
+    if subject.startswith(WRITTEN):
+        words = wording(subject.removeprefix(WRITTEN))
+        action = f"{words.action}, a call read from the model's text rather than made through the API"
+        return Wording(action, "", words.done, words.not_done)
     if subject == PYTHON:
         return Wording("run this code", "python", "the code ran", "the code did not run")
+    if subject.startswith(TOOL):
+        name = subject.removeprefix(TOOL)
+        return Wording(f"call its tool {name}", "", "the tool was called", "the tool was not called")
     server = subject.removeprefix("mcp:")
     return Wording(f"call a tool of the MCP server {server}", server, "the tool was called", "the tool was not called")
 
@@ -109,7 +127,7 @@ class ApprovalGate:
             except KeyboardInterrupt:
                 self._record(code, subject, Answer(False, via="interrupt"))
                 raise QuestionInterrupted(INTERRUPTED_QUESTION) from None
-            if answer.run and answer.always:
+            if answer.run and answer.always and wording(subject).allow:
                 self.allowed.add(subject)
         self._record(code, subject, answer)
         return answer.run
@@ -135,7 +153,8 @@ class ApprovalGate:
 
 
 def prompt_choices(subject: str) -> str:
-    return f"[y/N, a = allow {wording(subject).allow} for this session]"
+    allow = wording(subject).allow
+    return f"[y/N, a = allow {allow} for this session]" if allow else "[y/N]"
 
 
 def stdin_asker(shell: Any = None, timeout: Seconds = lambda: TIMEOUT) -> Asker:
@@ -169,7 +188,7 @@ def stdin_asker(shell: Any = None, timeout: Seconds = lambda: TIMEOUT) -> Asker:
             return Answer(None, via="prompt")
         except (StdinNotImplementedError, EOFError):
             return Answer(None, via="prompt")
-        if reply in {"a", "always", "allow"}:
+        if reply in {"a", "always", "allow"} and words.allow:
             return Answer(True, always=True, via="prompt")
         return Answer(reply in {"y", "yes"}, via="prompt")
 

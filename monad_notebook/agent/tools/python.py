@@ -20,7 +20,8 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from monad_notebook.agent.tools.base import Tool, ToolContext, tool
+from monad_notebook.agent.tools.base import Tool, ToolContext, asks, tool
+from monad_notebook.agent.tools.consent import NOBODY_FOR_WRITTEN, ask, must_ask
 from monad_notebook.agent.tools.output_screen import OutputScreen, strip_ansi
 from monad_notebook.agent.tools.time_limit import CodeTimedOut, TimeLimit
 from monad_notebook.config_schema import ImagesConfig
@@ -347,18 +348,22 @@ def is_shell(shell: Any) -> bool:
 
 
 def approval_refusal(ctx: ToolContext, code: str) -> str | None:
-    """Why ``code`` may not run (turned off, declined, nobody could answer), or None when it may."""
+    """Why ``code`` may not run (turned off, declined, nobody could answer), or None when it may.
+
+    Code of a call read from the model's text is asked about whatever the setting (``consent.py``).
+    """
     mode = ctx.python_approval
-    if mode == "auto":
-        return None
-    if mode != "ask":
+    if mode not in ("ask", "auto"):
         return TURNED_OFF
-    answer = ctx.approve(code) if ctx.approve is not None else None
+    if not must_ask(ctx, mode):
+        return None
+    answer = ask(ctx, code)
     if answer is None:
-        return NO_APPROVER
+        return NOBODY_FOR_WRITTEN if ctx.written else NO_APPROVER
     return None if answer else DECLINED
 
 
+@asks
 @tool
 def python(ctx: ToolContext, code: str) -> str:
     """Run Python code in the user's notebook kernel, in the same namespace as their cells.

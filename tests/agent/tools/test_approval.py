@@ -164,3 +164,15 @@ def test_a_notebook_question_waits_as_long_as_agents_json_says_read_when_asked(s
     assert "no answer in 0.5 s: not run" in capsys.readouterr().out
     assert decisions(store, "limit") == [("no answer", "prompt")]
     assert [m.content for m in store.load_messages("limit") if m.role == "tool"] == [NO_APPROVER]
+
+
+def test_the_input_prompt_for_a_call_read_from_the_models_text_says_so_and_offers_no_allow(monkeypatch, capsys):
+    asked: list[str] = []
+    monkeypatch.setattr("builtins.input", lambda prompt: asked.append(prompt) or "a")
+    gate = ApprovalGate(stdin_asker(KernelShell(), lambda: 600))
+    assert gate("x = 1", subject="text:python") is False  # "a" allows nothing here: no answer but y runs it
+    printed = capsys.readouterr().out
+    assert "The agent wants to run this code, a call read from the model's text rather than made through the API" in (
+        printed
+    )
+    assert asked[0].endswith("[y/N] ") and gate.allowed == set()
