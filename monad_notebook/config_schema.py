@@ -197,6 +197,12 @@ class PythonToolConfig(_Section):
     timeout_seconds: Seconds | None = None
 
 
+class NamespaceToolConfig(_Section):
+    """``list_variables`` and ``describe``: how long they may spend in the user's own code (a repr, a property)."""
+
+    timeout_seconds: Seconds = 10.0
+
+
 class FilesToolConfig(_Section):
     root: Name | None = None
 
@@ -209,6 +215,7 @@ class NotebookToolConfig(_Section):
 
 class ToolsConfig(_Section):
     python: PythonToolConfig = Field(default_factory=PythonToolConfig)
+    namespace: NamespaceToolConfig = Field(default_factory=NamespaceToolConfig)
     files: FilesToolConfig = Field(default_factory=FilesToolConfig)
     notebook: NotebookToolConfig = Field(default_factory=NotebookToolConfig)
 
@@ -300,7 +307,7 @@ class HandoffConfig(_Section):
 
 class WorkspaceConfig(_Section):
     enabled: bool = True
-    max_tokens: PositiveInt | None = None  # None: about 8% of the context window, at least 800
+    max_tokens: PositiveInt | None = None  # None: about 8% of the context window, at least 800 and at most 4,000
 
 
 class RedactionPattern(_Section):

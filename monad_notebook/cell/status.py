@@ -39,6 +39,7 @@ KNOWN = {
     "workspace_names",
     "workspace_files",
     "workspace_lost",
+    "workspace_unseen",
 }
 
 
@@ -62,6 +63,8 @@ def workspace_sentence(status: dict[str, Any]) -> str:
         return "The workspace record is off (context.workspace.enabled is false)."
     names, files = int(status.get("workspace_names") or 0), int(status.get("workspace_files") or 0)
     held = f"The kernel holds {_plural(names, 'name')} the workspace record follows; {_plural(files, 'file')} written."
+    unseen = str(status.get("workspace_unseen") or "")
+    held = f"{held} {unseen}" if unseen else held
     lost = status.get("workspace_lost") or []
     if not lost:
         return held

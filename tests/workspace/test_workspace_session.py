@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,19 +28,6 @@ BRIEFING = (
     "- go on\n## Next Step\ncontinue"
 )
 SECRET = "sk-proj-Zq8vN2mK7xR4tL9wB3cF6hJ1dS5gA0pY"
-
-
-@pytest.fixture
-def shell(ip) -> Iterator[Any]:
-    """The shared test shell with a user namespace of its own: names earlier tests left are set aside, then put back."""
-    left = {k: v for k, v in ip.user_ns.items() if not k.startswith("_") and k not in ip.user_ns_hidden}
-    for name in left:
-        del ip.user_ns[name]
-    before = set(ip.user_ns)
-    yield ip
-    for name in set(ip.user_ns) - before:
-        del ip.user_ns[name]
-    ip.user_ns.update(left)
 
 
 def make(

@@ -56,6 +56,7 @@ class ToolContext:
     store: ToolStore | None = None
     python_approval: str = "ask"  # ask | auto | off
     python_timeout: float | None = None  # seconds before the python tool stops the code; None: no limit
+    namespace_timeout: float = 10.0  # seconds list_variables and describe may spend in the user's code
     approve: Callable[..., bool | None] | None = None  # approve(text, subject="python"); None: nobody can answer
     redactor: Redactor | None = None
     output_max_chars: int = ToolOutputConfig().max_chars  # what a tool paging saved text shows at once

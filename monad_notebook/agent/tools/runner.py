@@ -9,6 +9,7 @@ one call reports (redacted, its outcome, its images) never leaks into the next.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,6 +78,7 @@ class ToolRunner:
             store=services.store,
             python_approval=cfg.tools.python.approval,
             python_timeout=cfg.tools.python.timeout_seconds,
+            namespace_timeout=cfg.tools.namespace.timeout_seconds,
             approve=services.approve,
             redactor=self.redactor,
             output_max_chars=cfg.context.tool_output.max_chars,
@@ -108,5 +110,24 @@ class ToolRunner:
             text = run_tool(self.tools, ctx, call.name, call.arguments)
         finally:  # an interrupted call may have bound names or written files too
             if self.services.workspace is not None:
-                self.services.workspace.take(call.id)
+                self.services.workspace.take(call.id, code=argument_text(call.arguments))
         return ToolOutput(text, redacted=ctx.redacted, outcome=ctx.outcome, images=tuple(ctx.images))
+
+
+def argument_text(arguments: str) -> str:
+    """The text a call's JSON arguments hold (the python tool's code), for the workspace record to read names in."""
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return arguments
+    strings: list[str] = []
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            strings.append(item)
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return "\n".join(strings)
