@@ -402,7 +402,7 @@ def ablation(
     rows: dict[str, tuple[int, int, int]] = {}
     for left_out in ("", *STEPS):
         steps = [s for s in STEPS if s != left_out]
-        tool = _tool_of(session, Recall(session.store, embedder, words, steps, tuning=TUNING))
+        tool = _tool_of(session, Recall(session.store.search, embedder, words, steps, tuning=TUNING))
         reach = [0, 0, 0]
         probe = Run(result.quality)
         for number, plant in enumerate(script.plants):
@@ -496,11 +496,11 @@ def explain_misses(
         if "recall" in found[plant.value]:
             continue
         words = " ".join(query_terms(probe))
-        by_words = store.search_chunks("fidelity", words, 500)
+        by_words = store.search.search_chunks("fidelity", words, 500)
         by_meaning: list = []
         if embedder is not None:
             vector = embedder.embed([as_question(embedder, probe)])[0]
-            by_meaning = store.search_embeddings("fidelity", vector, 500, model=embedder.name)
+            by_meaning = store.search.search_embeddings("fidelity", vector, 500, model=embedder.name)
         answer = tool(ToolCall(f"miss_{number}", "recall", json.dumps({"query": probe})))
         got = [line.strip()[:70] for line in answer.splitlines()[2::2]][:3]
         reach = ",".join(sorted(found[plant.value])) or "UNREACHABLE"

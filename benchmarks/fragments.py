@@ -37,10 +37,10 @@ def searches(store: LanceStore, embedder: LocalEmbedder, vectors: dict[str, list
     for _ in range(ROUNDS):
         for question in QUESTIONS:
             started = time.perf_counter()
-            store.search_embeddings(SESSION, vectors[question], 6, model=embedder.name)
+            store.search.search_embeddings(SESSION, vectors[question], 6, model=embedder.name)
             vector.append(1000 * (time.perf_counter() - started))
             started = time.perf_counter()
-            store.search_chunks(SESSION, question, 6)
+            store.search.search_chunks(SESSION, question, 6)
             words.append(1000 * (time.perf_counter() - started))
     stats = store.tables.table_stats()
     fragments = f"{stats[embeddings_table(embedder.dims)]['fragments']}, {stats[TEXT_TABLE]['fragments']}"
@@ -56,8 +56,8 @@ def write_singly(store: LanceStore, embedder: LocalEmbedder, count: int, start: 
     vector = embedder.embed(["a note about the churn extract"])[0]
     for n in range(start, start + count):
         message = Message("user", f"note {n} about the churn extract", session=SESSION, seq=10**7 + n)
-        store.save_embeddings(SESSION, [(message, vector)], embedder.name)
-        store.save_chunks(SESSION, [as_chunk(message)])
+        store.search.save_embeddings(SESSION, [(message, vector)], embedder.name)
+        store.search.save_chunks(SESSION, [as_chunk(message)])
 
 
 def one_pass(store: LanceStore, table: str) -> str:

@@ -189,11 +189,9 @@ def browser_side(count: int) -> None:
         return
     from playwright.sync_api import sync_playwright
 
-    from monad_notebook.widget.panel import PANEL_ESM
-
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        (root / "panel.js").write_text(PANEL_ESM, encoding="utf-8")
+        shutil.copy(WIDGET / "panel.js", root / "panel.js")
         shutil.copy(WIDGET / "panel.css", root / "panel.css")
         (root / "index.html").write_text(PAGE)
         with serve(root) as base, sync_playwright() as playwright:

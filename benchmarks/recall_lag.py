@@ -137,8 +137,8 @@ class Probe:
             if m.turn < turn and m.role != "system" and (m.role == "tool" or indexed_text(m))
         ]
         ids = {m.id for m in stored}
-        words = len(ids - self.store.chunked_ids(self.session, among=ids))
-        vectors = len(ids - self.store.embedded_ids(self.session, model=self.model, among=ids))
+        words = len(ids - self.store.search.chunked_ids(self.session, among=ids))
+        vectors = len(ids - self.store.search.embedded_ids(self.session, model=self.model, among=ids))
         self.seconds += time.perf_counter() - started
         return words, vectors
 

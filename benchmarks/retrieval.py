@@ -148,7 +148,9 @@ def fill(store: LanceStore, rng: np.random.Generator, centres: np.ndarray, total
         for start in range(0, per, 5000):
             n = min(5000, per - start)
             messages = [Message(role="user", content=f"message {start + i}", seq=start + i) for i in range(n)]
-            store.save_embeddings(f"s{s}", list(zip(messages, synthetic_vectors(rng, centres, n), strict=True)), MODEL)
+            store.search.save_embeddings(
+                f"s{s}", list(zip(messages, synthetic_vectors(rng, centres, n), strict=True)), MODEL
+            )
     start = time.perf_counter()
     store.optimize()
     return time.perf_counter() - start
@@ -160,7 +162,7 @@ def timed_searches(store: LanceStore, session: str, probes: list[list[float]], k
     samples, found = [], []
     for probe in probes:
         start = time.perf_counter()
-        hits = store.search_embeddings(session, probe, k, exclude_ids=window)
+        hits = store.search.search_embeddings(session, probe, k, exclude_ids=window)
         samples.append((time.perf_counter() - start) * 1000)
         found.append([h.message_id for h in hits[:5]])
     return samples[1:], found
@@ -209,20 +211,20 @@ def needles_at_scale(embedder: LocalEmbedder, total: int) -> list[str]:
     with tempfile.TemporaryDirectory() as tmp:
         store = LanceStore(Path(tmp) / "db", optimize_every=0)
         vectors = embedder.embed([m.content for m in messages])
-        store.save_embeddings("needles", list(zip(messages, vectors, strict=True)), MODEL)
+        store.search.save_embeddings("needles", list(zip(messages, vectors, strict=True)), MODEL)
         for start in range(0, total, 5000):
             picks = rng.integers(0, len(chatter), 5000)
             points = chatter[picks] + rng.normal(scale=0.02, size=(5000, chatter.shape[1]))
             points /= np.linalg.norm(points, axis=1, keepdims=True)
             noise = [Message(role="user", content=lines[p], seq=len(messages) + start + i) for i, p in enumerate(picks)]
-            store.save_embeddings("needles", list(zip(noise, points.tolist(), strict=True)), MODEL)
+            store.search.save_embeddings("needles", list(zip(noise, points.tolist(), strict=True)), MODEL)
         store.optimize()
         results = []
         for threshold in (store.tables.ann_min_rows, sys.maxsize):
             store.tables.ann_min_rows = threshold
-            ids = [[h.message_id for h in store.search_embeddings("needles", q, 5)] for q in questions]
+            ids = [[h.message_id for h in store.search.search_embeddings("needles", q, 5)] for q in questions]
             results.append((sum(i[:1] == [f] for i, f in zip(ids, fact_ids, strict=True)), ids))
-        lookup = timed_ms(lambda: store.search_chunks("needles", "ORD-48213", 5), 21)
+        lookup = timed_ms(lambda: store.search.search_chunks("needles", "ORD-48213", 5), 21)
         store.close()
     n = len(FACTS)
     (index_at1, index_ids), (exact_at1, exact_ids) = results
@@ -256,12 +258,12 @@ def identifier_recall(embedder: LocalEmbedder, distractors: int) -> list[str]:
         indexer = RecallIndexer(store, embedder)
         indexer.add("orders", messages, {})
         indexer.flush()
-        finder = Retrieval(Recall(store, embedder), RetrievalConfig(enabled=True))
+        finder = Retrieval(Recall(store.search, embedder), RetrievalConfig(enabled=True))
         at1 = at5 = in_block = 0
         latencies = []
         for order_id, note in notes.items():
             question = f"Where did {order_id} ship to?"
-            hits = store.search_embeddings("orders", embedder.embed([question])[0], 5, model=embedder.name)
+            hits = store.search.search_embeddings("orders", embedder.embed([question])[0], 5, model=embedder.name)
             found = [h.message_id for h in hits]
             at1 += found[:1] == [by_text[note]]
             at5 += by_text[note] in found
@@ -305,7 +307,7 @@ def recall_at_scale(embedder: LocalEmbedder, total: int, tail: int, queries: int
         started = time.perf_counter()
         store.optimize()
         seconds = time.perf_counter() - started
-        recall = Recall(store, embedder, learnt_words(embedder, [*lines, *facts]))  # as the recall tool searches
+        recall = Recall(store.search, embedder, learnt_words(embedder, [*lines, *facts]))  # as the recall tool searches
         for label, extra in (("after optimize", 0), (f"+{tail:,} chunks not yet optimized", tail)):
             if extra:
                 _fill_chunks(store, embedder, rng, chatter, lines, [], total, extra)
@@ -314,7 +316,7 @@ def recall_at_scale(embedder: LocalEmbedder, total: int, tail: int, queries: int
             p50, p95 = percentiles(samples)
             rows.append(f"| {total + extra:,} | {label} | {p50:.1f} | {p95:.1f} | {seconds:.1f} |")
         found = sum(any(f in p.hit.snippet for p in recall.search("big", q, 6)) for f, q in FACTS)
-        plain = Recall(store, embedder)
+        plain = Recall(store.search, embedder)
         found_plain = sum(any(f in p.hit.snippet for p in plain.search("big", q, 6)) for f, q in FACTS)
         store.close()
     return [
@@ -357,8 +359,8 @@ def _fill_chunks(
             texts[: len(facts)] = facts
             vectors[: len(facts)] = embedder.embed(facts)
         chunks = [Chunk(f"m{at + i}", 0, t, seq=at + i, turn=(at + i) // 4, role="user") for i, t in enumerate(texts)]
-        store.save_chunks("big", chunks)
-        store.save_embeddings("big", list(zip(chunks, vectors, strict=True)), embedder.name)
+        store.search.save_chunks("big", chunks)
+        store.search.save_embeddings("big", list(zip(chunks, vectors, strict=True)), embedder.name)
 
 
 def timed_ms_each(action: Callable[[str], object], inputs: list[str]) -> list[float]:
@@ -430,7 +432,7 @@ def needle_recall(embedder: LocalEmbedder, distractors: int) -> list[str]:
         indexing = time.perf_counter() - start
         at1 = at5 = 0
         for (_, question), fact_id in zip(FACTS, fact_ids, strict=True):
-            hits = store.search_embeddings("needles", embedder.embed([question])[0], 5, model=embedder.name)
+            hits = store.search.search_embeddings("needles", embedder.embed([question])[0], 5, model=embedder.name)
             ids = [h.message_id for h in hits]
             at1 += ids[:1] == [fact_id]
             at5 += fact_id in ids
@@ -454,7 +456,7 @@ def needle_recall(embedder: LocalEmbedder, distractors: int) -> list[str]:
 
 def block_recall(store: LanceStore, embedder: LocalEmbedder, min_score: float) -> tuple[float, float, float, float]:
     """Share of facts that reach the block (maxResults 5), other hits per block, latency percentiles."""
-    finder = Retrieval(Recall(store, embedder), RetrievalConfig(enabled=True, min_score=min_score))
+    finder = Retrieval(Recall(store.search, embedder), RetrievalConfig(enabled=True, min_score=min_score))
     found, others, latencies = 0, 0, []
     for fact, question in FACTS:
         start = time.perf_counter()

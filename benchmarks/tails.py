@@ -69,7 +69,7 @@ from monad_notebook.context.recall.search import Passage, Recall
 from monad_notebook.messages import Message, ToolCall
 from monad_notebook.provider.local_embedder import LocalEmbedder
 from monad_notebook.session import Session
-from monad_notebook.store.base import Summary
+from monad_notebook.store.base import SearchIndex, Summary
 from monad_notebook.store.lance import LanceStore
 from monad_notebook.testing import ScriptedModel
 
@@ -115,14 +115,14 @@ def seed(store: LanceStore, embedder: LocalEmbedder, count: int) -> None:
         batch = messages[start : start + 2000]
         store.append_messages(batch)
         chunks = [c for m in batch for c in message_chunks(m)]
-        store.save_chunks(SESSION, chunks)
+        store.search.save_chunks(SESSION, chunks)
         keys = [_shape(c.text) for c in chunks]
         missing = sorted({k for k in keys if k not in cache})
         for key, vector in zip(missing, embedder.embed(missing) if missing else [], strict=True):
             cache[key] = np.array(vector, dtype=np.float32)
         points = np.stack([cache[k] for k in keys]) + noise.normal(scale=0.02, size=(len(keys), embedder.dims))
         points /= np.linalg.norm(points, axis=1, keepdims=True)
-        store.save_embeddings(SESSION, list(zip(chunks, points.tolist(), strict=True)), embedder.name)
+        store.search.save_embeddings(SESSION, list(zip(chunks, points.tolist(), strict=True)), embedder.name)
     last_user = (count - 1) // 4 * 4
     store.save_summary(Summary(SESSION, SUMMARY_TEXT, max(-1, last_user - 21), time.time()))
     store.optimize()
@@ -256,7 +256,7 @@ def _phase(
     for recall in recalls:
         _checked(recall, stage)
     if retrieval is not None:  # the phase that searches: time its parts
-        _time_parts(store, recalls, stage)
+        _time_parts(store.search, recalls, stage)
         related = retrieval.related_context
 
         def timed_related(*args: Any, **kwargs: Any) -> Any:
@@ -294,14 +294,14 @@ PARTS = {
 }
 
 
-def _time_parts(store: LanceStore, recalls: list[Recall], stage: dict[str, list[float]]) -> None:
+def _time_parts(index: SearchIndex, recalls: list[Recall], stage: dict[str, list[float]]) -> None:
     """Time the parts of each search the stage and the tool run: what the totals are made of.
 
     The embedder is wrapped for these searches only: the recall indexer shares the model but
     not this wrapper, so its background embeddings are not counted.
     """
     for method, key in (("search_embeddings", "vector search"), ("search_chunks", "full-text search")):
-        setattr(store, method, _recorded(getattr(store, method), stage, key))
+        setattr(index, method, _recorded(getattr(index, method), stage, key))
     for recall in recalls:
         if recall.embedder is not None:
             recall.embedder = _TimedEmbedder(recall.embedder, stage)  # type: ignore[assignment]

@@ -67,7 +67,7 @@ def run(size: int, calls: int, big_rows: int, root: Path, db: Path) -> dict[str,
     store = LanceStore(db)
     store.create_session(f"s{size}")
     ns = namespace(size, big_rows)
-    record = WorkspaceRecord(store, f"s{size}", ns, root=root)
+    record = WorkspaceRecord(store.workspace, f"s{size}", ns, root=root)
     record.reconfigure(True, Redactor())
     gc.collect()
     gc.freeze()  # as the kernel is after its first %%monad cell (cell/heap.py): what it loaded is out of full GCs

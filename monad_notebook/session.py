@@ -85,7 +85,7 @@ class Session:
         self.store = store if store is not None else open_store(self.config)
         self.shell = shell
         self.events = EventBus()
-        self.lease = TurnLease(self.store, name)
+        self.lease = TurnLease(self.store.claims, name)
         ensure_session(self.store, name, self.model.name)
         self.window = Window(name)
         self.window.load(self.store)
@@ -93,7 +93,7 @@ class Session:
         self.recall = RecallService(self.window, self.store, make_embedder if embedder is None else lambda _: embedder)
         self.promotion = MemoryPromotion(self.memory)
         user_ns = namespace if namespace is not None else (shell.user_ns if shell is not None else {})
-        self.workspace = WorkspaceRecord(self.store, name, user_ns, shell, root, notify=self.events.emit)
+        self.workspace = WorkspaceRecord(self.store.workspace, name, user_ns, shell, root, notify=self.events.emit)
         self.workspace.interrupted = interrupted(self.window)
         self.event_log = EventLog(name, self.events, self.store.append_events)
         self.cascade = Cascade(

@@ -106,7 +106,7 @@ def session_that_used(store: MemoryStore, code: str, entries: list[WorkspaceEntr
             Message("assistant", "North.", session="s", seq=3, turn=1),
         ]
     )
-    store.save_workspace("s", entries)
+    store.workspace.save_workspace("s", entries)
 
 
 def test_the_notebook_opens_with_a_check_that_stops_it_in_one_line_naming_what_is_missing():

@@ -243,7 +243,7 @@ def test_a_cell_in_a_session_another_kernel_is_running_prints_one_line_and_the_n
 
     server.queue("first", "second")
     ip.run_cell_magic("monad", "--session shared", "hello")
-    other_kernel = TurnLease(LanceStore(default_db_uri()), "shared")
+    other_kernel = TurnLease(LanceStore(default_db_uri()).claims, "shared")
     other_kernel.acquire()
     capsys.readouterr()
     ip.run_cell_magic("monad", "--session shared", "are you there?")

@@ -1,7 +1,8 @@
-"""The wheel carries the committed JupyterLab / Notebook 7 extension build where Jupyter finds it.
+"""The wheel carries the committed JupyterLab / Notebook 7 extension build where Jupyter finds it, and the
+context panel's built module.
 
-The build backend (hatchling) runs no build hook, so installing never runs Node: the extension is
-built from ``js/`` by ``npm run build`` and committed, and ``.ci/run`` checks it matches its sources.
+The build backend (hatchling) runs no build hook, so installing never runs Node: both are built from
+``js/`` by ``npm run build`` and committed, and ``.ci/run`` checks they match their sources.
 """
 
 from __future__ import annotations
@@ -40,3 +41,4 @@ def test_the_wheel_ships_the_committed_extension_build_as_shared_data(tmp_path):
     }
     assert package["name"] == "monad-notebook" and package["jupyterlab"]["_build"]["load"] in shipped
     assert shipped == committed | {"install.json"}
+    assert "monad_notebook/widget/panel.js" in names  # the context panel's built module

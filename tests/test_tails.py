@@ -40,11 +40,13 @@ def test_each_search_is_timed_in_its_parts_and_the_indexers_embeddings_are_not(s
     message.session, message.seq, message.turn = "s", 0, 1
     store.append_messages([message])
     chunks = message_chunks(message)
-    store.save_chunks("s", chunks)
-    store.save_embeddings("s", list(zip(chunks, embedder.embed([c.text for c in chunks]), strict=True)), embedder.name)
-    recall = Recall(store, embedder)
+    store.search.save_chunks("s", chunks)
+    store.search.save_embeddings(
+        "s", list(zip(chunks, embedder.embed([c.text for c in chunks]), strict=True)), embedder.name
+    )
+    recall = Recall(store.search, embedder)
     stage: dict[str, list[float]] = {}
-    _time_parts(store, [recall], stage)
+    _time_parts(store.search, [recall], stage)
 
     passages = recall.search("s", "what was the revenue by region?", 3)
     embedder.embed(["an indexer's chunk, embedded with the model itself"])

@@ -36,9 +36,11 @@ from monad_notebook.store.base import Events, Images, ToolOutputs, Transcript, W
 Redact = Callable[[str], str]
 
 
-class ExportStore(Transcript, ToolOutputs, Images, Events, Workspaces, Protocol):
+class ExportStore(Transcript, ToolOutputs, Images, Events, Protocol):
     """What an export reads: the transcript, the saved outputs and images of its code, how each call went,
     and the workspace record (which cell made each name)."""
+
+    workspace: Workspaces
 
 
 _SECTION = re.compile(r"^(?:(stdout|stderr|displayed|value):\n|(value|error): )", re.M)
@@ -182,7 +184,7 @@ def _binds(code: str) -> frozenset[str]:
 def _needs(
     store: ExportStore, session: str, runs: list[CodeRun], history: Sequence[str] | None, redact: Redact | None
 ) -> Needs:
-    entries = store.load_workspace(session)
+    entries = store.workspace.load_workspace(session)
     return needs_of([Run(r.tool_call_id, r.code) for r in runs], entries, history, redact or (lambda text: text))
 
 

@@ -7,6 +7,7 @@ interpolate it into a query string unescaped (names come from users).
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -51,16 +52,6 @@ class Claim:
     holder: str
     claimed_at: float
     expires_at: float
-
-
-def clone_origin(sessions: Sessions, source: str, target: str) -> SessionRecord:
-    """The record a branch copies from; a missing source or an existing target is refused in one line."""
-    origin = sessions.get_session(source)
-    if origin is None:
-        raise StoreError(f"there is no session named {source!r} to branch from; check the name")
-    if sessions.get_session(target) is not None:
-        raise StoreError(f"a session named {target!r} already exists; pick another name or delete it first")
-    return origin
 
 
 FORGET_AFTER_SECONDS = 3600.0  # claims expired this long ago are dropped when their session's claims are released
@@ -185,10 +176,6 @@ class Sessions(Protocol):
         """Keep the session's record, drop its messages, raw outputs, images, summaries, events, embeddings and
         workspace record."""
 
-    def clone_session(self, source: str, target: str) -> SessionRecord:
-        """Branch: copy messages, summary, raw outputs, images, embeddings and the workspace record into an
-        independent new session."""
-
 
 class Transcript(Protocol):
     """A session's messages in seq order; evictions recorded as placeholders, content always kept."""
@@ -251,6 +238,9 @@ class ToolOutputs(Protocol):
     def call_messages(self, session: str, tool_call_id: str) -> list[Message]:
         """The assistant message that made this tool call and the call's result, whichever are stored, in seq order."""
 
+    def copy_raw_outputs(self, source: str, target: str) -> None:
+        """Every output ``source`` saved, under ``target``, as saved (newest still newest), in one write."""
+
 
 class Images(Protocol):
     """Images tool results carry, as bytes, keyed by (session, tool_call_id, image id).
@@ -261,8 +251,9 @@ class Images(Protocol):
     def save_images(self, session: str, images: dict[str, list[Image]]) -> None:
         """tool_call_id -> the images its result carries, in order, in one write."""
 
-    def load_images(self, session: str, tool_call_ids: Iterable[str]) -> dict[str, list[Image]]:
-        """The images of each of these results that has any, in the order they were shown; one read."""
+    def load_images(self, session: str, tool_call_ids: Iterable[str] | None = None) -> dict[str, list[Image]]:
+        """The images of each of these results (of every result, when None) that has any, in the order they were
+        shown; one read."""
 
     def get_image(self, session: str, image_id: str) -> Image | None:
         """One image by its handle, whichever result carries it."""
@@ -351,6 +342,10 @@ class SearchIndex(Protocol):
         the window shows left out (so there may be fewer than ``k``).
         """
 
+    def copy(self, source: str, target: str, ids: Mapping[str, str]) -> None:
+        """``source``'s chunks and vectors under ``target``, each pointing at its message's copy (``ids``: source's
+        message id -> the copy's); one write per table."""
+
 
 class Workspaces(Protocol):
     """The workspace record: what the kernel held and the files it wrote, each with what made it."""
@@ -370,13 +365,20 @@ class Events(Protocol):
     def list_events(self, session: str, *, kind: str | None = None) -> list[Event]: ...
 
 
-class Store(
-    Sessions, Transcript, Claims, ToolOutputs, Images, Summaries, Facts, SearchIndex, Workspaces, Events, Protocol
-):
-    """Every role at once: what a Session is given. A part of the code that needs one role asks for that one."""
+class Store(Sessions, Transcript, ToolOutputs, Images, Summaries, Facts, Events, Protocol):
+    """What a Session is given: the session's record, answered by the store itself, and three parts of its own.
+
+    The parts keep tables and rules of their own and are handed over whole to the one consumer
+    each serves: ``claims`` to the turn lease, ``search`` to recall, ``workspace`` to the workspace
+    record. A part of the code that needs one role asks for that one.
+    """
 
     uri: str  # where the data lives, as a user would name it in an error message
     optimize_every: int  # writes to a table between background optimizes (``store.optimizeEveryWrites``)
+    lock: AbstractContextManager[Any]  # held, no other write of this process lands (a branch is copied under it)
+    claims: Claims
+    search: SearchIndex
+    workspace: Workspaces
 
     def optimize(self) -> None:
         """Compact fragments and drop old versions; safe to call from a worker thread."""

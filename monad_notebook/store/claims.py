@@ -25,7 +25,7 @@ def live(rows: list[dict[str, Any]], now: float) -> list[Claim]:
 
 
 class LanceClaims:
-    """The claim methods of the Store protocol."""
+    """The turn claims of every session: the ``Claims`` role, which ``TurnLease`` is handed."""
 
     def __init__(self, tables: LanceTables) -> None:
         self.tables = tables

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +19,10 @@ from monad_notebook.errors import StoreError
 from monad_notebook.events import Event
 from monad_notebook.images.image import Image
 from monad_notebook.messages import Message, new_id
-from monad_notebook.store.base import LedgerEntry, MemoryFact, SessionRecord, Summary, clone_origin
+from monad_notebook.store.base import LedgerEntry, MemoryFact, SessionRecord, Summary
 from monad_notebook.store.claims import LanceClaims
 from monad_notebook.store.rows import (
     SCHEMAS,
-    TEXT_TABLE,
     arrow_table,
     as_row,
     fact_from_row,
@@ -47,29 +45,19 @@ __all__ = ["LanceStore", "default_db_uri"]
 class LanceStore:
     """The Store protocol on one LanceDB database; safe to share between threads and kernels.
 
-    Composed of parts over one ``LanceTables`` (connection, handles, retries, optimize): the turn
-    claims (``claims.py``), recall's chunk and vector tables (``search.py``) and the workspace
-    record (``workspace.py``); the rest of the roles are the short methods below.
+    The session's record is the short methods below; the three parts of their own (the turn
+    claims, ``claims.py``; recall's chunk and vector tables, ``search.py``; the workspace record,
+    ``workspace.py``) are attributes. All of them work over one ``LanceTables`` (connection,
+    handles, retries, optimize).
     """
 
     def __init__(self, uri: str | Path, **options: Any) -> None:
         """``options``: those of ``LanceTables`` (storage options, optimize cadence, vector index size...)."""
         self.tables = LanceTables(uri, **options)
-        self._claims = LanceClaims(self.tables)
-        self._search = LanceSearch(self.tables)
-        self._workspace = LanceWorkspace(self.tables)
-        self.save_workspace, self.load_workspace = self._workspace.save_workspace, self._workspace.load_workspace
-        self.claim_session = self._claims.claim_session
-        self.live_claims = self._claims.live_claims
-        self.renew_claim = self._claims.renew_claim
-        self.release_claim = self._claims.release_claim
-        self.save_chunks = self._search.save_chunks
-        self.chunked_ids = self._search.chunked_ids
-        self.chunk_texts = self._search.chunk_texts
-        self.search_chunks = self._search.search_chunks
-        self.save_embeddings = self._search.save_embeddings
-        self.embedded_ids = self._search.embedded_ids
-        self.search_embeddings = self._search.search_embeddings
+        self.lock = self.tables.lock
+        self.claims = LanceClaims(self.tables)
+        self.search = LanceSearch(self.tables)
+        self.workspace = LanceWorkspace(self.tables)
 
     @property
     def uri(self) -> str:
@@ -127,9 +115,10 @@ class LanceStore:
 
     def _drop_history(self, name: str) -> None:
         """Skips tables with no rows for the name, so a no-op leaves no empty version."""
-        tables = ("messages", "tool_raw_outputs", "images", "summaries", "events", TEXT_TABLE, "ledger", "workspace")
-        for table in (*tables, *self.tables.embedding_tables()):
+        for table in ("messages", "tool_raw_outputs", "images", "summaries", "events", "ledger"):
             self.tables.delete(table, f"session = {sql_str(name)}")
+        self.search.drop(name)
+        self.workspace.drop(name)
 
     def reset_session(self, name: str) -> None:
         with self.tables.lock:
@@ -137,26 +126,6 @@ class LanceStore:
             if self.get_session(name) is not None:
                 where = f"name = {sql_str(name)}"
                 self.tables.write("sessions", lambda h: h.update(where=where, values={"updated_at": time.time()}))
-
-    def clone_session(self, source: str, target: str) -> SessionRecord:
-        with self.tables.lock:
-            origin = clone_origin(self, source, target)
-            self._drop_history(target)
-            originals = self.load_messages(source)
-            copies = [replace(m, id=new_id(), session=target) for m in originals]
-            self.append_messages(copies)
-            ids = {o.id: c.id for o, c in zip(originals, copies, strict=True)}
-            self._search.copy(source, target, ids)
-            self.save_ledger(target, self.load_ledger(source))
-            self._workspace.copy(source, target)
-            summary = self.load_summary(source)
-            if summary is not None:
-                self.save_summary(replace(summary, session=target))
-            raws = self.tables.read("tool_raw_outputs", f"session = {sql_str(source)}")
-            self.tables.add("tool_raw_outputs", [{**r, "session": target} for r in newest_by(raws, "tool_call_id")])
-            images = self.tables.read("images", f"session = {sql_str(source)}")
-            self.save_images(target, images_from_rows(images))
-            return self.create_session(target, model=origin.model, parent=source, meta=origin.meta)
 
     # messages
 
@@ -262,6 +231,12 @@ class LanceStore:
         where = f"session = {sql_str(session)} AND tool_call_id IN {sql_in(tool_call_ids)}"
         return {r["tool_call_id"] for r in self.tables.read("tool_raw_outputs", where, ["tool_call_id"])}
 
+    def copy_raw_outputs(self, source: str, target: str) -> None:
+        """The rows as saved, their times too: the newest output of ``source`` is the newest of ``target``."""
+        sql_str(target)
+        raws = self.tables.read("tool_raw_outputs", f"session = {sql_str(source)}")
+        self.tables.add("tool_raw_outputs", [{**r, "session": target} for r in newest_by(raws, "tool_call_id")])
+
     # images
 
     def save_images(self, session: str, images: dict[str, list[Image]]) -> None:
@@ -269,11 +244,13 @@ class LanceStore:
         if rows:
             self.tables.add("images", rows)
 
-    def load_images(self, session: str, tool_call_ids: Iterable[str]) -> dict[str, list[Image]]:
-        ids = list(tool_call_ids)
-        if not ids:
-            return {}
-        where = f"session = {sql_str(session)} AND tool_call_id IN {sql_in(ids)}"
+    def load_images(self, session: str, tool_call_ids: Iterable[str] | None = None) -> dict[str, list[Image]]:
+        where = f"session = {sql_str(session)}"
+        if tool_call_ids is not None:
+            ids = list(tool_call_ids)
+            if not ids:
+                return {}
+            where += f" AND tool_call_id IN {sql_in(ids)}"
         return images_from_rows(self.tables.read("images", where))
 
     def get_image(self, session: str, image_id: str) -> Image | None:

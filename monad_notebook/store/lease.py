@@ -1,7 +1,7 @@
 """The turn lease: one kernel at a time writes a session's turns, whichever process or host it runs on.
 
 A kernel appends a claim, and holds the session if no other claim was live just before its
-own committed (commit order, see ``Store.claim_session``); otherwise it withdraws. The holder
+own committed (commit order, see ``Claims.claim_session``); otherwise it withdraws. The holder
 renews its claim on a daemon thread while it holds it, so a kernel that dies mid-turn frees
 the session when its claim expires, or at once for kernels on the same host (its pid is gone).
 """
@@ -55,8 +55,8 @@ def busy_message(session: str, holder: Claim) -> str:
 class TurnLease:
     """Re-entrant within one Session (its turn and its background compaction share it)."""
 
-    def __init__(self, store: Claims, session: str, *, ttl: float = TTL_SECONDS, wait: float = WAIT_SECONDS) -> None:
-        self.store = store
+    def __init__(self, claims: Claims, session: str, *, ttl: float = TTL_SECONDS, wait: float = WAIT_SECONDS) -> None:
+        self.claims = claims
         self.session = session
         self.ttl = ttl
         self.wait = wait
@@ -109,13 +109,13 @@ class TurnLease:
         While waiting, look before claiming, so a busy session costs reads, not writes.
         """
         if look_first:
-            others = self._others(self.store.live_claims(self.session))
+            others = self._others(self.claims.live_claims(self.session))
             if others:
                 return others[0]
         now = time.time()
         claim = Claim(self.session, uuid.uuid4().hex, self.owner, self.holder, now, now + self.ttl)
         try:
-            earlier = self._others(self.store.claim_session(claim))
+            earlier = self._others(self.claims.claim_session(claim))
         except StoreError:
             self._withdraw(claim)
             raise
@@ -139,7 +139,7 @@ class TurnLease:
 
     def _withdraw(self, claim: Claim) -> None:
         try:
-            self.store.release_claim(claim)
+            self.claims.release_claim(claim)
         except StoreError as exc:
             log.warning("could not withdraw a claim on session %r (it expires by itself): %s", self.session, exc)
 
@@ -173,6 +173,6 @@ class TurnLease:
                 if stop.is_set():
                     return
                 try:
-                    self.store.renew_claim(replace(claim, expires_at=time.time() + self.ttl))
+                    self.claims.renew_claim(replace(claim, expires_at=time.time() + self.ttl))
                 except StoreError as exc:
                     log.warning("could not renew the claim on session %r: %s", self.session, exc)

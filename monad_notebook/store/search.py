@@ -43,7 +43,8 @@ _HIT_COLUMNS = ["message_id", "offset", "seq", "turn", "role", "name", "tool_cal
 
 
 class LanceSearch:
-    """Chunk and vector tables, and the two searches over them; one session at a time, never another's."""
+    """Recall's index (the ``SearchIndex`` role): chunk and vector tables and the two searches over them, one session
+    at a time, never another's."""
 
     small_recount_seconds = 60.0  # a session below ann_min_rows is counted again at least this often
 
@@ -153,15 +154,20 @@ class LanceSearch:
         self.tables.count_read(rows)
         return rows
 
-    def copy(self, source: str, target: str, ids: dict[str, str]) -> None:
+    def copy(self, source: str, target: str, ids: Mapping[str, str]) -> None:
         """A branch's chunks and vectors, pointing at the branch's own message ids: one write per table."""
-        self._copy_chunks(source, target, ids)
-        self._copy_embeddings(source, target, ids)
+        sql_str(target)
+        for table in (TEXT_TABLE, *self.tables.embedding_tables()):
+            rows = self.tables.read(table, f"session = {sql_str(source)}")
+            copies = [
+                {**r, "session": target, "message_id": ids[r["message_id"]]} for r in rows if r["message_id"] in ids
+            ]
+            self.tables.add(table, copies)
 
-    def _copy_chunks(self, source: str, target: str, ids: dict[str, str]) -> None:
-        rows = self.tables.read(TEXT_TABLE, f"session = {sql_str(source)}")
-        copies = [{**r, "session": target, "message_id": ids[r["message_id"]]} for r in rows if r["message_id"] in ids]
-        self.tables.add(TEXT_TABLE, copies)
+    def drop(self, session: str) -> None:
+        """The session's chunks and vectors, gone with it (a table without any leaves no empty version)."""
+        for table in (TEXT_TABLE, *self.tables.embedding_tables()):
+            self.tables.delete(table, f"session = {sql_str(session)}")
 
     def _indexed(self, table: str, columns: dict[str, Any], without: str) -> bool:
         """The search indexes of ``table`` (``indexes.py``), created once; False, logged, if they cannot be.
@@ -282,14 +288,6 @@ class LanceSearch:
             .select([*_HIT_COLUMNS, "_distance"])
         )
         return query.bypass_vector_index() if exact else query.nprobes(_EVERY_PARTITION).refine_factor(_REFINE)
-
-    def _copy_embeddings(self, source: str, target: str, ids: dict[str, str]) -> None:
-        for table in self.tables.embedding_tables():
-            rows = self.tables.read(table, f"session = {sql_str(source)}")
-            copies = [
-                {**r, "session": target, "message_id": ids[r["message_id"]]} for r in rows if r["message_id"] in ids
-            ]
-            self.tables.add(table, copies)
 
 
 def _vector_row(session: str, chunk: Chunk, vector: list[float], model: str, now: float) -> dict[str, Any]:

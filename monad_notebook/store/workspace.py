@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 
 class LanceWorkspace:
-    """The workspace methods of the Store protocol, and the copy a branch takes."""
+    """The workspace record of every session: the ``Workspaces`` role."""
 
     def __init__(self, tables: LanceTables) -> None:
         self.tables = tables
@@ -32,10 +32,8 @@ class LanceWorkspace:
     def load_workspace(self, session: str) -> list[WorkspaceEntry]:
         return [workspace_from_row(r) for r in self._latest(session)]
 
-    def copy(self, source: str, target: str) -> None:
-        """The source's entries under ``target`` (a branch), in one write."""
-        sql_str(target)
-        self.tables.add("workspace", [{**row, "session": target} for row in self._latest(source)])
+    def drop(self, session: str) -> None:
+        self.tables.delete("workspace", f"session = {sql_str(session)}")
 
     def _latest(self, session: str) -> list[dict[str, Any]]:
         latest: dict[tuple[str, str], dict[str, Any]] = {}

@@ -28,7 +28,6 @@ from monad_notebook.approval.busy import (
 from monad_notebook.approval.code_view import approval_view
 from monad_notebook.approval.gate import PYTHON, wording
 from monad_notebook.events import Event
-from monad_notebook.widget.esm import joined
 from monad_notebook.widget.memory_actions import MemoryActions
 from monad_notebook.widget.report import records_of, render_text, state_from_session, thresholds_of, workspace_of
 from monad_notebook.widget.report import text_report as _text_report
@@ -36,7 +35,6 @@ from monad_notebook.widget.source import PanelSource
 from monad_notebook.widget.state import FIELDS, PanelState
 
 HERE = Path(__file__).resolve().parent
-PANEL_ESM = joined(HERE / "panel_js" / "index.js")  # the one module the browser loads
 
 # Frontend messages that must be handled even while a cell runs (see approval.py).
 BUSY_SAFE = frozenset({"approval", "inspect", "notice.dismiss"})
@@ -55,7 +53,7 @@ def _busy_safe(data: Any) -> bool:
 class MonadPanel(anywidget.AnyWidget):
     """Occupancy, timeline, compactions, memory suggestions, approvals and a prompt inspector for one session."""
 
-    _esm = PANEL_ESM
+    _esm = HERE / "panel.js"  # the one module the browser loads, built from js/panel/ and committed
     _css = HERE / "panel.css"
 
     session_name = t.Unicode("").tag(sync=True)

@@ -226,7 +226,7 @@ def test_closing_a_session_right_after_a_turn_still_indexes_that_turn(store):
 
     session.close()
 
-    hits = store.search_chunks("recall", "churn raw extract", 5)
+    hits = store.search.search_chunks("recall", "churn raw extract", 5)
     assert [h.snippet for h in hits] == ["the churn raw extract is data/raw/churn_q3.parquet"]
 
 

@@ -56,7 +56,7 @@ def make_cascade(
         window=window,
         store=store,
         events=EventLog(session, bus, store.append_events),
-        lease=TurnLease(store, session),
+        lease=TurnLease(store.claims, session),
         counter=counter,
         memory=memory,
         promotion=promotion or MemoryPromotion(memory),

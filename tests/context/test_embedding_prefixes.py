@@ -92,9 +92,9 @@ def test_the_offline_model_embeds_passages_with_the_configured_prefix_and_keeps_
     index(store, prefixed, "s", [note])
 
     with_prefix, without = plain.embed(["passage: " + note.content, note.content])
-    assert store.search_embeddings("s", with_prefix, 1, model=prefixed.name)[0].score > 0.999
-    assert store.search_embeddings("s", without, 1, model=prefixed.name)[0].score < 0.99
-    assert store.search_embeddings("s", without, 1, model=plain.name) == []
+    assert store.search.search_embeddings("s", with_prefix, 1, model=prefixed.name)[0].score > 0.999
+    assert store.search.search_embeddings("s", without, 1, model=prefixed.name)[0].score < 0.99
+    assert store.search.search_embeddings("s", without, 1, model=plain.name) == []
 
 
 class Prefixed(KeywordEmbedder):
@@ -133,7 +133,7 @@ def test_a_new_passage_prefix_gives_the_history_new_vectors_made_with_it(store):
     index(store, prefixed, "s", [])
 
     assert sorted(text for call in prefixed.calls for text in call) == sorted(f"passage: {m.content}" for m in earlier)
-    assert store.embedded_ids("s", model=prefixed.name) == {m.id for m in earlier}
+    assert store.search.embedded_ids("s", model=prefixed.name) == {m.id for m in earlier}
 
 
 def wait_until(condition, seconds: float = 10) -> None:
@@ -153,21 +153,21 @@ def test_re_embedding_stopped_halfway_is_resumed_by_the_next_indexer_and_a_searc
     stopped.stop(0)
     halfway.gate.set()
     assert stopped.flush(10)
-    done = store.embedded_ids("s", model=Prefixed.name)
+    done = store.search.embedded_ids("s", model=Prefixed.name)
     assert 3 <= len(done) <= 4
 
     # The old model's cat notes lie on the axis the new one gives "revenue": mixed in, they would answer.
     revenue = Prefixed().embed(["passage: revenue"])[0]
-    assert {hit.message_id for hit in store.search_embeddings("s", revenue, 6, model=Prefixed.name)} <= done
+    assert {hit.message_id for hit in store.search.search_embeddings("s", revenue, 6, model=Prefixed.name)} <= done
     resumed = Prefixed()
     index(store, resumed, "s", [])
 
     assert sorted(text for call in resumed.calls for text in call) == sorted(
         f"passage: {m.content}" for m in earlier if m.id not in done
     )
-    assert store.embedded_ids("s", model=Prefixed.name) == {m.id for m in earlier}
+    assert store.search.embedded_ids("s", model=Prefixed.name) == {m.id for m in earlier}
     cat = Prefixed().embed(["passage: cat"])[0]
-    nearest = store.search_embeddings("s", cat, 3, model=Prefixed.name)
+    nearest = store.search.search_embeddings("s", cat, 3, model=Prefixed.name)
     assert {hit.message_id for hit in nearest} == {m.id for m in earlier if m.content.startswith("cat")}
 
 
@@ -189,4 +189,4 @@ def test_after_the_embedding_model_changes_the_status_counts_what_is_re_embedded
 
     assert "Recall finds 2 messages by their words only for now" in waiting
     assert "Recall" not in settled
-    assert len(store.embedded_ids("s", model=renamed.name)) == 4
+    assert len(store.search.embedded_ids("s", model=renamed.name)) == 4

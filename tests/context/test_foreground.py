@@ -65,7 +65,7 @@ def test_while_a_turn_holds_the_foreground_without_a_pause_embedding_keeps_only_
     held_for = 1.5
     with FOREGROUND.held():
         indexer.add("s", messages, {})
-        searchable = len(store.search_chunks("s", "note", 300))
+        searchable = len(store.search.search_chunks("s", "note", 300))
         started = time.monotonic()
         time.sleep(held_for)
         during = [at for at, _, _ in embedder.started if at >= started]
@@ -74,7 +74,7 @@ def test_while_a_turn_holds_the_foreground_without_a_pause_embedding_keeps_only_
     busy = len(during) * SlowEmbedder.seconds
     assert 0 < busy <= indexer.share * held_for + 0.2  # its share, never none
     assert indexer.flush(timeout=60)
-    assert store.embedded_ids("s", model=embedder.name, dims=embedder.dims) == {m.id for m in messages}
+    assert store.search.embedded_ids("s", model=embedder.name, dims=embedder.dims) == {m.id for m in messages}
 
 
 def test_indexing_a_committed_step_reads_nothing_from_the_store(store, monkeypatch):
@@ -82,15 +82,17 @@ def test_indexing_a_committed_step_reads_nothing_from_the_store(store, monkeypat
     indexer.meet("s")
     assert indexer.flush(timeout=30)
     reads: list[str] = []
-    for name in ("chunked_ids", "embedded_ids", "message_ids", "load_messages", "get_raw_outputs", "chunk_texts"):
-        original = getattr(store, name)
-        monkeypatch.setattr(store, name, lambda *a, _o=original, _n=name, **k: reads.append(_n) or _o(*a, **k))
+    reading = [(store.search, name) for name in ("chunked_ids", "embedded_ids", "chunk_texts")]
+    reading += [(store, name) for name in ("message_ids", "load_messages", "get_raw_outputs")]
+    for role, name in reading:
+        original = getattr(role, name)
+        monkeypatch.setattr(role, name, lambda *a, _o=original, _n=name, **k: reads.append(_n) or _o(*a, **k))
 
     indexer.add("s", notes(3), {})
     assert indexer.flush(timeout=30)
 
     assert reads == []
-    assert len(store.embedded_ids("s", model="keywords", dims=KeywordEmbedder.dims)) == 3
+    assert len(store.search.embedded_ids("s", model="keywords", dims=KeywordEmbedder.dims)) == 3
 
 
 def test_the_indexer_embeds_in_small_batches_so_a_search_waits_for_at_most_one(store):
@@ -116,7 +118,7 @@ def test_a_slow_embedder_gets_fewer_chunks_per_call_so_a_search_waits_behind_hal
 
     # the first call loads a model and is not timed; from the second, 0.5 s / 0.2 s a chunk = 2 a call
     assert [len(call) for call in embedder.calls] == [8, 8, 2, 2, 2, 2]
-    assert len(store.embedded_ids("s", model=embedder.name, dims=embedder.dims)) == 24
+    assert len(store.search.embedded_ids("s", model=embedder.name, dims=embedder.dims)) == 24
 
 
 def test_the_words_a_slow_embedder_learns_come_in_calls_of_half_a_second_too(store):
@@ -154,7 +156,7 @@ def test_the_offline_embedder_gets_one_chunk_per_call_so_a_search_waits_for_one_
     assert indexer.flush(timeout=60)
 
     assert [len(call) for call in embedder.calls] == [1] * 5
-    assert store.embedded_ids("s", model=embedder.name, dims=embedder.dims) == {m.id for m in messages}
+    assert store.search.embedded_ids("s", model=embedder.name, dims=embedder.dims) == {m.id for m in messages}
 
 
 def test_a_search_stops_the_offline_embedding_in_flight_at_once_and_the_model_still_embeds_after() -> None:
@@ -206,7 +208,7 @@ def test_an_interrupted_embedding_runs_again_after_the_search_and_at_last_to_its
         messages = [Message("user", "cat note", session=session, seq=0, turn=0)]
         indexer.add(session, messages, {})
         assert indexer.flush(timeout=30)
-        assert store.embedded_ids(session, model=embedder.name, dims=embedder.dims) == {messages[0].id}
+        assert store.search.embedded_ids(session, model=embedder.name, dims=embedder.dims) == {messages[0].id}
 
     assert (twice.attempts, len(twice.calls)) == (3, 1)
     assert (always.attempts, len(always.calls)) == (RecallIndexer.max_interruptions, 1)
@@ -219,7 +221,7 @@ def test_a_gate_held_for_too_long_delays_indexing_but_never_stops_it(store):
     with FOREGROUND.held():
         indexer.add("s", messages, {})
         assert indexer.flush(timeout=10)
-    assert store.embedded_ids("s", model=embedder.name, dims=embedder.dims) == {m.id for m in messages}
+    assert store.search.embedded_ids("s", model=embedder.name, dims=embedder.dims) == {m.id for m in messages}
 
 
 def test_stopping_an_indexer_that_works_beside_a_held_foreground_returns_at_once(store):
@@ -302,7 +304,7 @@ def test_a_turn_holds_the_foreground_for_its_own_work_and_sets_it_aside_while_th
         return call
 
     store.append_messages = watched(store.append_messages, "messages written")
-    store.claim_session = watched(store.claim_session, "turn claimed")
+    store.claims.claim_session = watched(store.claims.claim_session, "turn claimed")
     config = Config.model_validate({"tools": {"python": {"approval": "auto"}}})
     session = Session("s", config=config, store=store, model=Watched([tool_call("list_variables", {}), "done"]))
     session.runner.run = watched(session.runner.run, "tool")  # type: ignore[method-assign]
@@ -348,7 +350,7 @@ def test_waiting_for_another_kernels_turn_leaves_the_gate_free(tmp_path: Path) -
     from monad_notebook.store.lease import TurnLease
 
     kernels = [LanceStore(tmp_path / "db"), LanceStore(tmp_path / "db")]
-    holder, waiter = TurnLease(kernels[0], "shared"), TurnLease(kernels[1], "shared")
+    holder, waiter = TurnLease(kernels[0].claims, "shared"), TurnLease(kernels[1].claims, "shared")
     holder.acquire()
     while_waiting: list[bool] = []
     timer = threading.Timer(0.6, holder.release)

@@ -68,7 +68,7 @@ def test_a_truncated_result_is_indexed_from_its_saved_full_text_at_the_offsets_r
 
     index(store, None, "s", [message], full_texts={"call_big": full})
 
-    hit = store.search_chunks("s", "tenure", 5)[0]
+    hit = store.search.search_chunks("s", "tenure", 5)[0]
     assert hit.tool_call_id == "call_big" and "cust_tenure_days_v2" in hit.snippet
     assert full[hit.offset : hit.offset + len(hit.snippet)] == hit.snippet
     assert "cust_tenure_days_v2" not in message.content
@@ -109,7 +109,7 @@ def indexed_truncated_result(store, head: str) -> Message:
 def test_the_middle_of_a_truncated_result_in_the_window_is_found_but_its_visible_head_is_not(store):
     message = indexed_truncated_result(store, "tenure report header")
 
-    passages = Recall(store, None).search("s", "where is the tenure", 5, window=[message])
+    passages = Recall(store.search, None).search("s", "where is the tenure", 5, window=[message])
 
     assert [p.hit.offset > 0 for p in passages] == [True]
     assert "cust_tenure_days_v2" in passages[0].hit.snippet
@@ -117,10 +117,10 @@ def test_the_middle_of_a_truncated_result_in_the_window_is_found_but_its_visible
 
 def test_a_truncated_result_whose_visible_head_matches_best_is_still_found_by_its_hidden_middle(store):
     message = indexed_truncated_result(store, "tenure tenure tenure: the tenure report, tenure by tenure")
-    head = store.search_chunks("s", "tenure", 1)
+    head = store.search.search_chunks("s", "tenure", 1)
     assert head[0].offset == 0  # the head, which the window shows, is the best match by words
 
-    passages = Recall(store, None).search("s", "tenure", 5, window=[message])
+    passages = Recall(store.search, None).search("s", "tenure", 5, window=[message])
 
     assert [p.hit.message_id for p in passages] == [message.id]
     assert "cust_tenure_days_v2" in passages[0].hit.snippet
@@ -129,7 +129,7 @@ def test_a_truncated_result_whose_visible_head_matches_best_is_still_found_by_it
 def test_messages_the_window_shows_whole_are_skipped(store):
     said = Message("user", "the churn raw extract is data/raw/churn.parquet", session="s", seq=1)
     index(store, None, "s", [said])
-    recall = Recall(store, None)
+    recall = Recall(store.search, None)
 
     assert recall.search("s", "churn raw extract", 5, window=[said]) == []
     assert [p.hit.message_id for p in recall.search("s", "churn raw extract", 5)] == [said.id]
@@ -139,7 +139,7 @@ def test_without_an_embedder_recall_searches_by_words_alone(store):
     messages = [Message("user", t, session="s", seq=i) for i, t in enumerate(["cat nap", "revenue by region"])]
     index(store, None, "s", messages)
 
-    passages = Recall(store, None).search("s", "regional revenue", 5)
+    passages = Recall(store.search, None).search("s", "regional revenue", 5)
 
     assert [p.hit.snippet for p in passages] == ["revenue by region"]
     assert passages[0].cosine is None
@@ -154,7 +154,7 @@ def test_rows_of_one_kind_of_table_give_way_to_a_passage_of_another_kind_and_non
     note = "the pricing group of each store is in column pricing_segment_9"
     outputs = [tool_result("s", text, f"c{i}", i) for i, text in enumerate([*tables, note])]
     index(store, None, "s", outputs)
-    recall = Recall(store, None)
+    recall = Recall(store.search, None)
     question = "store revenue margin region pricing group"
 
     three = [p.hit.snippet for p in recall.search("s", question, 3)]
@@ -170,7 +170,7 @@ def test_a_failed_embedding_leaves_the_words_search_and_a_failed_store_raises(st
     index(store, embedder, "s", messages)
     embedder.fail = True
 
-    assert [p.hit.snippet for p in Recall(store, embedder).search("s", "revenue", 5)] == ["revenue by region"]
+    assert [p.hit.snippet for p in Recall(store.search, embedder).search("s", "revenue", 5)] == ["revenue by region"]
 
     class Broken:
         def search_chunks(self, *args: object, **kwargs: object) -> list[EmbeddingHit]:
@@ -188,7 +188,7 @@ def test_vectors_bring_back_a_paraphrase_with_no_word_in_common(store):
     )  # type: ignore[method-assign]
     index(store, embedder, "s", messages)
 
-    passages = Recall(store, embedder).search("s", "my cat", 1)
+    passages = Recall(store.search, embedder).search("s", "my cat", 1)
 
     assert [p.hit.snippet for p in passages] == ["feline"] and passages[0].cosine == pytest.approx(1.0, abs=1e-3)
 
@@ -268,7 +268,7 @@ def test_a_question_in_other_words_finds_the_one_line_that_differs_inside_a_list
     embedder = LocalEmbedder()
     index(store, embedder, "s", messages, timeout=600)
 
-    passages = Recall(store, embedder).search("s", "how much did we pay back in reimbursements?", 3)
+    passages = Recall(store.search, embedder).search("s", "how much did we pay back in reimbursements?", 3)
 
     # Embedded only with the field lines around it, the line scores 0.23 and every sentence above comes first.
     found = [p for p in passages if "2,531,148" in p.hit.snippet]
@@ -307,7 +307,7 @@ def test_stopping_the_indexer_drops_queued_work_and_nothing_is_written_afterward
     time.sleep(0.3)
 
     assert store.tables.table_version("embeddings_7") == version
-    assert "queued cat" in {h.snippet for h in store.search_chunks("s", "queued", 5)}  # its words went at once
+    assert "queued cat" in {h.snippet for h in store.search.search_chunks("s", "queued", 5)}  # its words went at once
     assert len(embedder.calls) == 1
     indexer.add("s", [Message("user", "after stop", session="s", seq=100)], {})
     assert indexer.flush(timeout=1)
@@ -319,12 +319,12 @@ def test_each_step_is_searchable_by_its_words_at_once_and_back_to_back_steps_sha
     indexer = RecallIndexer(store, embedder)
     for i in range(3):
         indexer.add("s", [Message("user", f"step {i} cat note", session="s", seq=i)], {})
-        assert len(store.search_chunks("s", f"step {i}", 5)) >= 1  # no waiting: the words are written
+        assert len(store.search.search_chunks("s", f"step {i}", 5)) >= 1  # no waiting: the words are written
         time.sleep(0.05)
     assert indexer.flush(timeout=10)
 
     assert store.tables.table_stats()["embeddings_7"]["fragments"] == 1
-    assert len(store.embedded_ids("s", model=embedder.name, dims=embedder.dims)) == 3
+    assert len(store.search.embedded_ids("s", model=embedder.name, dims=embedder.dims)) == 3
 
 
 def etl_log(seed: int, planted: str | None = None, lines: int = 300) -> str:
@@ -355,7 +355,7 @@ def test_a_question_in_other_words_finds_the_line_inside_the_middle_of_a_long_sa
     )  # about 900 chunks to embed on a busy machine
     assert value not in messages[13].content
 
-    passages = Recall(store, embedder).search("s", question, 6)
+    passages = Recall(store.search, embedder).search("s", question, 6)
 
     assert any(value in p.hit.snippet and p.hit.tool_call_id == "call_6" for p in passages)
 
@@ -367,7 +367,7 @@ def test_a_request_repeated_many_times_comes_back_once_and_leaves_room_for_the_a
     output = Message("tool", dictionary, session="s", seq=9, turn=9, tool_call_id="call_dict", name="python")
     index(store, None, "s", [*asked, output])
 
-    passages = Recall(store, None).search("s", "which column has the payment date?", 3)
+    passages = Recall(store.search, None).search("s", "which column has the payment date?", 3)
 
     snippets = [p.hit.snippet for p in passages]
     assert len(snippets) == len(set(snippets))
@@ -392,7 +392,7 @@ def test_a_passage_holding_the_identifier_asked_about_comes_first_when_the_vecto
     ]
     embedder = KeywordEmbedder()
     index(store, embedder, "s", notes)
-    recall = Recall(store, embedder)
+    recall = Recall(store.search, embedder)
 
     for note in notes:
         order = note.content.split()[1]
@@ -405,14 +405,14 @@ def test_history_a_kernel_stored_but_never_indexed_is_found_once_a_new_indexer_m
         for i in range(3)
     ]
     store.append_messages(said)  # a kernel stopped (or crashed) before indexing these
-    assert store.search_chunks("s", "churn", 5) == []
+    assert store.search.search_chunks("s", "churn", 5) == []
     embedder = KeywordEmbedder()
 
     index(store, embedder, "s", [Message("user", "revenue by region", session="s", seq=3)])
 
-    assert {h.message_id for h in store.search_chunks("s", "churn raw extract", 5)} == {m.id for m in said}
-    assert {m.id for m in said} <= store.embedded_ids("s", model=embedder.name, dims=embedder.dims)
-    passages = Recall(store, embedder).search("s", "where is the churn raw extract", 3)
+    assert {h.message_id for h in store.search.search_chunks("s", "churn raw extract", 5)} == {m.id for m in said}
+    assert {m.id for m in said} <= store.search.embedded_ids("s", model=embedder.name, dims=embedder.dims)
+    passages = Recall(store.search, embedder).search("s", "where is the churn raw extract", 3)
     assert "data/raw/churn_0.parquet" in " ".join(p.hit.snippet for p in passages)
 
 
@@ -427,8 +427,8 @@ def test_after_the_embedding_model_changes_earlier_messages_get_vectors_from_the
 
     index(store, renamed, "s", [Message("user", "revenue by region", session="s", seq=4)])
 
-    assert {m.id for m in earlier} <= store.embedded_ids("s", model=renamed.name, dims=renamed.dims)
-    hits = store.search_embeddings("s", renamed.embed(["cat"])[0], 2, model=renamed.name)
+    assert {m.id for m in earlier} <= store.search.embedded_ids("s", model=renamed.name, dims=renamed.dims)
+    hits = store.search.search_embeddings("s", renamed.embed(["cat"])[0], 2, model=renamed.name)
     assert hits and hits[0].message_id in {m.id for m in earlier}
 
 
@@ -503,7 +503,9 @@ def test_after_a_restart_the_status_counts_what_waits_for_its_vectors_and_how_lo
     assert "Recall finds 4 messages by their words only for now" in waiting
     assert "at the present pace" in waiting
     assert "Recall" not in settled
-    assert "data/raw/churn.parquet" in "".join(h.snippet for h in store.search_chunks("s", "churn raw extract", 3))
+    assert "data/raw/churn.parquet" in "".join(
+        h.snippet for h in store.search.search_chunks("s", "churn raw extract", 3)
+    )
     assert indexing_sentences({"recall_checking": True}) == [
         "Recall is still comparing this session's earlier history with its index."
     ]
@@ -534,7 +536,7 @@ def test_a_new_kernels_first_step_is_searchable_at_once_while_its_history_is_che
     indexer.meet("s")
     indexer.add("s", [new], {})
 
-    assert [h.message_id for h in store.search_chunks("s", "revenue region", 1)] == [new.id]
+    assert [h.message_id for h in store.search.search_chunks("s", "revenue region", 1)] == [new.id]
     assert indexer.flush(timeout=30)
     assert not indexer.checking and indexer.waiting == 0
     indexer.stop(10)

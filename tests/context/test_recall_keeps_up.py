@@ -156,7 +156,7 @@ def test_the_backlog_of_vectors_drains_while_turns_keep_coming(store, ip):
     quick = session(store, model, embedder, ip)  # retrieval off: nothing waits for the vectors but their share
     for turn in range(turns):
         quick.ask(f"Show batch {turn}.")
-    embedded = len(store.embedded_ids("quick", model=embedder.name, dims=embedder.dims))  # no waiting
+    embedded = len(store.search.embedded_ids("quick", model=embedder.name, dims=embedder.dims))  # no waiting
     stored = len(store.message_ids("quick"))
     quick.close()
 

@@ -40,7 +40,7 @@ def indexed(store: LanceStore, embedder: KeywordEmbedder, messages: list[Message
 
 
 def retrieval(store: LanceStore, embedder: object, **cfg: object) -> Retrieval:
-    return Retrieval(Recall(store, embedder), RetrievalConfig(enabled=True, **cfg))  # type: ignore[arg-type]
+    return Retrieval(Recall(store.search, embedder), RetrievalConfig(enabled=True, **cfg))  # type: ignore[arg-type]
 
 
 def test_related_context_brings_back_a_matching_earlier_message(store, embedder) -> None:
@@ -85,8 +85,10 @@ def test_the_searches_bring_candidates_for_the_passages_the_block_shows_not_for_
     indexed(store, embedder, history("s", *texts))
     asked: dict[str, list[int]] = {"vectors": [], "words": []}
     for method, key in (("search_embeddings", "vectors"), ("search_chunks", "words")):
-        search = getattr(store, method)
-        monkeypatch.setattr(store, method, lambda *a, _s=search, _k=key, **kw: asked[_k].append(a[2]) or _s(*a, **kw))
+        search = getattr(store.search, method)
+        monkeypatch.setattr(
+            store.search, method, lambda *a, _s=search, _k=key, **kw: asked[_k].append(a[2]) or _s(*a, **kw)
+        )
 
     block = retrieval(store, embedder, max_results=3, min_score=0.0).related_context("s", "cat story", set())
 
@@ -97,7 +99,7 @@ def test_the_searches_bring_candidates_for_the_passages_the_block_shows_not_for_
     }  # not for the 7 it asks to filter
     asked["vectors"].clear()
     asked["words"].clear()
-    Recall(store, embedder).search("s", "cat story", 3)
+    Recall(store.search, embedder).search("s", "cat story", 3)
     assert asked == {"vectors": [TUNING.candidates * 3], "words": [TUNING.candidates * 3]}
 
 
@@ -152,7 +154,7 @@ def test_without_an_embedder_or_when_disabled_retrieval_does_nothing(store, embe
     indexed(store, embedder, history("s", "my cat is called Miso"))
 
     assert retrieval(store, None).related_context("s", "cat", set()) is None
-    off = Retrieval(Recall(store, embedder), RetrievalConfig(enabled=False))
+    off = Retrieval(Recall(store.search, embedder), RetrievalConfig(enabled=False))
     assert off.related_context("s", "cat", set()) is None
     assert retrieval(store, embedder).related_context("s", "   ", set()) is None
 
@@ -164,9 +166,13 @@ def test_an_embedding_failure_yields_no_block_instead_of_an_error(store, embedde
     assert retrieval(store, embedder).related_context("s", "cat", set()) is None
 
 
-class BrokenStore:
+class BrokenIndex:
     def search_embeddings(self, *args: object, **kwargs: object) -> list[object]:
         raise StoreError("cannot read the embeddings_7 table")
+
+
+class BrokenStore:
+    search = BrokenIndex()
 
 
 def test_a_store_failure_yields_no_block_instead_of_an_error(embedder) -> None:
@@ -193,7 +199,7 @@ def test_the_indexer_embeds_original_content_even_after_eviction(store, embedder
     tool.placeholder = f"{PLACEHOLDER_PREFIX} cleared"
     indexed(store, embedder, [Message(role="system", content="cat", session="s"), tool])
 
-    hits = store.search_embeddings("s", KeywordEmbedder._vector("cat"), 5, model=embedder.name)
+    hits = store.search.search_embeddings("s", KeywordEmbedder._vector("cat"), 5, model=embedder.name)
 
     assert [(h.message_id, h.snippet, h.role, h.name) for h in hits] == [(tool.id, "the cat data", "tool", "read_file")]
 
@@ -216,7 +222,9 @@ def test_the_indexer_writes_once_per_batch_and_a_new_one_leaves_what_is_embedded
     assert after - before == 3
     assert store.tables.table_version("embeddings_7") == after
     assert sum(len(c) for c in embedder.calls) == 71
-    assert store.embedded_ids("s", model=embedder.name, dims=embedder.dims) == {first.id} | {m.id for m in messages}
+    assert store.search.embedded_ids("s", model=embedder.name, dims=embedder.dims) == {first.id} | {
+        m.id for m in messages
+    }
     assert again.waiting == 0 and not again.checking
 
 
@@ -248,7 +256,7 @@ def test_an_indexing_failure_is_logged_not_raised_and_later_work_continues(store
 
     assert indexer.last_error is not None and "down" in indexer.last_error
     assert "indexing messages of 's' for recall failed" in caplog.text
-    assert store.embedded_ids("s", model=embedder.name, dims=embedder.dims) == {kept[0].id}
+    assert store.search.embedded_ids("s", model=embedder.name, dims=embedder.dims) == {kept[0].id}
 
 
 FACTS = [
@@ -332,7 +340,7 @@ def test_paraphrased_questions_bring_back_most_buried_facts(store) -> None:
     indexer = RecallIndexer(store, embedder)
     indexer.add("needles", messages, {})
     assert indexer.flush(timeout=120) and indexer.last_error is None
-    finder = Retrieval(Recall(store, embedder), RetrievalConfig(enabled=True))
+    finder = Retrieval(Recall(store.search, embedder), RetrievalConfig(enabled=True))
 
     found = 0
     for (fact, question), fact_id in zip(FACTS, fact_ids, strict=True):
@@ -399,7 +407,7 @@ def test_with_the_local_model_every_order_asked_by_id_comes_back(store) -> None:
     indexer = RecallIndexer(store, embedder)
     indexer.add("orders", [m for _, m in notes], {})
     assert indexer.flush(timeout=120) and indexer.last_error is None
-    finder = Retrieval(Recall(store, embedder), RetrievalConfig(enabled=True, max_results=1))
+    finder = Retrieval(Recall(store.search, embedder), RetrievalConfig(enabled=True, max_results=1))
 
     found = [
         note.content in (finder.related_context("orders", f"Where did {i} ship to?", set()) or "") for i, note in notes

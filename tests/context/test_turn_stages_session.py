@@ -71,7 +71,7 @@ def test_retrieval_brings_back_an_old_fact_once_and_only_from_this_session(store
     assert len(related) == 1 and sent[-1]["content"] == related[0]
     assert "300 estimators" in related[0]
     assert "Tuesday" not in related[0]
-    assert store.embedded_ids("mine", model=LOCAL_MODEL_NAME, dims=LOCAL_DIMS)  # by the offline model
+    assert store.search.embedded_ids("mine", model=LOCAL_MODEL_NAME, dims=LOCAL_DIMS)  # by the offline model
 
 
 def test_agent_scoped_memory_is_seen_only_by_that_agents_sessions(store):

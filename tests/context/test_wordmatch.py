@@ -95,11 +95,14 @@ def test_with_words_only_nothing_is_embedded_for_words_either(store):
 def test_each_chunk_brings_several_chunks_of_one_message_where_the_default_brings_its_best(store):
     embedder = KeywordEmbedder()
     chunks = [Chunk("m1", 0, "cat cat", seq=1, role="tool"), Chunk("m1", 20, "cat pizza", seq=1, role="tool")]
-    store.save_embeddings("s", [(c, embedder.embed([c.text])[0]) for c in chunks], embedder.name)
+    store.search.save_embeddings("s", [(c, embedder.embed([c.text])[0]) for c in chunks], embedder.name)
     question = embedder.embed(["cat"])[0]
 
-    assert [h.snippet for h in store.search_embeddings("s", question, 5)] == ["cat cat"]
-    assert [h.snippet for h in store.search_embeddings("s", question, 5, each_chunk=True)] == ["cat cat", "cat pizza"]
+    assert [h.snippet for h in store.search.search_embeddings("s", question, 5)] == ["cat cat"]
+    assert [h.snippet for h in store.search.search_embeddings("s", question, 5, each_chunk=True)] == [
+        "cat cat",
+        "cat pizza",
+    ]
 
 
 def test_a_sessions_recall_tool_matches_words_with_what_its_indexer_learns_unless_it_searches_words_only(store):
@@ -144,8 +147,8 @@ def test_a_question_in_other_words_finds_the_line_with_a_near_word_for_each_of_i
     index(store, embedder, "s", messages, timeout=600, words=words)
     question = "which file was the customer rating held-out set?"
 
-    passages = Recall(store, embedder, words).search("s", question, 6)
-    without = Recall(store, embedder).search("s", question, 6)
+    passages = Recall(store.search, embedder, words).search("s", question, 6)
+    without = Recall(store.search, embedder).search("s", question, 6)
 
     # No word in common; by the question's vector, rows of numbers and "The review score ..." come first.
     assert "x11_q18" in passages[0].hit.snippet

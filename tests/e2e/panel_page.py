@@ -12,7 +12,6 @@ from pathlib import Path
 from monad_notebook import events as ev
 from monad_notebook.approval.code_view import approval_view
 from monad_notebook.events import Event
-from monad_notebook.widget.panel import PANEL_ESM
 from monad_notebook.widget.state import PanelState
 
 WIDGET = Path(__file__).resolve().parents[2] / "monad_notebook" / "widget"
@@ -122,7 +121,7 @@ def theme_css(theme: str) -> Path | None:
 
 def write_pages(root: Path) -> None:
     """index.html (no theme: the fallbacks), light.html and dark.html (JupyterLab's variables)."""
-    (root / "panel.js").write_text(PANEL_ESM, encoding="utf-8")
+    shutil.copy(WIDGET / "panel.js", root / "panel.js")
     shutil.copy(WIDGET / "panel.css", root / "panel.css")
     (root / "index.html").write_text(PAGE.replace("THEME", ""))
     for theme in THEMES:

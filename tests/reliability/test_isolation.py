@@ -114,9 +114,9 @@ def test_no_read_path_returns_another_sessions_rows(neighbours: LanceStore, read
     assert [e for e in store.list_events(reader) if isinstance(e, Event)]
     others = {m.id for m in store.load_messages(other)}
     dims = FakeOpenAIServer().embedding_dims
-    own = store.embedded_ids(reader, model="emb", dims=dims)
+    own = store.search.embedded_ids(reader, model="emb", dims=dims)
     assert own and not own & others
     for message in store.load_messages(other)[:3]:
-        hits = store.search_embeddings(reader, hash_vector(message.content, dims), 10)
+        hits = store.search.search_embeddings(reader, hash_vector(message.content, dims), 10)
         assert hits and not {h.message_id for h in hits} & others
         assert all(leaked not in h.snippet for h in hits)

@@ -92,5 +92,5 @@ def stored(store: Store, session: str, vectors: list[list[float]], *, model: str
         for i in range(len(vectors))
     ]
     store.append_messages(messages)
-    store.save_embeddings(session, list(zip(messages, vectors, strict=True)), model)
+    store.search.save_embeddings(session, list(zip(messages, vectors, strict=True)), model)
     return messages

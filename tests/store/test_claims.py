@@ -21,9 +21,9 @@ from monad_notebook.store.rows import SCHEMAS
 
 @pytest.fixture
 def kernels(tmp_path: Path):
-    """Two handles on one database, as two kernels have."""
+    """The turn claims of two handles on one database, as two kernels have."""
     stores = [LanceStore(tmp_path / "db"), LanceStore(tmp_path / "db")]
-    yield stores
+    yield [store.claims for store in stores]
     for store in stores:
         store.close()
 
@@ -107,7 +107,7 @@ def test_a_kernel_killed_mid_turn_on_this_host_frees_the_session_at_once(kernels
     killed = (
         "import os, sys; from monad_notebook.store.lance import LanceStore; "
         "from monad_notebook.store.lease import TurnLease; "
-        "TurnLease(LanceStore(sys.argv[1]), 'shared').acquire(); os._exit(0)"
+        "TurnLease(LanceStore(sys.argv[1]).claims, 'shared').acquire(); os._exit(0)"
     )
     subprocess.run([sys.executable, "-c", killed, str(tmp_path / "db")], check=True, timeout=120)
     assert len(kernels[0].live_claims("shared")) == 1  # its claim outlived it
@@ -146,6 +146,6 @@ def test_a_table_another_kernel_is_still_creating_opens_once_its_first_version_l
     )
     creator.start()
     store = LanceStore(db)
-    assert store.claim_session(claim("shared", "a", time.time())) == []
+    assert store.claims.claim_session(claim("shared", "a", time.time())) == []
     creator.join()
     store.close()

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from monad_notebook.branching import clone_session
 from monad_notebook.errors import StoreError
 from monad_notebook.events import EVICTED, HANDOFF_SUGGESTED, TURN_FINISHED, TURN_STARTED, Event
 from monad_notebook.images.image import Image
@@ -81,7 +82,7 @@ def test_images_keep_their_bytes_and_order_per_result_and_follow_branch_and_rese
     assert store.load_images("s", ["c1", "c2", "v1", "none"]) == {"c1": [chart, photo], "v1": [chart]}
     assert store.get_image("s", "img_0000000002") == photo and store.get_image("s", "img_0000000009") is None
     assert store.get_image("other", "img_0000000001") is None  # never another session's
-    store.clone_session("s", "t")
+    clone_session(store, "s", "t")
     store.reset_session("s")
     assert store.load_images("s", ["c1"]) == {} and store.load_images("t", ["c1"]) == {"c1": [chart, photo]}
     store.delete_session("t")
@@ -262,7 +263,7 @@ def test_clone_replaces_leftovers_of_an_interrupted_clone(store: Store) -> None:
     store.append_messages(turn("child", 100, 2))
     store.save_raw_outputs("child", {"stale": "leftover"})
 
-    store.clone_session("parent", "child")
+    clone_session(store, "parent", "child")
 
     assert [m.seq for m in store.load_messages("child")] == [1, 2, 3, 4, 5]
     assert store.get_raw_output("child", "stale") is None
@@ -272,7 +273,7 @@ def test_clone_copies_messages_summary_and_raw_outputs_independently(store: Stor
     parent = fill_session(store, "parent")
     store.set_placeholders("parent", {parent[2].id: "[context-cleared] use read_tool_output"})
 
-    child = store.clone_session("parent", "child")
+    child = clone_session(store, "parent", "child")
     store.save_raw_outputs("child", {"call-2": "overwritten in the child"})
     store.append_messages(turn("child", 6, 1))
 
@@ -290,14 +291,38 @@ def test_clone_copies_messages_summary_and_raw_outputs_independently(store: Stor
     assert store.list_events("child") == []
 
 
+def test_a_branch_lists_its_saved_outputs_newest_first_as_its_parent_does(store: Store) -> None:
+    fill_session(store, "parent")
+    for call in ("call-a", "call-b", "call-c"):  # one write each: saved one after the other
+        store.save_raw_outputs("parent", {call: f"needle in {call}"})
+        time.sleep(0.002)
+
+    clone_session(store, "parent", "child")
+
+    newest_first = [hit[0] for hit in store.search_raw_outputs("parent", "needle", 10)]
+    assert newest_first == ["call-c", "call-b", "call-a"]
+    assert [hit[0] for hit in store.search_raw_outputs("child", "needle", 10)] == newest_first
+
+
+def test_images_load_for_the_results_asked_or_for_every_result(store: Store) -> None:
+    chart = Image("img_0000000001", "image/png", 3, 2, b"\x89PNG", "chart")
+    photo = Image("img_0000000002", "image/jpeg", 4, 4, b"\xff\xd8", "")
+    store.save_images("s", {"c1": [chart]})
+    store.save_images("s", {"c2": [photo, chart]})
+
+    assert store.load_images("s") == {"c1": [chart], "c2": [photo, chart]}
+    assert store.load_images("s", ["c2"]) == {"c2": [photo, chart]}
+    assert store.load_images("s", []) == {} and store.load_images("other") == {}
+
+
 def test_clone_refuses_a_missing_source_or_an_existing_target(store: Store) -> None:
     fill_session(store, "a")
     fill_session(store, "b")
 
     with pytest.raises(StoreError, match="no session named 'missing'"):
-        store.clone_session("missing", "c")
+        clone_session(store, "missing", "c")
     with pytest.raises(StoreError, match="'b' already exists"):
-        store.clone_session("a", "b")
+        clone_session(store, "a", "b")
     assert store.count_messages("b") == 5
 
 
@@ -362,18 +387,18 @@ def test_reset_keeps_what_was_learnt_of_the_provider_and_delete_drops_it(store: 
 def test_the_first_live_claim_holds_and_a_later_one_sees_it_until_released(store: Store) -> None:
     now = time.time()
     first = Claim("s", "c1", "host:1", "a", now, now + 60)
-    assert store.claim_session(first) == []
+    assert store.claims.claim_session(first) == []
     second = Claim("s", "c2", "host:2", "b", now + 1, now + 61)
-    assert store.claim_session(second) == [first]
-    store.claim_session(Claim("other", "c3", "host:3", "c", now, now + 60))
+    assert store.claims.claim_session(second) == [first]
+    store.claims.claim_session(Claim("other", "c3", "host:3", "c", now, now + 60))
     renewed = Claim("s", "c1", "host:1", "a", now, now + 600)
-    store.renew_claim(renewed)
-    assert store.live_claims("s") == [renewed, second]
-    store.release_claim(first)
-    assert store.live_claims("s") == [second]
+    store.claims.renew_claim(renewed)
+    assert store.claims.live_claims("s") == [renewed, second]
+    store.claims.release_claim(first)
+    assert store.claims.live_claims("s") == [second]
     expired = Claim("x", "c4", "host:4", "d", now - 20, now - 10)
-    store.claim_session(expired)
-    assert store.live_claims("x") == []
+    store.claims.claim_session(expired)
+    assert store.claims.live_claims("x") == []
 
 
 def test_the_history_mark_moves_with_every_message_or_summary_write_only(store: Store) -> None:
@@ -412,8 +437,8 @@ def test_the_ledger_keeps_one_entry_per_item_the_latest(store: Store) -> None:
 
 
 def test_chunk_texts_come_in_batches_and_only_the_sessions_own(store: Store) -> None:
-    store.save_chunks("s", [Chunk(f"m{i}", 0, f"text {i}") for i in range(5)])
-    store.save_chunks("other", [Chunk("x", 0, "theirs")])
-    batches = list(store.chunk_texts("s", batch=2))
+    store.search.save_chunks("s", [Chunk(f"m{i}", 0, f"text {i}") for i in range(5)])
+    store.search.save_chunks("other", [Chunk("x", 0, "theirs")])
+    batches = list(store.search.chunk_texts("s", batch=2))
     assert sorted(t for b in batches for t in b) == [f"text {i}" for i in range(5)]
     assert all(len(b) <= 2 for b in batches)

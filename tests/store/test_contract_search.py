@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from monad_notebook.branching import clone_session
 from monad_notebook.errors import StoreError
 from monad_notebook.messages import Message
 from monad_notebook.store.base import Chunk, LedgerEntry, Store
@@ -19,7 +20,7 @@ def store(each_store: Store) -> Store:
 
 
 def test_words_find_a_snake_case_identifier_by_its_parts_best_first(store: Store) -> None:
-    store.save_chunks(
+    store.search.save_chunks(
         "s",
         [
             chunk("m1", "loaded data/raw/churn_raw_extract_q3.parquet (48,213 rows)", seq=3, turn=1, role="tool"),
@@ -28,7 +29,7 @@ def test_words_find_a_snake_case_identifier_by_its_parts_best_first(store: Store
         ],
     )
 
-    hits = store.search_chunks("s", "which file was the churn raw extract", 5)
+    hits = store.search.search_chunks("s", "which file was the churn raw extract", 5)
 
     assert [h.message_id for h in hits] == ["m1", "m2"]
     assert (hits[0].snippet, hits[0].seq, hits[0].role) == (
@@ -39,7 +40,7 @@ def test_words_find_a_snake_case_identifier_by_its_parts_best_first(store: Store
 
 
 def test_each_message_comes_back_once_with_its_best_chunk_and_where_it_starts(store: Store) -> None:
-    store.save_chunks(
+    store.search.save_chunks(
         "s",
         [
             chunk("out", "stage 1 wrote rows", 0, role="tool", tool_call_id="call_1"),
@@ -48,35 +49,35 @@ def test_each_message_comes_back_once_with_its_best_chunk_and_where_it_starts(st
         ],
     )
 
-    hits = store.search_chunks("s", "tenure column", 5)
+    hits = store.search.search_chunks("s", "tenure column", 5)
 
     assert [(h.message_id, h.offset, h.tool_call_id) for h in hits] == [("out", 4800, "call_1")]
 
 
 @pytest.mark.parametrize("name", HOSTILE_NAMES)
 def test_words_never_find_another_sessions_chunks(store: Store, name: str) -> None:
-    store.save_chunks(name, [chunk("mine", "the churn raw extract")])
-    store.save_chunks("other", [chunk("theirs", "the churn raw extract")])
+    store.search.save_chunks(name, [chunk("mine", "the churn raw extract")])
+    store.search.save_chunks("other", [chunk("theirs", "the churn raw extract")])
 
-    assert [h.message_id for h in store.search_chunks(name, "churn extract", 5)] == ["mine"]
-    assert store.chunked_ids(name) == {"mine"}
+    assert [h.message_id for h in store.search.search_chunks(name, "churn extract", 5)] == ["mine"]
+    assert store.search.chunked_ids(name) == {"mine"}
 
 
 @pytest.mark.parametrize("query", HOSTILE_QUERIES)
 def test_query_syntax_is_read_as_plain_words_and_never_breaks_the_search(store: Store, query: str) -> None:
-    store.save_chunks("s", [chunk("m1", "the churn raw extract"), chunk("m2", "drop table text not")])
+    store.search.save_chunks("s", [chunk("m1", "the churn raw extract"), chunk("m2", "drop table text not")])
 
-    hits = store.search_chunks("s", query, 5)
+    hits = store.search.search_chunks("s", query, 5)
 
     words = set(query_words(query).lower().split())
     assert all(words & set(h.snippet.lower().split()) for h in hits)
-    assert store.chunked_ids("s") == {"m1", "m2"}
+    assert store.search.chunked_ids("s") == {"m1", "m2"}
 
 
 def test_excluded_messages_are_skipped_and_the_next_best_fill_their_place(store: Store) -> None:
-    store.save_chunks("s", [chunk(f"m{i}", "churn " * (5 - i) + "filler " * i) for i in range(5)])
+    store.search.save_chunks("s", [chunk(f"m{i}", "churn " * (5 - i) + "filler " * i) for i in range(5)])
 
-    hits = store.search_chunks("s", "churn", 2, exclude_ids={"m0", "m1"})
+    hits = store.search.search_chunks("s", "churn", 2, exclude_ids={"m0", "m1"})
 
     assert [h.message_id for h in hits] == ["m2", "m3"]
 
@@ -85,24 +86,24 @@ def test_delete_reset_and_branch_carry_chunks_and_ledger_with_the_session(store:
     store.create_session("s")
     message = Message("user", "the churn raw extract", session="s", seq=0)
     store.append_messages([message])
-    store.save_chunks("s", [chunk(message.id, message.content)])
+    store.search.save_chunks("s", [chunk(message.id, message.content)])
     store.save_ledger("s", [LedgerEntry("churn.csv", "file", 9.0)])
 
-    store.clone_session("s", "branch")
-    copied = store.search_chunks("branch", "churn", 5)
+    clone_session(store, "s", "branch")
+    copied = store.search.search_chunks("branch", "churn", 5)
     assert [h.message_id for h in copied] == [store.load_messages("branch")[0].id]
     assert [e.item for e in store.load_ledger("branch")] == ["churn.csv"]
 
     store.reset_session("s")
-    assert store.search_chunks("s", "churn", 5) == [] and store.load_ledger("s") == []
+    assert store.search.search_chunks("s", "churn", 5) == [] and store.load_ledger("s") == []
     store.delete_session("branch")
-    assert store.search_chunks("branch", "churn", 5) == [] and store.load_ledger("branch") == []
+    assert store.search.search_chunks("branch", "churn", 5) == [] and store.load_ledger("branch") == []
 
 
 def test_search_returns_the_nearest_messages_first_with_cosine_scores(store: Store) -> None:
     messages = stored(store, "s", [axis(0), axis(1), axis(0, lean=0.5), axis(2)])
 
-    hits = store.search_embeddings("s", axis(0), 2, model=MODEL)
+    hits = store.search.search_embeddings("s", axis(0), 2, model=MODEL)
 
     assert [h.message_id for h in hits] == [messages[0].id, messages[2].id]
     assert hits[0].score == pytest.approx(1.0, abs=1e-5)
@@ -115,17 +116,17 @@ def test_search_never_returns_another_sessions_vectors(store: Store, name: str) 
     stored(store, "other", [axis(0)] * 3)
     mine = stored(store, name, [axis(1)])
 
-    hits = store.search_embeddings(name, axis(0), 5, model=MODEL)
+    hits = store.search.search_embeddings(name, axis(0), 5, model=MODEL)
 
     assert [h.message_id for h in hits] == [mine[0].id]
-    assert store.search_embeddings(name + "x", axis(0), 5) == []
+    assert store.search.search_embeddings(name + "x", axis(0), 5) == []
 
 
 def test_search_ignores_vectors_of_another_model_of_the_same_width(store: Store) -> None:
     stored(store, "s", [axis(0)], model="other-model")
     mine = stored(store, "s", [axis(1)])
 
-    hits = store.search_embeddings("s", axis(0), 5, model=MODEL)
+    hits = store.search.search_embeddings("s", axis(0), 5, model=MODEL)
 
     assert [h.message_id for h in hits] == [mine[0].id]
 
@@ -133,7 +134,7 @@ def test_search_ignores_vectors_of_another_model_of_the_same_width(store: Store)
 def test_excluded_ids_are_skipped_and_the_next_best_fill_their_place(store: Store) -> None:
     messages = stored(store, "s", [axis(0, lean=x) for x in (0.0, 0.1, 0.2, 0.3, 0.4)])
 
-    hits = store.search_embeddings("s", axis(0), 2, model=MODEL, exclude_ids=[messages[0].id, messages[1].id])
+    hits = store.search.search_embeddings("s", axis(0), 2, model=MODEL, exclude_ids=[messages[0].id, messages[1].id])
 
     assert [h.message_id for h in hits] == [messages[2].id, messages[3].id]
 
@@ -148,19 +149,19 @@ def test_a_chunk_the_window_shows_is_skipped_and_the_messages_next_best_chunk_st
     store.append_messages([result, other])
     head = Chunk(result.id, 0, "head", 0, 0, "tool", tool_call_id="c1")
     middle = Chunk(result.id, 4000, "the middle", 0, 0, "tool", tool_call_id="c1")
-    store.save_embeddings("s", [(head, axis(0)), (middle, axis(0, lean=0.3)), (other, axis(0, lean=0.2))], MODEL)
+    store.search.save_embeddings("s", [(head, axis(0)), (middle, axis(0, lean=0.3)), (other, axis(0, lean=0.2))], MODEL)
 
-    hits = store.search_embeddings("s", axis(0), 2, model=MODEL, shown={result.id: result.content})
+    hits = store.search.search_embeddings("s", axis(0), 2, model=MODEL, shown={result.id: result.content})
 
     assert [(h.message_id, h.snippet) for h in hits] == [(other.id, "something else"), (result.id, "the middle")]
-    assert store.search_embeddings("s", axis(0), 1, model=MODEL)[0].snippet == "head"
+    assert store.search.search_embeddings("s", axis(0), 1, model=MODEL)[0].snippet == "head"
 
 
 def test_a_vector_saved_twice_comes_back_once(store: Store) -> None:
     messages = stored(store, "s", [axis(0), axis(1)])
-    store.save_embeddings("s", [(messages[0], axis(0))], MODEL)
+    store.search.save_embeddings("s", [(messages[0], axis(0))], MODEL)
 
-    hits = store.search_embeddings("s", axis(0), 5, model=MODEL)
+    hits = store.search.search_embeddings("s", axis(0), 5, model=MODEL)
 
     assert [h.message_id for h in hits] == [messages[0].id, messages[1].id]
 
@@ -169,10 +170,10 @@ def test_chunks_of_one_message_and_excluded_ids_never_crowd_out_the_next_message
     """The nearest rows are one message's chunks and excluded messages: the search reads further to fill k."""
     crowd, *rest = stored(store, "s", [axis(0, lean=x / 10) for x in range(12)])
     chunks = [Chunk(crowd.id, 100 * i, f"chunk {i}", crowd.seq, crowd.turn, "user") for i in range(1, 8)]
-    store.save_embeddings("s", [(c, axis(0, lean=0.001 * i)) for i, c in enumerate(chunks)], MODEL)
+    store.search.save_embeddings("s", [(c, axis(0, lean=0.001 * i)) for i, c in enumerate(chunks)], MODEL)
     excluded = [m.id for m in rest[:4]]
 
-    hits = store.search_embeddings("s", axis(0), 3, model=MODEL, exclude_ids=excluded)
+    hits = store.search.search_embeddings("s", axis(0), 3, model=MODEL, exclude_ids=excluded)
 
     assert [h.message_id for h in hits] == [crowd.id, rest[4].id, rest[5].id]
 
@@ -181,9 +182,9 @@ def test_vectors_of_different_widths_live_side_by_side(store: Store) -> None:
     narrow = stored(store, "s", [axis(0)])
     wide = stored(store, "t", [axis(0, dims=6)], model="wide-model")
 
-    assert [h.message_id for h in store.search_embeddings("s", axis(0), 3)] == [narrow[0].id]
-    assert [h.message_id for h in store.search_embeddings("t", axis(0, dims=6), 3)] == [wide[0].id]
-    assert store.search_embeddings("t", axis(0), 3) == []
+    assert [h.message_id for h in store.search.search_embeddings("s", axis(0), 3)] == [narrow[0].id]
+    assert [h.message_id for h in store.search.search_embeddings("t", axis(0, dims=6), 3)] == [wide[0].id]
+    assert store.search.search_embeddings("t", axis(0), 3) == []
 
 
 @pytest.mark.parametrize("bad", [[0.1, math.nan, 0.2, 0.3], [0.1, 0.2, 0.3, math.inf]])
@@ -191,27 +192,27 @@ def test_nan_or_infinite_vectors_are_never_stored(store: Store, bad: list[float]
     message = Message(role="user", content="hello", session="s")
 
     with pytest.raises(StoreError, match="NaN or infinite"):
-        store.save_embeddings("s", [(message, axis(0)), (message, bad)], MODEL)
+        store.search.save_embeddings("s", [(message, axis(0)), (message, bad)], MODEL)
 
-    assert store.embedded_ids("s", model=MODEL, dims=4) == set()
+    assert store.search.embedded_ids("s", model=MODEL, dims=4) == set()
     with pytest.raises(StoreError, match="NaN or infinite"):
-        store.search_embeddings("s", bad, 3)
+        store.search.search_embeddings("s", bad, 3)
 
 
 def test_vectors_of_mixed_widths_in_one_write_are_rejected(store: Store) -> None:
     message = Message(role="user", content="hello", session="s")
 
     with pytest.raises(StoreError, match="one non-zero width"):
-        store.save_embeddings("s", [(message, axis(0)), (message, axis(0, dims=5))], MODEL)
+        store.search.save_embeddings("s", [(message, axis(0)), (message, axis(0, dims=5))], MODEL)
 
 
 def test_embedded_ids_lists_what_this_model_has_embedded(store: Store) -> None:
     messages = stored(store, "s", [axis(0), axis(1)])
     stored(store, "s2", [axis(0)])
 
-    assert store.embedded_ids("s", model=MODEL, dims=4) == {m.id for m in messages}
-    assert store.embedded_ids("s", model="another", dims=4) == set()
-    assert store.embedded_ids("s", model=MODEL, dims=8) == set()
+    assert store.search.embedded_ids("s", model=MODEL, dims=4) == {m.id for m in messages}
+    assert store.search.embedded_ids("s", model="another", dims=4) == set()
+    assert store.search.embedded_ids("s", model=MODEL, dims=8) == set()
 
 
 def test_resetting_a_session_drops_its_vectors(store: Store) -> None:
@@ -219,18 +220,18 @@ def test_resetting_a_session_drops_its_vectors(store: Store) -> None:
 
     store.reset_session("s")
 
-    assert store.search_embeddings("s", axis(0), 3) == []
-    assert store.embedded_ids("s", model=MODEL, dims=4) == set()
+    assert store.search.search_embeddings("s", axis(0), 3) == []
+    assert store.search.embedded_ids("s", model=MODEL, dims=4) == set()
 
 
 @pytest.mark.parametrize("branch", ["branch", *HOSTILE_NAMES[:2]])
 def test_a_branch_gets_its_own_copy_of_the_vectors_pointing_at_its_own_messages(store: Store, branch: str) -> None:
     stored(store, "main", [axis(0), axis(1)])
 
-    store.clone_session("main", branch)
+    clone_session(store, "main", branch)
     store.delete_session("main")
 
-    hits = store.search_embeddings(branch, axis(0), 5, model=MODEL)
+    hits = store.search.search_embeddings(branch, axis(0), 5, model=MODEL)
     branch_ids = {m.id: m.content for m in store.load_messages(branch)}
     assert [branch_ids[h.message_id] for h in hits] == ["main message 0", "main message 1"]
-    assert store.embedded_ids(branch, model=MODEL, dims=4) == set(branch_ids)
+    assert store.search.embedded_ids(branch, model=MODEL, dims=4) == set(branch_ids)

@@ -12,8 +12,10 @@ import lancedb
 import pyarrow as pa
 import pytest
 
+from monad_notebook.branching import clone_session
 from monad_notebook.errors import StoreError
-from monad_notebook.store.base import MemoryFact, Summary
+from monad_notebook.images.image import Image
+from monad_notebook.store.base import Chunk, LedgerEntry, MemoryFact, Summary, WorkspaceEntry
 from monad_notebook.store.lance import LanceStore, default_db_uri
 from tests.store.sessions import fill_session, turn
 
@@ -173,6 +175,28 @@ def test_another_process_sees_writes_and_its_writes_are_seen(store: LanceStore, 
 
 
 # branching, delete, reset
+
+
+def test_a_branch_writes_each_table_once_whatever_the_sessions_length(store: LanceStore) -> None:
+    """LanceDB keeps a version per write: the copy is one write per table, not one per message or output."""
+    fill_session(store, "s")
+    store.append_messages(turn("s", 6, 200, turn_no=2))
+    store.search.save_chunks("s", [Chunk(m.id, 0, m.content, seq=m.seq) for m in store.load_messages("s")])
+    store.search.save_embeddings("s", [(m, [1.0, 0.0]) for m in store.load_messages("s")], "test")
+    store.save_raw_outputs("s", {f"call-{i}": f"output {i}" for i in range(100)})
+    store.save_images("s", {f"call-{i}": [Image(f"img_{i:010d}", "image/png", 1, 1, b"png", "")] for i in range(20)})
+    store.save_ledger("s", [LedgerEntry(f"file{i}.csv", "file", 1.0) for i in range(30)])
+    store.workspace.save_workspace("s", [WorkspaceEntry("name", f"v{i}", "int", seq=i) for i in range(30)])
+    before = {name: stats["versions"] for name, stats in store.tables.table_stats().items()}
+
+    clone_session(store, "s", "branch")
+
+    after = {name: stats["versions"] for name, stats in store.tables.table_stats().items()}
+    assert {name: after[name] - before.get(name, 0) for name in after} == {
+        **dict.fromkeys(after, 1),
+        "events": 0,  # a branch starts without the parent's events
+    }
+    assert store.count_messages("branch") == store.count_messages("s") == 205
 
 
 # housekeeping

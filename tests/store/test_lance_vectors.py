@@ -31,14 +31,14 @@ def test_a_search_reads_two_rows_per_message_asked_for_when_they_hold_enough_mes
     messages = stored(store, "s", [axis(0, lean=x / 10) for x in range(20)])
     before = store.tables.rows_read
 
-    hits = store.search_embeddings("s", axis(0), 3, model=MODEL, exclude_ids=[messages[0].id])
+    hits = store.search.search_embeddings("s", axis(0), 3, model=MODEL, exclude_ids=[messages[0].id])
 
     assert [h.message_id for h in hits] == [m.id for m in messages[1:4]]
     assert store.tables.rows_read - before == 6
 
 
 def test_searching_a_fresh_database_finds_nothing_and_creates_nothing(store: LanceStore) -> None:
-    assert store.search_embeddings("s", axis(0), 3) == []
+    assert store.search.search_embeddings("s", axis(0), 3) == []
     assert store.tables.table_stats() == {}
 
 
@@ -50,9 +50,9 @@ def test_deleting_a_session_deletes_its_vectors_even_from_another_process(tmp_pa
     fresh = LanceStore(tmp_path / "db")
     fresh.delete_session("gone")
 
-    assert fresh.search_embeddings("gone", axis(0), 3) == []
-    assert writer.search_embeddings("gone", axis(0), 3) == []
-    assert [h.message_id for h in writer.search_embeddings("kept", axis(0), 3)] == [kept[0].id]
+    assert fresh.search.search_embeddings("gone", axis(0), 3) == []
+    assert writer.search.search_embeddings("gone", axis(0), 3) == []
+    assert [h.message_id for h in writer.search.search_embeddings("kept", axis(0), 3)] == [kept[0].id]
 
 
 def test_optimize_keeps_the_vector_tables_compact(store: LanceStore) -> None:
@@ -64,7 +64,7 @@ def test_optimize_keeps_the_vector_tables_compact(store: LanceStore) -> None:
     stats = store.tables.table_stats()["embeddings_4"]
     assert stats["rows"] == 40
     assert stats["fragments"] <= 2 and stats["versions"] <= 2  # the session index keeps its fragment apart
-    assert len(store.search_embeddings("s1-3", axis(3), 3)) == 1
+    assert len(store.search.search_embeddings("s1-3", axis(3), 3)) == 1
 
 
 # the vector index: large sessions search it, small ones bypass it; both get exact results
@@ -130,18 +130,18 @@ def test_a_large_session_searches_the_index_and_finds_every_needle(
     assert vector_indexes(big_store) == ["IvfSq"]
     late_vector = unit_vectors(rng, 1)[0]
     late = Message(role="user", content="written after the index", session="big", seq=600, turn=600)
-    big_store.save_embeddings("big", [(late, late_vector.tolist())], MODEL)
+    big_store.search.save_embeddings("big", [(late, late_vector.tolist())], MODEL)
     everything, all_vectors = [*messages, late], np.vstack([vectors, late_vector])
     modes = search_modes(big_store, monkeypatch)
 
     for i in (0, 123, 599):
         query = vectors[i] + 0.05 * unit_vectors(rng, 1)[0]
-        hits = big_store.search_embeddings("big", query.tolist(), 5, model=MODEL)
+        hits = big_store.search.search_embeddings("big", query.tolist(), 5, model=MODEL)
         assert hits[0].message_id == messages[i].id
         assert [h.message_id for h in hits] == exact_top(everything, all_vectors, query, 5)
         cosines = sorted(all_vectors @ query / np.linalg.norm(query), reverse=True)[:5]
         assert [h.score for h in hits] == pytest.approx(cosines, abs=1e-5)  # scores from the full vectors
-    hits = big_store.search_embeddings("big", late_vector.tolist(), 3, model=MODEL)
+    hits = big_store.search.search_embeddings("big", late_vector.tolist(), 3, model=MODEL)
 
     assert hits[0].message_id == late.id
     assert modes == [False] * 4
@@ -159,7 +159,7 @@ def test_a_small_session_in_an_indexed_table_gets_exact_results(
     modes = search_modes(big_store, monkeypatch)
 
     for query in unit_vectors(rng, 5):
-        hits = big_store.search_embeddings("small", query.tolist(), 6, model=MODEL)
+        hits = big_store.search.search_embeddings("small", query.tolist(), 6, model=MODEL)
         assert [h.message_id for h in hits] == exact_top(small, small_vectors, query, 6)
     assert modes == [True] * 5
 
@@ -174,7 +174,7 @@ def test_a_large_session_is_counted_once_and_again_after_it_is_deleted(
     counted = counts(monkeypatch)
     modes = search_modes(big_store, monkeypatch)
     for query in unit_vectors(rng, 3):
-        big_store.search_embeddings("big", query.tolist(), 5, model=MODEL)
+        big_store.search.search_embeddings("big", query.tolist(), 5, model=MODEL)
     assert modes == [False] * 3
     assert counted.count(table) == 2  # the table and the session, on the first search only
 
@@ -182,7 +182,7 @@ def test_a_large_session_is_counted_once_and_again_after_it_is_deleted(
     small_vectors = unit_vectors(rng, 30)
     small = stored(big_store, "big", small_vectors.tolist())
     query = unit_vectors(rng, 1)[0]
-    hits = big_store.search_embeddings("big", query.tolist(), 6, model=MODEL)
+    hits = big_store.search.search_embeddings("big", query.tolist(), 6, model=MODEL)
 
     assert modes[-1] is True
     assert [h.message_id for h in hits] == exact_top(small, small_vectors, query, 6)
@@ -198,19 +198,19 @@ def test_a_small_session_is_counted_again_only_once_this_store_has_added_the_row
     modes = search_modes(big_store, monkeypatch)
     query = unit_vectors(rng, 1)[0].tolist()
     for _ in range(3):
-        big_store.search_embeddings("grow", query, 5, model=MODEL)
+        big_store.search.search_embeddings("grow", query, 5, model=MODEL)
     assert counted.count(table) == 1  # the table, 300 rows of the 400 the index needs, on the first search only
 
     stored(big_store, "other", unit_vectors(rng, 99).tolist())
-    big_store.search_embeddings("grow", query, 5, model=MODEL)
+    big_store.search.search_embeddings("grow", query, 5, model=MODEL)
     assert counted.count(table) == 1  # 99 more rows cannot have taken the session from 300 to 400
     assert modes == [True] * 4
 
     later = [Message("user", f"later {i}", session="grow", seq=300 + i, turn=300 + i) for i in range(101)]
     later_vectors = unit_vectors(rng, 101)
-    big_store.save_embeddings("grow", list(zip(later, later_vectors.tolist(), strict=True)), MODEL)
+    big_store.search.save_embeddings("grow", list(zip(later, later_vectors.tolist(), strict=True)), MODEL)
     big_store.optimize()
-    hits = big_store.search_embeddings("grow", later_vectors[0].tolist(), 5, model=MODEL)
+    hits = big_store.search.search_embeddings("grow", later_vectors[0].tolist(), 5, model=MODEL)
 
     assert counted.count(table) == 3  # counted again: the table and the session, now 401 rows
     assert modes[-1] is False
@@ -227,7 +227,7 @@ def test_a_small_session_is_also_counted_again_once_its_answer_is_old(
     counted = counts(monkeypatch)
 
     for query in unit_vectors(rng, 3):
-        big_store.search_embeddings("s", query.tolist(), 5, model=MODEL)
+        big_store.search.search_embeddings("s", query.tolist(), 5, model=MODEL)
 
     assert counted == [f"embeddings_{ANN_DIMS}"] * 3
 
@@ -242,7 +242,7 @@ def test_near_ties_keep_their_exact_order_and_scores_through_the_index(big_store
     big_store.optimize()
     assert vector_indexes(big_store) == ["IvfSq"]
 
-    hits = big_store.search_embeddings("big", centre.tolist(), 8, model=MODEL)
+    hits = big_store.search.search_embeddings("big", centre.tolist(), 8, model=MODEL)
 
     assert [h.message_id for h in hits] == exact_top(messages, vectors, centre, 8)
     assert [h.score for h in hits] == pytest.approx(sorted(vectors @ centre, reverse=True)[:8], abs=1e-6)
@@ -255,14 +255,14 @@ def test_an_index_from_an_earlier_version_is_replaced_once_and_search_stays_exac
     handle = big_store.tables.table(f"embeddings_{ANN_DIMS}", create=False)
     handle.create_index("vector", config=IvfFlat(distance_type="cosine", num_partitions=8))
     query = vectors[7] + 0.05 * unit_vectors(rng, 1)[0]
-    before = [h.message_id for h in big_store.search_embeddings("big", query.tolist(), 5, model=MODEL)]
+    before = [h.message_id for h in big_store.search.search_embeddings("big", query.tolist(), 5, model=MODEL)]
 
     big_store.optimize()
     replaced = vector_indexes(big_store)
     big_store.optimize()
 
     assert replaced == ["IvfSq"] and vector_indexes(big_store) == ["IvfSq"]
-    after = [h.message_id for h in big_store.search_embeddings("big", query.tolist(), 5, model=MODEL)]
+    after = [h.message_id for h in big_store.search.search_embeddings("big", query.tolist(), 5, model=MODEL)]
     assert before == after == exact_top(messages, vectors, query, 5)
 
 
@@ -286,5 +286,5 @@ def test_a_failed_index_build_is_logged_and_search_stays_exact(
 
     assert "cannot build the vector index" in caplog.text and "training failed" in caplog.text
     assert vector_indexes(big_store) == []
-    hits = big_store.search_embeddings("big", vectors[42].tolist(), 5, model=MODEL)
+    hits = big_store.search.search_embeddings("big", vectors[42].tolist(), 5, model=MODEL)
     assert [h.message_id for h in hits] == exact_top(messages, vectors, vectors[42], 5)

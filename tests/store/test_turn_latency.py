@@ -85,7 +85,7 @@ def test_a_turns_write_returns_while_a_slow_background_optimize_runs(
 def test_a_turns_read_and_search_return_while_a_slow_background_optimize_runs(
     store: LanceStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store.save_chunks("s", [Chunk("m0", 0, "the churn extract lives in data/raw", seq=0)])
+    store.search.save_chunks("s", [Chunk("m0", 0, "the churn extract lives in data/raw", seq=0)])
     optimize = Slowed(monkeypatch, "optimize", "messages")
     for seq in range(3):
         store.append_messages([user(seq)])
@@ -93,7 +93,7 @@ def test_a_turns_read_and_search_return_while_a_slow_background_optimize_runs(
 
     loaded: list[Message] = []
     waited = seconds(lambda: loaded.extend(store.load_messages("s")))
-    searched = seconds(lambda: store.search_chunks("s", "churn extract", 3))
+    searched = seconds(lambda: store.search.search_chunks("s", "churn extract", 3))
 
     assert not optimize.finished.is_set()
     assert (waited < PROMPT, searched < PROMPT) == (True, True)
@@ -104,19 +104,21 @@ def test_a_turns_read_returns_while_another_thread_writes_a_slow_batch(
     store: LanceStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store.append_messages([user(0)])
-    store.save_chunks("s", [Chunk("m0", 0, "the churn extract lives in data/raw", seq=0)])
+    store.search.save_chunks("s", [Chunk("m0", 0, "the churn extract lives in data/raw", seq=0)])
     write = Slowed(monkeypatch, "add", "recall_text")
-    indexer = threading.Thread(target=store.save_chunks, args=("s", [Chunk("m1", 0, "a big batch of chunks", seq=1)]))
+    indexer = threading.Thread(
+        target=store.search.save_chunks, args=("s", [Chunk("m1", 0, "a big batch of chunks", seq=1)])
+    )
     indexer.start()
     assert write.started.wait(5)
 
     waited = seconds(lambda: store.load_messages("s"))
-    hits = store.search_chunks("s", "churn extract", 3)
+    hits = store.search.search_chunks("s", "churn extract", 3)
 
     assert waited < PROMPT
     assert [h.message_id for h in hits] == ["m0"]
     indexer.join()
-    assert {h.message_id for h in store.search_chunks("s", "churn extract big batch", 3)} == {"m0", "m1"}
+    assert {h.message_id for h in store.search.search_chunks("s", "churn extract big batch", 3)} == {"m0", "m1"}
 
 
 def test_close_waits_for_a_slow_background_optimize_and_keeps_every_write(

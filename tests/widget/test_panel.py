@@ -6,7 +6,7 @@ import threading
 import time
 
 from monad_notebook import events as ev
-from monad_notebook.widget.panel import MonadPanel
+from monad_notebook.widget.panel import HERE, MonadPanel
 
 
 def last_value(comm, name):
@@ -22,7 +22,8 @@ def test_opens_with_the_sessions_numbers_and_ships_its_own_js_and_css(comms, ses
     state = opened["data"]["state"]
     assert state["usage"]["occupancy"] == 1200 and state["usage"]["context_window"] == 3000
     assert state["thresholds"] == {"soft": 0.6, "hard": 0.8, "evict": 0.5}
-    assert "export default" in state["_esm"] and "render" in state["_esm"]
+    assert state["_esm"] == (HERE / "panel.js").read_text(encoding="utf-8")  # the module built from js/panel/
+    assert "function render(" in state["_esm"] and "as default };" in state["_esm"]
     assert ".monad-panel" in state["_css"]
 
 

@@ -17,7 +17,7 @@ def last_value(comm, name):
 def test_the_panel_lists_names_files_and_lost_names_with_what_made_each(comms, session, tmp_path):
     store = MemoryStore()
     store.create_session("eda")
-    before = WorkspaceRecord(store, "eda", {"__name__": "__main__"}, root=tmp_path)
+    before = WorkspaceRecord(store.workspace, "eda", {"__name__": "__main__"}, root=tmp_path)
     before.reconfigure(True, Redactor())
     before.namespace["model"] = object()
     before.turn = 1
@@ -25,7 +25,7 @@ def test_the_panel_lists_names_files_and_lost_names_with_what_made_each(comms, s
     before.save()
 
     namespace = {"__name__": "__main__"}  # a new kernel: the model is gone
-    session.workspace = WorkspaceRecord(store, "eda", namespace, root=tmp_path)
+    session.workspace = WorkspaceRecord(store.workspace, "eda", namespace, root=tmp_path)
     session.workspace.reconfigure(True, Redactor())
     panel = MonadPanel(session)
     (opened,) = [m for m in panel.comm.sent if m["msg_type"] == "comm_open"]
@@ -49,7 +49,9 @@ def test_the_panel_lists_names_files_and_lost_names_with_what_made_each(comms, s
 def test_a_users_cell_is_listed_at_once_not_at_the_next_step(comms, session, ip, tmp_path):
     store = MemoryStore()
     store.create_session("eda")
-    session.workspace = WorkspaceRecord(store, "eda", ip.user_ns, ip, root=tmp_path, notify=session.events.emit)
+    session.workspace = WorkspaceRecord(
+        store.workspace, "eda", ip.user_ns, ip, root=tmp_path, notify=session.events.emit
+    )
     session.workspace.reconfigure(True, Redactor())
     panel = MonadPanel(session)
     ip.events.register("post_run_cell", session.workspace.after_cell)

@@ -12,6 +12,7 @@ from monad_notebook.errors import StoreError
 from monad_notebook.events import ERROR
 from monad_notebook.redaction.redactor import Redactor
 from monad_notebook.testing import MemoryStore, ScriptedModel, tool_call
+from monad_notebook.testing.memory_store import MemoryWorkspace
 from monad_notebook.workspace.block import budget
 from monad_notebook.workspace.record import WorkspaceRecord
 
@@ -21,7 +22,7 @@ SECRET = "ghp_" + "Zq8Lr2Xw9Kp4Tn7V" * 2 + "aB3d"
 def record(namespace: dict, tmp_path, store: MemoryStore | None = None) -> WorkspaceRecord:
     store = store or MemoryStore()
     store.create_session("s")
-    made = WorkspaceRecord(store, "s", namespace, root=tmp_path)
+    made = WorkspaceRecord(store.workspace, "s", namespace, root=tmp_path)
     made.reconfigure(True, Redactor())
     return made
 
@@ -61,10 +62,8 @@ def test_an_object_whose_class_raises_is_noted_by_its_real_type_and_the_next_loo
     assert sorted((e.key, e.state) for e in made.take("call_2")) == [("fine", "bound"), ("odd", "deleted")]
 
 
-class FailingOnce(MemoryStore):
-    def __init__(self) -> None:
-        super().__init__()
-        self.fail = True
+class FailingOnce(MemoryWorkspace):
+    fail = False
 
     def save_workspace(self, session, entries):
         if self.fail:
@@ -73,33 +72,38 @@ class FailingOnce(MemoryStore):
         super().save_workspace(session, entries)
 
 
+def failing_store() -> MemoryStore:
+    """A store whose workspace record fails its next write once ``store.workspace.fail`` is set."""
+    store = MemoryStore()
+    store.workspace = FailingOnce(store.lock)
+    return store
+
+
 def test_a_failed_write_keeps_the_entries_for_the_next_one(tmp_path):
     namespace = {"__name__": "__main__"}
-    store = FailingOnce()
-    store.fail = False
+    store = failing_store()
     made = record(namespace, tmp_path, store)
-    store.fail = True
+    store.workspace.fail = True
     namespace["late"] = 1
     made.take("call_1")
     with pytest.raises(StoreError):
         made.save()
     made.save()
-    assert [e.key for e in store.load_workspace("s")] == ["late"]
+    assert [e.key for e in store.workspace.load_workspace("s")] == ["late"]
 
 
 def test_a_turn_whose_workspace_write_fails_goes_on_and_says_so(tmp_path):
-    store = FailingOnce()
-    store.fail = False
+    store = failing_store()
     config = Config.model_validate({"tools": {"python": {"approval": "auto"}}})
     model = ScriptedModel([tool_call("python", {"code": "made = 1"}, id="call_m"), "done", "again"])
     session = Session("s", config=config, store=store, model=model, namespace={"__name__": "__main__"}, root=tmp_path)
     errors = []
     session.events.subscribe(lambda event: errors.append(event.data.get("message")) if event.kind == ERROR else None)
-    store.fail = True
+    store.workspace.fail = True
     assert session.ask("make it").text == "done"
     assert any("the workspace record was not saved" in (e or "") for e in errors)
     session.ask("again")
-    assert {e.key: e.made_by for e in store.load_workspace("s")}["made"] == "call_m"
+    assert {e.key: e.made_by for e in store.workspace.load_workspace("s")}["made"] == "call_m"
 
 
 def test_a_figure_is_noted_by_its_number_and_axes(tmp_path):

@@ -34,7 +34,7 @@ def test_the_default_block_stays_within_4000_tokens_in_a_million_token_window(st
 def cost_per_call(store: LanceStore, namespace: dict[str, Any], tmp_path: Any, calls: int = 15) -> tuple[float, int]:
     """The median time of a look after a call plus the next request's block, and the block's tokens."""
     store.create_session("scale")
-    record = WorkspaceRecord(store, "scale", namespace, root=tmp_path)
+    record = WorkspaceRecord(store.workspace, "scale", namespace, root=tmp_path)
     record.reconfigure(True, Redactor())
     while record.notes().deferred:  # the first look at a large namespace may take a few calls: not what is timed
         record.take("settling")

@@ -93,7 +93,7 @@ def test_a_deleted_name_leaves_the_block_and_a_frame_value_is_never_sent(store, 
     block = workspace_of(model.calls[-1].messages)
     assert "secret_frame" not in block and "- keep: int (call_a, turn 1)" in block
     assert not any("918227546" in str(m) for call in model.calls for m in call.messages)  # the value, computed
-    stored = {e.key: e for e in store.load_workspace("ws")}
+    stored = {e.key: e for e in store.workspace.load_workspace("ws")}
     assert stored["secret_frame"].state == "deleted" and stored["secret_frame"].made_by.startswith("cell ")
     unhook(shell, session)
 
@@ -219,7 +219,7 @@ def test_turned_off_no_block_is_sent_and_nothing_is_recorded(store, shell):
     session = make(store, shell, model, workspace={"enabled": False})
     session.ask("go")
     assert all(workspace_of(call.messages) == "" for call in model.calls)
-    assert store.load_workspace("ws") == []
+    assert store.workspace.load_workspace("ws") == []
     unhook(shell, session)
 
 
@@ -229,8 +229,10 @@ def test_reset_starts_the_record_over_and_a_branch_keeps_it(store, shell):
     session.ask("make it")
     session.branch("copy")
     session.reset()
-    assert {e.key: e.made_by for e in store.load_workspace("copy")}["table"] == "call_tb"
-    assert {e.key: e.made_by for e in store.load_workspace("ws")}["table"] == ""  # there before the session now
+    assert {e.key: e.made_by for e in store.workspace.load_workspace("copy")}["table"] == "call_tb"
+    assert {e.key: e.made_by for e in store.workspace.load_workspace("ws")}[
+        "table"
+    ] == ""  # there before the session now
     unhook(shell, session)
 
 

@@ -48,8 +48,10 @@ from monad_notebook.provider.prefixes import as_documents
 from monad_notebook.store.base import Chunk, SearchIndex, ToolOutputs, Transcript
 
 
-class RecallStore(SearchIndex, Transcript, ToolOutputs, Protocol):
-    """What recall reads and writes: its index, the messages it indexes, the saved full outputs it indexes from."""
+class RecallStore(Transcript, ToolOutputs, Protocol):
+    """What recall reads and writes: the messages it indexes, the saved full outputs it indexes from, its index."""
+
+    search: SearchIndex
 
 
 log = logging.getLogger(__name__)
@@ -156,7 +158,7 @@ class RecallIndexer:
             m.id: message_chunks(m, full_texts.get(m.tool_call_id or "") if m.role == "tool" else None) for m in todo
         }
         try:
-            self.store.save_chunks(session, [c for m in todo for c in chunks[m.id]])
+            self.store.search.save_chunks(session, [c for m in todo for c in chunks[m.id]])
         except Exception as exc:
             self._failed(session, exc)
             written = None
@@ -313,7 +315,7 @@ class RecallIndexer:
         """
         try:
             self._yield()
-            chunked = self.store.chunked_ids(session)
+            chunked = self.store.search.chunked_ids(session)
             embedded = self._embedded.setdefault(session, set())
             if self._embeds:
                 embedded |= self._stored_vectors(session)
@@ -362,7 +364,7 @@ class RecallIndexer:
         with self._cond:
             texted = self._texted.setdefault(session, set())
             unworded = [m for m in messages if m.id not in texted]
-        self.store.save_chunks(session, [c for m in unworded for c in chunks[m.id]])
+        self.store.search.save_chunks(session, [c for m in unworded for c in chunks[m.id]])
         with self._cond:
             texted.update(m.id for m in unworded)
             self._unworded.get(session, set()).difference_update(m.id for m in messages)
@@ -373,7 +375,7 @@ class RecallIndexer:
         """Learn the words of the chunks the session stored before this indexer met it."""
         if self.words is None or not self._embeds:
             return
-        for texts in self.store.chunk_texts(session):
+        for texts in self.store.search.chunk_texts(session):
             if self._stopping or self.words.full:
                 return
             self._yield()
@@ -427,7 +429,7 @@ class RecallIndexer:
             ready = [row for row in rows if row[0].message_id != following]
             if due and ready:
                 self._yield(session)
-                self.store.save_embeddings(session, ready, self.embedder.name)
+                self.store.search.save_embeddings(session, ready, self.embedder.name)
                 self._embedded_inputs(session, [chunk.message_id for chunk, _ in ready], left, done)
                 rows, written = rows[len(ready) :], time.monotonic()
         self._embedded_inputs(session, [], {m.id: 0 for m in messages if not left[m.id]}, done)
@@ -518,7 +520,7 @@ class RecallIndexer:
         """Ids the session has vectors for from this embedder (at any width while a remote model's is not known)."""
         if self.embedder is None:
             return set()
-        return self.store.embedded_ids(session, model=self.embedder.name, dims=self.embedder.dims or None)
+        return self.store.search.embedded_ids(session, model=self.embedder.name, dims=self.embedder.dims or None)
 
     def _failed(self, session: str, exc: Exception) -> None:
         """Warn on the first failure only: a broken endpoint would otherwise log on every step."""

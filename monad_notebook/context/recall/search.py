@@ -113,7 +113,7 @@ class Recall:
 
     def __init__(
         self,
-        store: SearchIndex,
+        index: SearchIndex,
         embedder: Embedder | None,
         words: WordVectors | None = None,
         steps: Sequence[str] = STEPS,
@@ -123,7 +123,7 @@ class Recall:
         unknown = sorted(set(steps) - set(STEPS))
         if unknown:
             raise ValueError(f"unknown recall steps {unknown}; the steps are {', '.join(STEPS)}")
-        self.store, self.embedder, self.tuning = store, embedder, tuning
+        self.index, self.embedder, self.tuning = index, embedder, tuning
         self.steps = tuple(s for s in STEPS if s in steps)
         self.words = words if "word_meaning" in self.steps else None
 
@@ -132,9 +132,9 @@ class Recall:
         """The stages a question goes through, in order (built for each search, from the parts as they are now)."""
         tuning = self.tuning
         words = self.words if self.embedder is not None else None
-        searches: list[Search] = [ByWords(self.store, tuning.word_pool if words is not None else 0)]
+        searches: list[Search] = [ByWords(self.index, tuning.word_pool if words is not None else 0)]
         if self.embedder is not None:
-            searches.append(ByMeaning(self.store, self.embedder, tuning, words))
+            searches.append(ByMeaning(self.index, self.embedder, tuning, words))
         steps_after = {"names_first": names_first, "one_of_each": OneOfEach(tuning.alike)}
         return [
             Gather(tuple(searches)),
@@ -210,12 +210,12 @@ class ByWords:
     """Which passages hold the question's words? BM25 over the session's chunks, each message's best chunk;
     at least ``at_least`` of them however few are wanted, for ``WordMeaning`` to rank."""
 
-    store: SearchIndex
+    index: SearchIndex
     at_least: int = 0
 
     def __call__(self, found: Candidates, phrasing: Phrasing) -> None:
         query, read = " ".join(phrasing.terms) or phrasing.text, max(found.wanted, self.at_least)
-        phrasing.by_words = self.store.search_chunks(
+        phrasing.by_words = self.index.search_chunks(
             found.session, query, read, exclude_ids=found.hidden, shown=found.in_part
         )
 
@@ -229,7 +229,7 @@ class ByMeaning:
     messages come from those when they hold enough of them (one read).
     """
 
-    store: SearchIndex
+    index: SearchIndex
     embedder: Embedder
     tuning: RecallTuning
     words: WordVectors | None = None
@@ -239,7 +239,7 @@ class ByMeaning:
         unknown = words.unknown(phrasing.terms[: self.tuning.max_terms]) if words is not None else []
         question = as_question(self.embedder, phrasing.text[:QUERY_MAX_CHARS])
         vector, *learnt = self.embedder.embed([question, *as_documents(self.embedder, unknown)])
-        nearest = partial(self.store.search_embeddings, found.session, vector, model=self.embedder.name)
+        nearest = partial(self.index.search_embeddings, found.session, vector, model=self.embedder.name)
         skipped: dict[str, Any] = {"exclude_ids": found.hidden, "shown": found.in_part}
         chunks: list[EmbeddingHit] = []
         if words is not None:

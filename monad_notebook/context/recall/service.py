@@ -70,7 +70,7 @@ class RecallService:
         self.indexer.embed_max_chars = cfg.recall.embed_max_chars
         self.indexer.meet(self.window.session)
         words = self._words if cfg.recall.embed_max_chars > 0 else None
-        pipeline = Recall(self.store, self._embedder, words, cfg.recall.steps)
+        pipeline = Recall(self.store.search, self._embedder, words, cfg.recall.steps)
         self.recall = pipeline if cfg.recall.enabled else None
         self.retrieval = Retrieval(pipeline, cfg.retrieval, self.indexer.unembedded) if cfg.retrieval.enabled else None
 

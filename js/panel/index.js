@@ -1,4 +1,4 @@
-// The monad context panel: plain ESM with no build step, its parts joined into one module by esm.py.
+// The monad context panel: plain ESM, one part per section, built into one module by scripts/panel.mjs.
 // State arrives as synced traits; user actions go back as small custom messages.
 // Colours come from panel.css (JupyterLab theme variables); sizes from the panel's real width.
 
