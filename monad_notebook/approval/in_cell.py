@@ -4,7 +4,7 @@ A small widget shows the code (highlighted, hidden characters as markers) with R
 "Allow python for this session"; Enter and Esc answer it. Its answer reaches the kernel while the
 cell still runs through the panel's subshell routing (``approval.py``). An open panel shows the
 same question, and whichever is answered first wins. Once answered, the widget is replaced by
-one line saying what was decided, so a saved notebook keeps the record without the widget.
+one line saying what was decided (``decided.py``).
 
 A frontend may allow input yet draw no widgets (jupyter console, qtconsole, editors that embed
 a kernel): the widget would wait for a click nobody can give. So the question is relied on only
@@ -14,7 +14,6 @@ the widget is taken back and the caller asks at the input prompt instead.
 
 from __future__ import annotations
 
-import html
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -33,27 +32,11 @@ from monad_notebook.approval.busy import (
 )
 from monad_notebook.approval.code_html import CODE_CSS, code_html
 from monad_notebook.approval.code_view import summary
+from monad_notebook.approval.decided import DECIDED, decided_html, said
 from monad_notebook.approval.gate import PYTHON, TIMEOUT, Answer, within, wording
 
 HERE = Path(__file__).resolve().parent
 SHOWN_WAIT = 2.0  # how long a frontend has to report that it drew the question
-
-DECIDED = {  # filled with the question's Wording
-    "run": "approved: {done}",
-    "skip": "skipped: {not_done}",
-    "allow for session": "approved, and {allow} is allowed for the rest of this session",
-    "no answer": "no answer: {not_done}",
-    "cancelled": "interrupted: {not_done}",
-    "not shown": "this frontend did not draw the question: it is asked at the input prompt",
-}
-_WHERE = {"cell": "in this cell", "panel": "in the panel"}
-
-
-def said(status: str, subject: str = PYTHON) -> str:
-    """How a question ended, in its subject's words (the code ran, the tool was called)."""
-    words = wording(subject)
-    return DECIDED.get(status, status).format(done=words.done, not_done=words.not_done, allow=words.allow)
-
 
 Mirror = Callable[[PendingAnswer, str], Callable[[], None]]  # shows the question elsewhere; returns its clear()
 
@@ -137,13 +120,6 @@ class CellApproval(LiveQuestion):
         return f"The agent wants to {request.get('action', '')} ({request.get('summary', '')}): waiting for an answer"
 
 
-def decided_html(answer: Answer, subject: str = PYTHON) -> str:
-    where = _WHERE.get(answer.via, "")
-    text = said(answer.decision, subject) + (f" (answered {where})" if where else "")
-    kind = "ok" if answer.run else "no"
-    return f'<div class="monad-decided monad-decided-{kind}" data-role="approval-decided">{html.escape(text)}</div>'
-
-
 def ask_in_cell(
     code: str,
     *,
@@ -163,7 +139,8 @@ def ask_in_cell(
     mirrored = [lambda pending, mirror=mirror: mirror(pending, code) for mirror in mirrors]
 
     def record(status: str) -> dict[str, str]:
-        return {"text/html": _record_html(status, pending, subject), "text/plain": said(status, subject)}
+        answer = Answer(pending.answer, always=pending.always, via=pending.via)
+        return {"text/html": decided_html(answer, subject, status), "text/plain": said(status, subject)}
 
     return put_in_cell(widget, display=display, record=record, mirrors=mirrored, timeout=timeout, shown_wait=shown_wait)
 
@@ -208,9 +185,3 @@ def put_in_cell(
         widget.status = status
         handle.update(record(status), raw=True)
         widget.close()
-
-
-def _record_html(status: str, pending: PendingAnswer, subject: str = PYTHON) -> str:
-    if status in ("cancelled", "not shown"):
-        return f'<div class="monad-decided" data-role="approval-decided">{html.escape(said(status, subject))}</div>'
-    return decided_html(Answer(pending.answer, always=pending.always, via=pending.via), subject)

@@ -9,12 +9,12 @@ the input prompt instead, and once answered it is replaced by one line saying wh
 
 from __future__ import annotations
 
-import html
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from monad_notebook.approval.busy import PendingAnswer
+from monad_notebook.approval.decided import record_html
 from monad_notebook.approval.gate import TIMEOUT, Answer, within
 from monad_notebook.approval.in_cell import HERE as QUESTION_ASSETS
 from monad_notebook.approval.in_cell import SHOWN_WAIT, LiveQuestion, put_in_cell
@@ -71,11 +71,6 @@ def review_in_cell(
 
     def record(status: str) -> dict[str, str]:
         text = f"{title}: {DONE.get(status, status)}"
-        kind = "ok" if status == "run" else "no"
-        return {
-            "text/html": f'<div class="monad-decided monad-decided-{kind}" data-role="review-decided">'
-            f"{html.escape(text)}</div>",
-            "text/plain": text,
-        }
+        return {"text/html": record_html(status, text, role="review-decided"), "text/plain": text}
 
     return put_in_cell(widget, display=display, record=record, timeout=timeout, shown_wait=shown_wait)
