@@ -19,6 +19,7 @@ DECIDED = {  # filled with the question's Wording
     "allow for session": "approved: {done}; {allow} is allowed for the rest of this session",
     "no answer": "no answer: {not_done}",
     "cancelled": "interrupted: {not_done}",
+    "gone": "the page showing this question went away (closed, reloaded or stopped answering): {not_done}",
     "not shown": "this frontend did not draw the question: it is asked at the input prompt",
 }
 LOOKS = {  # status -> the record's look
@@ -26,6 +27,7 @@ LOOKS = {  # status -> the record's look
     "allow for session": "ran",
     "skip": "skipped",
     "no answer": "unanswered",
+    "gone": "unanswered",
     "not shown": "unanswered",
     "cancelled": "interrupted",
 }
@@ -47,6 +49,11 @@ def said(status: str, subject: str = PYTHON) -> str:
     return DECIDED.get(status, status).format(done=words.done, not_done=words.not_done, allow=words.allow)
 
 
+def status_of(answer: Answer) -> str:
+    """The record's status for an answer: its decision, or "gone" when the page showing it went away."""
+    return "gone" if answer.run is None and answer.why == "page gone" else answer.decision
+
+
 def record_html(status: str, text: str, role: str = "approval-decided") -> str:
     """One line in the look of ``status``, with the stylesheet it needs."""
     look = LOOKS.get(status, "unanswered")
@@ -59,6 +66,6 @@ def record_html(status: str, text: str, role: str = "approval-decided") -> str:
 
 def decided_html(answer: Answer, subject: str = PYTHON, status: str = "") -> str:
     """The record of a question that ended with ``answer`` (``status`` when it ended otherwise: cancelled...)."""
-    status = status or answer.decision
+    status = status or status_of(answer)
     where = _WHERE.get(answer.via, "") if status in ("run", "skip", "allow for session") else ""
     return record_html(status, said(status, subject) + (f" (answered {where})" if where else ""))

@@ -119,6 +119,7 @@ class Answer:
     run: bool | None
     always: bool = False  # also allow the question's subject (python, an MCP server) for the rest of this session
     via: str = ""  # cell, panel, prompt, session, interrupt
+    why: str = ""  # why nobody answered, when it is known: "page gone"
 
     @property
     def decision(self) -> str:
@@ -175,6 +176,8 @@ class ApprovalGate:
         about = {} if subject == PYTHON else {"subject": subject}
         if waited is not None:
             about["waited"] = round(waited, 2)
+        if answer.why:
+            about["why"] = answer.why
         self.emit(
             APPROVAL,
             decision=answer.decision,
