@@ -7,17 +7,16 @@ reloaded during the next turn's question.
 
 from __future__ import annotations
 
-import json
 import re
 import time
 
 import pytest
 
-from monad_notebook import events as ev
 from monad_notebook.testing import FakeOpenAIServer, tool_call
 from tests.e2e.browser import ARTIFACTS
 from tests.e2e.jupyter import NO_NEWS, jupyter_server, notebook_page, write_notebook
 from tests.e2e.panel_page import AUDIT
+from tests.e2e.test_asking_frontends import approvals, configure
 from tests.e2e.test_cell_browser import QUESTION, printing, wait_for_question
 from tests.e2e.test_notebook_browser import run_cell
 
@@ -35,24 +34,6 @@ RUN_AGAIN = """(source) => {
   panel.content.activeCellIndex = 3;
   window.jupyterapp.commands.execute('notebook:run-cell');
 }"""
-
-
-def config(workdir, model: FakeOpenAIServer, **python) -> None:
-    agents = {
-        "models": {"main": {"model": "gpt-4.1-mini", "baseUrl": model.base_url, "maxRetries": 0}},
-        "tools": {"python": {"approval": "ask", **python}},
-    }
-    (workdir / "agents.json").write_text(json.dumps(agents))
-
-
-def approvals(workdir, session: str) -> list[dict]:
-    from monad_notebook.store.lance import LanceStore
-
-    store = LanceStore(workdir.parent / "monad-home" / "db")
-    try:
-        return [e.data for e in store.list_events(session, kind=ev.APPROVAL)]
-    finally:
-        store.close()
 
 
 def question(page, words: str, first: bool = False):
@@ -104,7 +85,7 @@ def test_in_lab_each_question_says_what_runs_the_keys_that_work_and_each_ending_
             tool_call("execute_cell", {"cell_id": "cell-1"}),
             tool_call("python", printing("STOPPED")),
         )
-        config(isolated_env, model)
+        configure(isolated_env, model)
         cells = ["%load_ext monad_notebook", "print('CELL-' + 'TWO ran')", "%%monad --session ui\nDo four things."]
         write_notebook(isolated_env / "ui.ipynb", cells)
         with jupyter_server("lab", isolated_env, tmp_path, "ui.ipynb", settings=NO_NEWS, extension=True) as url:
