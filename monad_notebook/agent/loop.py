@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from monad_notebook import events as ev
 from monad_notebook.agent.call_ids import unique_tool_calls
 from monad_notebook.agent.text_calls import TextCallReader
-from monad_notebook.agent.tools.base import ToolOutput
+from monad_notebook.agent.tools.base import ToolOutput, Waited
 from monad_notebook.agent.tools.runner import ToolRunner
 from monad_notebook.approval.gate import QuestionInterrupted
 from monad_notebook.context.cascade import Cascade
@@ -208,27 +208,34 @@ class Turn:
             written = {"recovered": call.recovered} if call.recovered else {}
             arguments = Excerpt(call.arguments, ARGUMENTS_SHOWN)
             cascade.emit(ev.TOOL_STARTED, tool_call_id=call.id, name=call.name, arguments=arguments, **written)
-            started = time.perf_counter()
+            started, waited = time.perf_counter(), Waited()
             try:
                 with FOREGROUND.aside():
                     sees_images = cascade.window.frame.image_detail is not None
-                    output = self._refused(call) or self.tools.run(call, sees_images=sees_images)
+                    output = self._refused(call) or self.tools.run(call, sees_images=sees_images, waited=waited)
             except KeyboardInterrupt as stop:
                 told = stop.result if isinstance(stop, QuestionInterrupted) else INTERRUPTED_RESULT
                 results.append(cascade.tool_message(call, told))
                 results.extend(cascade.tool_message(c, NOT_RUN_RESULT) for c in calls[index + 1 :])
+                self._finished(call, told, "interrupted", started, waited)
                 cascade.commit([assistant, *results])
                 raise
             result = cascade.tool_message(call, output.text, redacted=output.redacted, images=output.images)
             results.append(result)
             self.reply.tool_calls += 1
             self.reply.tool_names.append(call.name)
-            cascade.emit(
-                ev.TOOL_FINISHED,
-                tool_call_id=call.id,
-                name=call.name,
-                preview=Excerpt(result.content, PREVIEW_SHOWN),
-                outcome=output.outcome,
-                seconds=round(time.perf_counter() - started, 3),
-            )
+            self._finished(call, result.content, output.outcome, started, waited)
         return results
+
+    def _finished(self, call: ToolCall, result: str, outcome: str, started: float, waited: Waited) -> None:
+        """The call ended (an interrupt too): its own time, and apart from it the time it waited for the user."""
+        wait = {"waited": round(waited.seconds, 3)} if waited.seconds else {}
+        self.cascade.emit(
+            ev.TOOL_FINISHED,
+            tool_call_id=call.id,
+            name=call.name,
+            preview=Excerpt(result, PREVIEW_SHOWN),
+            outcome=outcome,
+            seconds=round(max(0.0, time.perf_counter() - started - waited.seconds), 3),
+            **wait,
+        )

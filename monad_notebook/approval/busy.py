@@ -7,6 +7,13 @@ sends the few messages that must work mid-cell (the approval answer, the inspect
 subshell this module owns, and everything else to the main shell as usual.
 
 Older kernels cannot do this; there the approver defers to a fallback (stdin) or answers None.
+
+A kernel publishes "busy" and then "idle" around every message it handles, on the subshell and
+the control channel too, and JupyterLab and Notebook 7 show the last status they received as the
+kernel's. So each message handled there while a cell runs would show the kernel idle while the
+cell still waits for an answer. :class:`MainShell` knows whether a cell runs (IPython's
+``pre_run_cell`` / ``post_run_cell``) and, after any other request's "idle", says "busy" again for
+the running cell's request; a lock orders it before the cell's own "idle" at its end.
 """
 
 from __future__ import annotations
@@ -43,11 +50,58 @@ def supports_busy_routing(kernel: Any) -> bool:
     return tuple(ipykernel.version_info[:2]) >= (7, 3)
 
 
+class MainShell:
+    """Whether the kernel's main shell runs a cell, and the request it runs, to say "busy" for it."""
+
+    def __init__(self, kernel: Any) -> None:
+        self.kernel = kernel
+        self._lock = threading.Lock()
+        self._depth = 0  # cells running, the agent's code run inside the %%monad cell included
+        self._parent: dict[str, Any] = {}
+        self._publish = kernel._publish_status
+
+    def watch(self, shell: Any) -> None:
+        """Follow the shell's cells and the kernel's statuses; called on the main thread, maybe inside a running
+        cell (then counted)."""
+        publish = self._publish
+
+        def published(status: str, channel: str, parent: Any = None) -> None:
+            publish(status, channel, parent)
+            if status == "idle":
+                self._other_idle(parent or self.kernel.get_parent(channel))
+
+        self.kernel._publish_status = published
+        shell.events.register("pre_run_cell", self._started)
+        shell.events.register("post_run_cell", self._ended)
+        if threading.current_thread() is threading.main_thread():
+            self._started()
+
+    def _started(self, *_info: Any) -> None:
+        with self._lock:
+            if self._depth == 0:
+                self._parent = self.kernel.get_parent() or {}
+            self._depth += 1
+
+    def _ended(self, *_result: Any) -> None:
+        with self._lock:
+            self._depth = max(0, self._depth - 1)
+
+    def _other_idle(self, parent: Any) -> None:
+        """Another request than the running cell's ended: the cell still runs, so the kernel is still busy."""
+        ended = ((parent or {}).get("header") or {}).get("msg_id")
+        with self._lock:
+            if self._depth > 0 and self._parent and ended != self._parent.get("header", {}).get("msg_id"):
+                self._publish("busy", "shell", parent=self._parent)
+
+
 def owned_subshell(kernel: Any, timeout: float = 10.0) -> str:
     """The id of this process's panel subshell, created once on the shell channel thread."""
     with _owned_lock:
         if "id" in _owned:
             return _owned["id"]
+        shell = getattr(kernel, "shell", None)
+        if shell is not None and hasattr(kernel, "_publish_status"):
+            MainShell(kernel).watch(shell)
         manager = kernel.shell_channel_thread.manager
         created: dict[str, Any] = {}
         done = threading.Event()
@@ -101,6 +155,10 @@ class PendingAnswer:
                 return
             self.answer, self.always, self.via = answer, always and answer, via
             self._done.set()
+
+    def settled(self, timeout: float) -> bool:
+        """True once answered; waits at most ``timeout`` seconds."""
+        return self._done.wait(max(0.0, timeout))
 
     def wait(self, timeout: float) -> bool | None:
         """The answer, or None on timeout; waits in short slices so Ctrl-C / interrupt still works."""

@@ -2,12 +2,15 @@
 
 A question has a subject: ``"python"`` for the python tool's code, ``"mcp:<server>"`` for a call
 to one of the user's MCP servers (the text shown is then the call: server, tool and its exact
-arguments), ``"tool:<name>"`` for another tool that changes things. A call read from the model's
+arguments), ``"tool:<name>"`` for another tool that changes things, ``"cell:..."`` for a notebook cell the
+agent wants run (:func:`cell_subject`: the question names the cell and says it runs once the turn ends;
+allowing python allows it, since a cell's code is python run in the same kernel). A call read from the model's
 text (``agent/text_calls.py``) is asked about under its subject marked ``"text:"``: the question
 says where the call came from, and no "allow for this session" covers it. The gate holds the
 session's "allow ... for this session" overrides, one per subject (set by an answer, shown by
 ``%monad status``, gone with the Session object), and records every decision as a
-``tool.approval`` event, so the store keeps who ran what. How the question is put (a widget
+``tool.approval`` event, so the store keeps who ran what and how long the user took to answer (``waited``,
+kept apart from the call's own time). How the question is put (a widget
 in the running cell, the panel, the frontend's input prompt) is the asker's business; the
 input prompt's asker (:func:`stdin_asker`) is here, the notebook's are in ``asking.py``.
 
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -43,6 +47,7 @@ class QuestionInterrupted(KeyboardInterrupt):
 
 PYTHON = "python"
 TOOL = "tool:"  # another tool that changes things: "tool:remember"
+CELL = "cell:"  # a notebook cell to run once the turn ends: "cell:<number>:<id>:<where it is>"
 WRITTEN = "text:"  # the call was read from the model's text: "text:python", "text:mcp:warehouse"
 FIRST_LINE_SHOWN = 120  # characters of the code's first line a tool.approval event keeps, after redaction
 
@@ -50,6 +55,16 @@ FIRST_LINE_SHOWN = 120  # characters of the code's first line a tool.approval ev
 def written(subject: str) -> str:
     """The subject of a question about a call the model wrote in its text instead of making it."""
     return WRITTEN + subject
+
+
+def cell_subject(number: int, cell_id: str, where: str = "") -> str:
+    """The subject of "run this cell?": the cell's place from the top (1 is the first), its id, where it is."""
+    return f"{CELL}{number}:{cell_id}:{where}"
+
+
+def allowance(subject: str) -> str:
+    """What "allow ... for this session" allows when it answers a question about ``subject``."""
+    return PYTHON if subject.startswith(CELL) else subject
 
 
 @dataclass(frozen=True)
@@ -70,11 +85,26 @@ def wording(subject: str) -> Wording:
         return Wording(action, "", words.done, words.not_done)
     if subject == PYTHON:
         return Wording("run this code", "python", "the code ran", "the code did not run")
+    if subject.startswith(CELL):
+        return _cell_wording(subject)
     if subject.startswith(TOOL):
         name = subject.removeprefix(TOOL)
         return Wording(f"call its tool {name}", "", "the tool was called", "the tool was not called")
     server = subject.removeprefix("mcp:")
     return Wording(f"call a tool of the MCP server {server}", server, "the tool was called", "the tool was not called")
+
+
+def _cell_wording(subject: str) -> Wording:
+    """The cell runs only once the turn ends (the kernel is busy with the turn): every word says so."""
+    number, cell_id, where = [*subject.removeprefix(CELL).split(":", 2), "", ""][:3]
+    shown_id = cell_id if len(cell_id) <= 12 else cell_id[:8] + "\u2026"
+    about = f"cell {number} (id {shown_id}" + (f", {where})" if where else ")")
+    return Wording(
+        f"run {about} when this turn ends",
+        "python",
+        f"cell {number} will run when this turn ends",
+        f"cell {number} will not run",
+    )
 
 
 def within(seconds: float) -> str:
@@ -89,6 +119,7 @@ class Answer:
     run: bool | None
     always: bool = False  # also allow the question's subject (python, an MCP server) for the rest of this session
     via: str = ""  # cell, panel, prompt, session, interrupt
+    why: str = ""  # why nobody answered, when it is known: "page gone"
 
     @property
     def decision(self) -> str:
@@ -119,28 +150,34 @@ class ApprovalGate:
         return PYTHON in self.allowed
 
     def __call__(self, code: str, subject: str = PYTHON) -> bool | None:
-        if subject in self.allowed:
-            answer = Answer(True, via="session")
-        else:
-            try:
-                answer = self.ask(code) if subject == PYTHON else self.ask(code, subject=subject)
-            except KeyboardInterrupt:
-                self._record(code, subject, Answer(False, via="interrupt"))
-                raise QuestionInterrupted(INTERRUPTED_QUESTION) from None
-            if answer.run and answer.always and wording(subject).allow:
-                self.allowed.add(subject)
-        self._record(code, subject, answer)
+        if allowance(subject) in self.allowed:
+            self._record(code, subject, Answer(True, via="session"))
+            return True
+        started = time.monotonic()
+        try:
+            answer = self.ask(code) if subject == PYTHON else self.ask(code, subject=subject)
+        except KeyboardInterrupt:
+            self._record(code, subject, Answer(False, via="interrupt"), time.monotonic() - started)
+            raise QuestionInterrupted(INTERRUPTED_QUESTION) from None
+        if answer.run and answer.always and wording(subject).allow:
+            self.allowed.add(allowance(subject))
+        self._record(code, subject, answer, time.monotonic() - started)
         return answer.run
 
     def reset(self) -> None:
         """Ask again from the next request on."""
         self.allowed.clear()
 
-    def _record(self, code: str, subject: str, answer: Answer) -> None:
+    def _record(self, code: str, subject: str, answer: Answer, waited: float | None = None) -> None:
+        """``waited``: seconds the question waited for the user (None: nobody was asked)."""
         if self.emit is None:
             return
         lines = shown_lines(code)
         about = {} if subject == PYTHON else {"subject": subject}
+        if waited is not None:
+            about["waited"] = round(waited, 2)
+        if answer.why:
+            about["why"] = answer.why
         self.emit(
             APPROVAL,
             decision=answer.decision,

@@ -1,8 +1,10 @@
 // A question inside the running cell: plain ESM for anywidget, no build step. Either "run this code?"
 // (the kernel sends the code already escaped and highlighted, hidden characters as markers; Enter runs,
 // Esc skips, while the question has focus) or a proposed notebook change (the diff, Accept / Reject;
-// every line set as text). The answer goes back as one custom message. Once the question is on
-// screen the view says so ("shown"): the kernel relies on it only then.
+// every line set as text). The answer goes back as one custom message. The view tells the kernel
+// where it is: "shown" once it is in an open page, "here" when the kernel pings, "gone" when it is
+// taken off the page or the page is closed or reloaded; the kernel relies on the question only while
+// some view has it.
 
 /**
  * @typedef {{id?: string, summary?: string, html?: string, limit?: string, action?: string, allow?: string,
@@ -14,6 +16,8 @@
  *   send(content: object): void,
  * }} Model
  */
+
+const ATTACH_TRIES = 200; // 50 ms apart (1 s in a hidden tab): how long a view waits to be put in the page
 
 const DONE = {
   run: "Approved: the code ran.",
@@ -44,6 +48,17 @@ function typing() {
 }
 
 /**
+ * What the keys do where the focus is: Enter and Esc answer only while the question has the focus.
+ * @param {HTMLElement} box
+ */
+function keysHint(box) {
+  const active = document.activeElement;
+  if (active === box) return "Enter runs · Esc skips";
+  if (active instanceof HTMLButtonElement && box.contains(active)) return `Enter: ${active.textContent} · Esc skips`;
+  return "Click Run or Skip (click the question to answer with Enter / Esc)";
+}
+
+/**
  * "Run this code?": the code (escaped and highlighted by the kernel), Run, Skip, "Allow ... for this session".
  * @param {Request} request
  */
@@ -54,24 +69,31 @@ function approvalView(request) {
     `Allow ${request.allow || "python"} for this session`,
   ]);
   const allows = request.allow !== ""; // a call read from the model's text is asked about each time
-  const limit = request.limit ? ` · no answer in ${request.limit}: not run` : "";
-  const note = h("div", { class: "monad-ask-note", "data-role": "status" }, [`Enter runs · Esc skips${limit}`]);
+  const limit = request.limit ? `no answer in ${request.limit}: not run` : "";
+  const keys = h("span", { "data-role": "keys" });
+  const note = h("div", { class: "monad-ask-note", "data-role": "status", "aria-live": "polite" }, [
+    keys,
+    limit ? ` · ${limit}` : "",
+  ]);
   const code = h("div", { "data-role": "approval-code" });
   code.innerHTML = request.html || ""; // built and escaped by the kernel (code_html.py)
-  const box = h("div", { class: "monad-ask", tabindex: "0", "data-role": "cell-approval", "data-id": request.id || "" }, [
-    h("div", { class: "monad-ask-title" }, [
-      h("span", { class: "monad-ask-flag" }, ["waiting for you"]),
-      ` The agent wants to ${request.action || "run this code"} `,
-      h("span", { class: "monad-ask-dim", "data-role": "approval-summary" }, [`(${request.summary || ""})`]),
-    ]),
-    code,
-    h("div", { class: "monad-ask-actions" }, allows ? [run, skip, always] : [run, skip]),
-    note,
+  const title = h("div", { class: "monad-ask-title", id: `monad-ask-${request.id || ""}` }, [
+    h("span", { class: "monad-ask-flag" }, ["waiting for you"]),
+    ` The agent wants to ${request.action || "run this code"} `,
+    h("span", { class: "monad-ask-dim", "data-role": "approval-summary" }, [`(${request.summary || ""})`]),
   ]);
+  const box = h("div", {
+    class: "monad-ask",
+    tabindex: "0",
+    role: "group",
+    "aria-labelledby": title.id,
+    "data-role": "cell-approval",
+    "data-id": request.id || "",
+  }, [title, code, h("div", { class: "monad-ask-actions" }, allows ? [run, skip, always] : [run, skip]), note]);
   /** @type {[HTMLElement, boolean, boolean][]} */
   const choices = [[run, true, false], [skip, false, false]];
   if (allows) choices.push([always, true, true]);
-  return { box, note, choices, keys: true, done: DONE };
+  return { box, note, keys, choices, done: DONE };
 }
 
 /**
@@ -103,7 +125,7 @@ function reviewView(request) {
   ]);
   /** @type {[HTMLElement, boolean, boolean][]} */
   const choices = [[accept, true, false], [reject, false, false]];
-  return { box, note, choices, keys: false, done: {} };
+  return { box, note, keys: null, choices, done: {} };
 }
 
 /**
@@ -114,15 +136,30 @@ function render({ model, el }) {
   /** @type {Request} */
   const request = model.get("request") || {};
   const view = Array.isArray(request.lines) ? reviewView(request) : approvalView(request);
-  const { box, note, choices } = view;
+  const { box, note, keys, choices } = view;
   const buttons = choices.map(([button]) => button);
+  const viewId = Math.random().toString(36).slice(2, 10);
   el.replaceChildren(box);
+
+  const waiting = () => model.get("status") === "waiting";
+  /** Tell the kernel where this view is; nothing once the question ended (its comm may be closed). */
+  const report = (/** @type {string} */ type) => {
+    if (!waiting()) return;
+    try {
+      model.send({ type, id: request.id, view: viewId });
+    } catch {
+      // the page is going away: the kernel notices the silence
+    }
+  };
+  const hint = () => {
+    if (keys && waiting()) keys.textContent = keysHint(box);
+  };
 
   let sent = false;
   const answer = (/** @type {boolean} */ yes, /** @type {boolean} */ forSession) => {
-    if (sent || model.get("status") !== "waiting") return;
+    if (sent || !waiting()) return;
     sent = true;
-    model.send({ type: "approval", id: request.id, run: yes, always: forSession });
+    model.send({ type: "approval", id: request.id, run: yes, always: forSession, view: viewId });
     for (const button of buttons) button.setAttribute("disabled", "");
     note.textContent = "sending your answer…";
   };
@@ -146,28 +183,48 @@ function render({ model, el }) {
     for (const button of buttons) button.setAttribute("disabled", "");
     note.textContent = (request.done || view.done)[status] || status;
   };
-  if (view.keys) box.addEventListener("keydown", onKey);
+  const onPing = (/** @type {any} */ message) => {
+    if (message && message.type === "ping" && message.id === request.id) report("here");
+  };
+  const onLeave = () => report("gone");
+  if (keys) {
+    box.addEventListener("keydown", onKey);
+    document.addEventListener("focusin", hint);
+    document.addEventListener("focusout", hint);
+  }
   model.on("change:status", onStatus);
+  model.on("msg:custom", onPing);
+  window.addEventListener("pagehide", onLeave);
   onStatus();
-  // The view is drawn before the page attaches it: once it is in the document, say so (and, for a
-  // question about code, take the focus so Enter and Esc answer it).
-  let frames = 0;
-  let frame = 0;
-  const onScreen = () => {
-    if (model.get("status") !== "waiting") return;
+  hint();
+  // The view is drawn before the page attaches it: once it is in the document, say so and bring it into
+  // view (and, for a question about code, take the focus so Enter and Esc answer it, unless the user is typing).
+  // Timers, not animation frames: a tab in the background runs no frames but still runs timers.
+  let tries = 0;
+  let timer = 0;
+  let placed = false;
+  const onPage = () => {
+    if (!waiting()) return;
     if (!box.isConnected) {
-      if (frames++ < 120) frame = requestAnimationFrame(onScreen);
+      if (tries++ < ATTACH_TRIES) timer = window.setTimeout(onPage, 50);
       return;
     }
-    model.send({ type: "shown", id: request.id });
+    placed = true;
+    report("shown");
     box.scrollIntoView({ block: "nearest" });
-    if (view.keys && !typing()) box.focus({ preventScroll: true });
+    if (keys && !typing()) box.focus({ preventScroll: true });
+    hint();
   };
-  onScreen();
+  onPage();
 
   return () => {
-    cancelAnimationFrame(frame);
+    window.clearTimeout(timer);
+    if (placed) report("gone");
     model.off("change:status", onStatus);
+    model.off("msg:custom", onPing);
+    window.removeEventListener("pagehide", onLeave);
+    document.removeEventListener("focusin", hint);
+    document.removeEventListener("focusout", hint);
     for (const release of clicks) release();
     box.removeEventListener("keydown", onKey);
   };

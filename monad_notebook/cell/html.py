@@ -15,6 +15,7 @@ from typing import Any
 
 from monad_notebook.approval.code_html import CODE_CSS, code_html
 from monad_notebook.approval.code_view import shown_lines, visible
+from monad_notebook.approval.decided import DECIDED_CSS
 
 RESULT_LINES = 40
 CELL_CSS = """
@@ -27,7 +28,9 @@ CELL_CSS = """
 .monad-tool-state { color: var(--jp-ui-font-color2, #666); }
 .monad-tool-written { color: var(--jp-ui-font-color2, #666); font-style: italic; }
 .monad-tool-state-running { color: var(--jp-brand-color1, #1976d2); }
-.monad-tool-state-failed { color: var(--jp-error-color1, #c00); }
+.monad-tool-state-failed, .monad-tool-state-interrupted { color: var(--jp-error-color1, #c00); }
+.monad-tool-state-skipped { font-style: italic; }
+.monad-tool-waited { color: var(--jp-ui-font-color2, #666); }
 .monad-tool-label { color: var(--jp-ui-font-color2, #666); margin: 6px 0 0; }
 .monad-result { white-space: pre-wrap; overflow-wrap: anywhere; font-family: var(--jp-code-font-family, monospace);
   font-size: var(--jp-code-font-size, 13px); margin: 2px 0 6px; padding: 4px 8px; max-height: 24em; overflow: auto;
@@ -37,16 +40,13 @@ CELL_CSS = """
 .monad-note-warning { border-left-color: var(--jp-warn-color1, #f59e0b); }
 .monad-note-error { border-left-color: var(--jp-error-color1, #c00); }
 .monad-tag { font-weight: 600; margin-right: 4px; }
-.monad-decided { margin: 3px 0; padding: 2px 8px; border-left: 3px solid var(--jp-success-color1, #16a34a);
-  font-family: var(--jp-ui-font-family, sans-serif); font-size: var(--jp-ui-font-size1, 13px); }
-.monad-decided-no { border-left-color: var(--jp-warn-color1, #f59e0b); }
 .monad-footer { margin-top: 8px; padding-top: 4px; border-top: 1px solid var(--jp-border-color2, #e5e5e5);
   font-family: var(--jp-ui-font-family, sans-serif); font-size: var(--jp-ui-font-size1, 13px);
   color: var(--jp-ui-font-color2, #555); }
 .monad-footer b { color: var(--jp-ui-font-color1, #222); font-weight: 600; }
 .monad-meter { width: 60px; height: 8px; margin: 0 6px 1px 2px; vertical-align: middle; }
 """
-STYLE = f"<style>{CODE_CSS}{CELL_CSS}</style>"
+STYLE = f"<style>{CODE_CSS}{CELL_CSS}{DECIDED_CSS}</style>"
 
 
 def escaped(text: str) -> str:
@@ -74,7 +74,8 @@ class ToolBlock:
     arguments: str
     state: str = "running"
     result: str | None = None
-    seconds: float | None = None
+    seconds: float | None = None  # the call's own time, without the wait for the user
+    waited: float = 0.0  # seconds its question waited for the user's answer
     recovered: str = ""  # the form of a call the model wrote as text ("json block", ...), else ""
 
     @property
@@ -106,16 +107,29 @@ class ToolBlock:
         return one_line(self.arguments, 80)
 
     def status(self) -> str:
+        """The call's state and its own time; what ran has a time, what did not run has none."""
         if self.state == "running":
             return "running…"
-        took = f" in {self.seconds:.1f} s" if self.seconds is not None else ""
-        return {"failed": "failed", "refused": "not run"}.get(self.state, "done") + took
+        ran = self.seconds is not None and self.state in ("done", "failed")
+        took = f" in {self.seconds:.1f} s" if ran else ""
+        if self.state == "interrupted" and self.seconds is not None and self.seconds >= 0.05:
+            took = f" after {self.seconds:.1f} s"
+        return STATES.get(self.state, "done") + took
 
-    def finish(self, result: str, seconds: float | None, outcome: str = "") -> None:
-        """``outcome`` is the tool's own word ("ok", "error", "refused"); without it the result's start decides."""
-        self.result, self.seconds = result, seconds
+    def wait(self) -> str:
+        """The time the call's question waited for the user, apart from the call's own: "" when it did not wait."""
+        return f"waited {_duration(self.waited)} for you" if self.waited >= 0.05 else ""
+
+    def finish(self, result: str, seconds: float | None, outcome: str = "", waited: float = 0.0) -> None:
+        """``outcome`` is the tool's own word ("ok", "error", "refused", "skipped", "interrupted"); without it the
+        result's start decides."""
+        self.result, self.seconds, self.waited = result, seconds, waited
         head = result.lstrip()[:200]
-        if outcome == "refused" or (not outcome and head.startswith(("not run:", "the user declined"))):
+        if outcome in ("skipped", "interrupted", "refused"):
+            self.state = outcome
+        elif not outcome and head.startswith("the user declined"):
+            self.state = "skipped"
+        elif not outcome and head.startswith("not run:"):
             self.state = "refused"
         elif outcome == "error" or (not outcome and head.startswith("error:")):
             self.state = "failed"
@@ -132,8 +146,12 @@ class ToolBlock:
         summary = (
             f'<span class="monad-tool-name">{escaped(self.name)}</span> '
             f'<span class="monad-tool-brief">{html.escape(self.brief())}</span> {written}'
-            f'<span class="monad-tool-state monad-tool-state-{self.state}">· {self.status()}</span>'
+            f'<span class="monad-tool-state monad-tool-state-{self.state}" data-role="tool-state">'
+            f"· {html.escape(self.status())}</span>"
         )
+        if self.wait():
+            summary += f' <span class="monad-tool-waited" data-role="tool-waited">· {html.escape(self.wait())}</span>'
+
         return f'{STYLE}<details class="monad-tool" data-role="tool"><summary>{summary}</summary>{body}</details>'
 
     def written(self) -> str:
@@ -145,13 +163,20 @@ class ToolBlock:
 
     def outcome(self) -> str:
         """What follows the header once the call ended: its status, and a non-python result with its line breaks."""
-        lines = [f"    {self.status()}"]
+        lines = [f"    {' · '.join(part for part in (self.status(), self.wait()) if part)}"]
         if self.result is not None and (self.name != "python" or self.state != "done"):
             lines += [f"    | {row}" for row in clipped(self.result, 12).splitlines()]
         return "\n".join(lines)
 
     def text(self) -> str:
         return self.header() if self.result is None else f"{self.header()}\n{self.outcome()}"
+
+
+STATES = {"failed": "failed", "refused": "not run", "skipped": "skipped", "interrupted": "interrupted"}
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.1f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
 
 
 def _short(value: Any) -> str:

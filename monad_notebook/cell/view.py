@@ -167,9 +167,10 @@ class CellView:
         if found is None:
             return
         block, handle = found
-        seconds = data.get("seconds")
+        seconds, waited = data.get("seconds"), data.get("waited")
         took = float(seconds) if isinstance(seconds, (int, float)) else None
-        block.finish(str(data.get("preview", "")), took, str(data.get("outcome") or ""))
+        wait = float(waited) if isinstance(waited, (int, float)) else 0.0
+        block.finish(str(data.get("preview", "")), took, str(data.get("outcome") or ""), wait)
         if self.rich:
             handle.update({"text/html": block.html(), "text/plain": block.text()}, raw=True)
         else:

@@ -9,15 +9,15 @@ the input prompt instead, and once answered it is replaced by one line saying wh
 
 from __future__ import annotations
 
-import html
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from monad_notebook.approval.busy import PendingAnswer
+from monad_notebook.approval.decided import record_html
 from monad_notebook.approval.gate import TIMEOUT, Answer, within
+from monad_notebook.approval.in_cell import BOUNDS, Bounds, LiveQuestion, put_in_cell
 from monad_notebook.approval.in_cell import HERE as QUESTION_ASSETS
-from monad_notebook.approval.in_cell import SHOWN_WAIT, LiveQuestion, put_in_cell
 
 HERE = Path(__file__).resolve().parent
 DONE = {
@@ -25,6 +25,7 @@ DONE = {
     "skip": "Rejected: nothing changed.",
     "no answer": "No answer: nothing changed.",
     "cancelled": "Interrupted: nothing changed.",
+    "gone": "The page showing the review went away (closed, reloaded or stopped answering): nothing changed.",
     "not shown": "This frontend did not draw the review: it is asked at the input prompt.",
 }
 
@@ -60,22 +61,17 @@ def review_in_cell(
     *,
     display: Callable[..., Any],
     timeout: float = TIMEOUT,
-    shown_wait: float = SHOWN_WAIT,
+    bounds: Bounds = BOUNDS,
 ) -> Answer | None:
     """Show the change in the running cell and wait for Accept (``run`` True) or Reject, at most ``timeout`` s.
 
-    None when it cannot be answered here (no view reported it on screen within ``shown_wait`` seconds).
+    None when it cannot be answered here (no view reported it on screen within ``bounds.shown_wait`` seconds).
     """
     pending = PendingAnswer()
     widget = CellReview(title, lines, pending, timeout=timeout)
 
     def record(status: str) -> dict[str, str]:
         text = f"{title}: {DONE.get(status, status)}"
-        kind = "ok" if status == "run" else "no"
-        return {
-            "text/html": f'<div class="monad-decided monad-decided-{kind}" data-role="review-decided">'
-            f"{html.escape(text)}</div>",
-            "text/plain": text,
-        }
+        return {"text/html": record_html(status, text, role="review-decided"), "text/plain": text}
 
-    return put_in_cell(widget, display=display, record=record, timeout=timeout, shown_wait=shown_wait)
+    return put_in_cell(widget, display=display, record=record, timeout=timeout, bounds=bounds)

@@ -101,20 +101,19 @@ def test_enter_runs_escape_skips_and_allow_for_session_stops_asking(browser, iso
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("asked", ["python", "mcp"])
 @pytest.mark.parametrize("theme", THEMES)
-def test_the_cell_question_is_readable_in_light_and_dark_at_narrow_and_wide_widths(
+def test_the_question_before_an_mcp_call_is_readable_in_light_and_dark_at_narrow_and_wide_widths(
     browser,
     isolated_env,
     tmp_path,
     theme,
-    asked,
 ):
-    """The python tool's question, and the one before a call to the user's MCP server (its own words)."""
+    """The question before a call to the user's MCP server, in its own words (the python tool's is measured
+    in ``test_approval_browser.py``)."""
+    asked = "mcp"
     pytest.importorskip("jupyterlab", reason="jupyterlab is not installed (pip install jupyterlab)")
     with FakeOpenAIServer() as model:
-        call = tool_call("python", printing("THEMED")) if asked == "python" else tool_call(MCP_ECHO, {"text": "THEMED"})
-        model.queue(call, "Skipped it.")
+        model.queue(tool_call(MCP_ECHO, {"text": "THEMED"}), "Skipped it.")
         config = {
             "models": {"main": {"model": "gpt-4.1-mini", "baseUrl": model.base_url, "maxRetries": 0}},
             "tools": {"python": {"approval": "ask"}},
@@ -150,9 +149,8 @@ def test_the_cell_question_is_readable_in_light_and_dark_at_narrow_and_wide_widt
             question.locator("[data-role=skip]").click()
             page.locator(".jp-OutputArea-output").filter(has_text="Skipped it.").wait_for(timeout=30_000)
             page.close()
-    if asked == "mcp":
-        assert "call a tool of the MCP server probe" in words and "Allow probe for this session" in words
-        assert "MCP server probe, tool echo" in words and "python" not in words.lower()
+    assert "call a tool of the MCP server probe" in words and "Allow probe for this session" in words
+    assert "MCP server probe, tool echo" in words and "python" not in words.lower()
     for width, texts in measured.items():
         roles = {m["role"] for m in texts}
         assert {"run", "skip", "allow-session", "status", "approval-summary"} <= roles, (width, roles)

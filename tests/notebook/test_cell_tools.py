@@ -15,7 +15,8 @@ from monad_notebook import Session
 from monad_notebook import events as ev
 from monad_notebook.agent.tools.consent import NOBODY_FOR_WRITTEN
 from monad_notebook.agent.tools.python import DECLINED
-from monad_notebook.approval.gate import Answer, ApprovalGate
+from monad_notebook.approval.decided import said
+from monad_notebook.approval.gate import Answer, ApprovalGate, wording
 from monad_notebook.config import Config
 from monad_notebook.export import export_notebook
 from monad_notebook.notebook.frontend import NotebookFrontend
@@ -313,20 +314,38 @@ def test_auto_applies_at_once_and_still_shows_the_diff():
     assert notebook.requests[-1]["proposal"]["mode"] == "auto"
 
 
-def test_execute_cell_asks_as_the_python_tool_does_and_queues_the_run_for_after_the_turn():
+def test_execute_cell_asks_naming_the_cell_and_saying_it_runs_once_the_turn_ends_and_queues_the_run():
     model = ScriptedModel(
         [tool_call("execute_cell", {"cell_id": "group"}), tool_call("execute_cell", {"cell_id": "load"}), "done"]
     )
     session, notebook = open_notebook(model)
     answers = iter([Answer(True, via="cell"), Answer(False, via="cell")])
-    asked: list[str] = []
-    session.approve = ApprovalGate(lambda code: asked.append(code) or next(answers), emit=session.emit)
+    asked: list[tuple[str, str]] = []
+    session.approve = ApprovalGate(lambda code, subject: asked.append((code, subject)) or next(answers))
     session.ask("run them")
     queued, declined = tool_results(model)
     assert queued.startswith("queued: cell group runs when this turn ends")
     assert declined == DECLINED
-    assert asked == ["df.groupby('region').sum()", CELLS[0][2]]
+    assert [code for code, _ in asked] == ["df.groupby('region').sum()", CELLS[0][2]]
+    (group, group_words), (load, load_words) = ((s, wording(s)) for _, s in asked)
+    assert group_words.action == "run cell 3 (id group, just above this one) when this turn ends"
+    assert load_words.action == "run cell 1 (id load, 3 cells above this one) when this turn ends"
+    assert said("run", group) == "approved: cell 3 will run when this turn ends"
+    assert said("skip", load) == "skipped: cell 1 will not run"
+    assert group_words.allow == "python"  # allowing python for the session allows running cells too
     assert [r["cell_id"] for r in notebook.requests if r["op"] == "run"] == ["group"]
+
+
+def test_python_allowed_for_the_session_runs_a_cell_without_asking_and_a_cell_allowed_allows_python():
+    model = ScriptedModel(
+        [tool_call("execute_cell", {"cell_id": "group"}), tool_call("python", {"code": "x = 1"}), "done"]
+    )
+    session, _ = open_notebook(model)
+    asked: list[str] = []
+    session.approve = ApprovalGate(lambda code, subject: asked.append(code) or Answer(True, always=True, via="cell"))
+    session.ask("run it, then more")
+    assert asked == ["df.groupby('region').sum()"]  # the python call ran without a question
+    assert session.approve.allowed_for_session
 
 
 def test_execute_cell_refuses_the_running_cell_and_any_cell_that_calls_monad_in_one_line_and_queues_none():

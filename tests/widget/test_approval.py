@@ -11,7 +11,7 @@ import pytest
 
 from monad_notebook.approval.busy import PendingAnswer, route_to_subshell, supports_busy_routing
 from monad_notebook.approval.gate import Answer
-from monad_notebook.approval.in_cell import CellApproval, ask_in_cell, can_ask_in_cell
+from monad_notebook.approval.in_cell import BOUNDS, Bounds, CellApproval, ask_in_cell, can_ask_in_cell
 from monad_notebook.widget.panel import MonadPanel, _busy_safe
 from tests.hostile import HIDDEN_CODE, Hidden, invisible_characters
 
@@ -145,12 +145,12 @@ class CellOutput:
 
 
 def asking(
-    code: str, output: CellOutput, *, mirrors=(), timeout: float = 5, shown_wait: float = 2
+    code: str, output: CellOutput, *, mirrors=(), timeout: float = 5, bounds: Bounds = BOUNDS
 ) -> tuple[threading.Thread, list]:
     answers: list = []
     thread = threading.Thread(
         target=lambda: answers.append(
-            ask_in_cell(code, display=output.display, mirrors=mirrors, timeout=timeout, shown_wait=shown_wait)
+            ask_in_cell(code, display=output.display, mirrors=mirrors, timeout=timeout, bounds=bounds)
         )
     )
     thread.start()
@@ -246,7 +246,7 @@ def test_the_cell_asks_only_where_someone_can_click_mid_cell():
 def test_a_question_no_frontend_draws_is_taken_back_for_the_input_prompt(comms):
     output = CellOutput(draws=False)
     started = time.monotonic()
-    thread, answers = asking("df.describe()", output, timeout=30, shown_wait=0.3)
+    thread, answers = asking("df.describe()", output, timeout=30, bounds=Bounds(shown_wait=0.3))
     widget = output.widget()
     thread.join(5)
     assert answers == [None] and time.monotonic() - started < 3  # the caller asks at the input prompt
@@ -263,3 +263,77 @@ def test_a_question_says_how_long_it_waits_and_what_no_answer_means(comms):
     assert "no answer: the code did not run" in output.shown[0]["text/plain"]
     assert "waiting for an answer" in repr(CellApproval("x = 1", PendingAnswer(), timeout=600))
     assert CellApproval("x = 1", PendingAnswer(), timeout=600).request["limit"] == "10 min"
+
+
+# --- a question is relied on only while a page has it -----------------------------------------------------------------
+
+QUICK = Bounds(shown_wait=2, ping_every=0.2, lost_after=0.8, gone_grace=0.4)
+
+
+def report(widget: CellApproval, kind: str, view: str, **more) -> None:
+    widget.comm.from_frontend({"type": kind, "id": widget.request["id"], "view": view, **more})
+
+
+def test_a_question_whose_page_went_away_ends_within_seconds_and_says_so(comms):
+    output = CellOutput(draws=False)
+    started = time.monotonic()
+    thread, answers = asking("df.describe()", output, timeout=60, bounds=QUICK)
+    widget = output.widget()
+    report(widget, "shown", "tab-1")
+    report(widget, "gone", "tab-1")  # the tab was closed, or reloaded
+    thread.join(10)
+    assert answers == [Answer(None, via="cell", why="page gone")] and time.monotonic() - started < 5
+    assert "the page showing this question went away" in output.shown[0]["text/plain"]
+    assert 'data-status="gone"' in output.shown[0]["text/html"]
+
+
+def test_a_question_no_view_answers_any_more_ends_after_lost_after_and_one_a_view_answers_stands(comms):
+    silent = CellOutput(draws=False)
+    started = time.monotonic()
+    thread, answers = asking("df.describe()", silent, timeout=60, bounds=QUICK)
+    report(silent.widget(), "shown", "frozen")  # then never answers a ping: a frozen or vanished page
+    thread.join(10)
+    assert answers == [Answer(None, via="cell", why="page gone")] and time.monotonic() - started < 5
+
+    alive = CellOutput(draws=False)
+    thread, answers = asking("df.describe()", alive, timeout=60, bounds=QUICK)
+    widget = alive.widget()
+    report(widget, "shown", "tab")
+    until = time.monotonic() + 3 * QUICK.lost_after
+    while time.monotonic() < until:  # the view answers every ping, as an open page does
+        pings = [m for m in widget.comm.custom() if m.get("type") == "ping"] if widget.comm else []
+        if pings:
+            report(widget, "here", "tab")
+        time.sleep(0.05)
+    assert thread.is_alive() and widget.status == "waiting"
+    report(widget, "approval", "tab", run=True)
+    thread.join(5)
+    assert answers == [Answer(True, via="cell")]
+
+
+def test_a_view_redrawn_on_its_page_keeps_the_question(comms):
+    output = CellOutput(draws=False)
+    thread, answers = asking("df.describe()", output, timeout=60, bounds=QUICK)
+    widget = output.widget()
+    report(widget, "shown", "old")
+    report(widget, "gone", "old")  # the output was drawn again: the old view goes, a new one comes
+    report(widget, "shown", "new")
+    time.sleep(2 * QUICK.gone_grace)
+    report(widget, "here", "new")
+    assert thread.is_alive()
+    report(widget, "approval", "new", run=False)
+    thread.join(5)
+    assert answers == [Answer(False, via="cell")]
+
+
+def test_each_ending_of_a_question_has_its_own_look(comms):
+    looks = {}
+    for run in (True, False, None):
+        output = CellOutput()
+        thread, _ = asking("x = 1", output, timeout=0.5)
+        widget = output.widget()
+        if run is not None:
+            widget.comm.from_frontend({"type": "approval", "id": widget.request["id"], "run": run})
+        thread.join(5)
+        looks[run] = re.search(r'class="monad-decided (monad-decided-\w+)"', output.shown[0]["text/html"]).group(1)
+    assert len(set(looks.values())) == 3, looks

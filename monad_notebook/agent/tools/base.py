@@ -43,6 +43,14 @@ CHANGES = "changes"  # it can change things and does not ask (memory, a user's o
 
 
 @dataclass
+class Waited:
+    """Seconds one call spent waiting for the user's answers, held by whoever times the call (an interrupt included),
+    so the time a call shows is its own and the wait is shown apart."""
+
+    seconds: float = 0.0
+
+
+@dataclass
 class ToolContext:
     """What a tool may see of the world (the user's kernel and the session), and what one call reports back.
 
@@ -66,11 +74,18 @@ class ToolContext:
     images_config: ImagesConfig = field(default_factory=ImagesConfig)
     sees_images: bool = False  # the model is sent images (models.main.vision)
     redacted: bool = False  # set once a tool's own redaction took something out
-    outcome: str = ""  # how the call went, when the tool says: "ok", "error" or "refused"
+    outcome: str = ""  # how the call went, when the tool says: "ok", "error", "refused" or "skipped"
+    waited: Waited = field(default_factory=Waited)  # the time this call's questions waited for the user
+    declined: bool = False  # the user answered no to this call's question
     images: list[Image] = field(default_factory=list)  # what the call showed, each named by a line in its text
     notebook: NotebookFrontend | None = None  # the open notebook (agent/tools/cells.py); None: no notebook is open
     workspace: WorkspaceRecord | None = None  # what made each name (list_variables shows it); None: off
     written: str = ""  # the call was read from the model's text, in this form ("json block"...); "": an API call
+
+    def refuse(self, line: str) -> str:
+        """The call does not go ahead for the reason ``line`` gives: "skipped" when the user said no, else "refused"."""
+        self.outcome = "skipped" if self.declined else "refused"
+        return line
 
     def redact(self, text: str) -> str:
         """Redact ``text`` whole, before a tool cuts, numbers or formats it (the spec's order).
@@ -91,7 +106,7 @@ class ToolOutput:
 
     text: str
     redacted: bool = False
-    outcome: str = ""  # "ok", "error", "refused", or "" when the tool does not say
+    outcome: str = ""  # "ok", "error", "refused", "skipped", or "" when the tool does not say
     images: tuple[Image, ...] = ()
 
 

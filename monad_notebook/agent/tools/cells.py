@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from monad_notebook.agent.tools.base import Tool, ToolContext, asks, reads, tool
 from monad_notebook.agent.tools.notebook import _clip
 from monad_notebook.agent.tools.python import approval_refusal, strip_ansi
+from monad_notebook.approval.gate import cell_subject
 from monad_notebook.errors import ToolError
 from monad_notebook.images.figures import FigureRecorder
 from monad_notebook.notebook.document import Cell
@@ -299,21 +300,31 @@ def execute_cell(ctx: ToolContext, cell_id: str) -> str:
         cell_id: The cell's id, as read_notebook lists it.
     """
     notebook = _notebook(ctx)
-    if cell_id and cell_id == notebook.running_cell():
+    running = notebook.running_cell()
+    if cell_id and cell_id == running:
         raise ToolError(f"cell {cell_id} is the running %%monad cell (this conversation): it does not run itself")
     with _refusals():
         notebook.check_can_run(cell_id)
-        snapshot = notebook.read(ids=[cell_id])
-        if not snapshot.cells:
+        snapshot = notebook.read(ids=[cell_id, running] if running else [cell_id])
+        cell = next((c for c in snapshot.cells if c.id == cell_id), None)
+        if cell is None:
             raise ToolError(f"no cell with id {cell_id} in the notebook: read_notebook lists the ids")
-        cell = snapshot.cells[0]
         if cell.type == "code":
             _refuse_monad(cell)
-            refusal = approval_refusal(ctx, cell.source)
+            here = next((c.index for c in snapshot.cells if c.id == running), None)
+            refusal = approval_refusal(ctx, cell.source, cell_subject(cell.index + 1, cell.id, _where(cell, here)))
             if refusal is not None:
-                ctx.outcome = "refused"
-                return _told(notebook, refusal)
+                return _told(notebook, ctx.refuse(refusal))
         return _told(notebook, notebook.run(cell_id, cell.source))
+
+
+def _where(cell: Cell, running: int | None) -> str:
+    """Where ``cell`` is from the running ``%%monad`` cell (at index ``running``), as its question says it."""
+    if running is None or running == cell.index:
+        return ""
+    apart = abs(running - cell.index)
+    side = "above" if cell.index < running else "below"
+    return f"{'just' if apart == 1 else f'{apart} cells'} {side} this one"
 
 
 def _refuse_monad(cell: Cell) -> None:

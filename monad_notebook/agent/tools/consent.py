@@ -12,6 +12,7 @@ runs as an API call does. A call turned "off" stays off: nothing here turns a to
 from __future__ import annotations
 
 import json
+import time
 
 from monad_notebook.agent.tools.base import CHANGES, Tool, ToolContext
 from monad_notebook.approval.gate import PYTHON, TOOL, written
@@ -33,13 +34,20 @@ def ask(ctx: ToolContext, text: str, subject: str = PYTHON) -> bool | None:
     """The user's answer about ``text`` (True, False), or None when nobody can answer.
 
     A question about python's code goes to the approver as ``approve(code)``, any other with its
-    ``subject``, marked when the call was read from the model's text.
+    ``subject``, marked when the call was read from the model's text. The time it waits is added
+    to ``ctx.waited`` (an interrupt included), and a no marks the call ``declined``.
     """
     if ctx.approve is None:
         return None
     if ctx.written:
-        return ctx.approve(text, subject=written(subject))
-    return ctx.approve(text) if subject == PYTHON else ctx.approve(text, subject=subject)
+        subject = written(subject)
+    started = time.monotonic()
+    try:
+        answer = ctx.approve(text) if subject == PYTHON else ctx.approve(text, subject=subject)
+    finally:
+        ctx.waited.seconds += time.monotonic() - started
+    ctx.declined = ctx.declined or answer is False
+    return answer
 
 
 def refused_unless_asked(ctx: ToolContext, tool: Tool, arguments: str) -> str | None:
@@ -51,8 +59,8 @@ def refused_unless_asked(ctx: ToolContext, tool: Tool, arguments: str) -> str | 
         return None
     answer = ask(ctx, call_text(tool.name, arguments), TOOL + tool.name)
     if answer is None:
-        return NOBODY_FOR_WRITTEN
-    return None if answer else DECLINED_CALL
+        return ctx.refuse(NOBODY_FOR_WRITTEN)
+    return None if answer else ctx.refuse(DECLINED_CALL)
 
 
 def call_text(name: str, arguments: str) -> str:

@@ -399,8 +399,7 @@ def _as_tool(server: McpServer, listed: Any, name: str) -> Tool:
     def call(ctx: ToolContext, /, **arguments: Any) -> str:  # an argument may be called ctx
         refused = refusal(server.name, server.cfg, listed.name, arguments, ctx)
         if refused is not None:
-            ctx.outcome = "refused"
-            return refused
+            return ctx.refuse(refused)
         return bounded(server.call(listed.name, arguments), ctx)
 
     return Tool(name=name, description=description, parameters=schema, func=call, effect=ASKS)

@@ -24,6 +24,7 @@ from monad_notebook.agent.tools.base import Tool, ToolContext, asks, tool
 from monad_notebook.agent.tools.consent import NOBODY_FOR_WRITTEN, ask, must_ask
 from monad_notebook.agent.tools.output_screen import OutputScreen, strip_ansi
 from monad_notebook.agent.tools.time_limit import CodeTimedOut, TimeLimit
+from monad_notebook.approval.gate import PYTHON
 from monad_notebook.config_schema import ImagesConfig
 from monad_notebook.images.figures import FigureRecorder
 
@@ -347,17 +348,18 @@ def is_shell(shell: Any) -> bool:
     return isinstance(shell, InteractiveShell)
 
 
-def approval_refusal(ctx: ToolContext, code: str) -> str | None:
+def approval_refusal(ctx: ToolContext, code: str, subject: str = PYTHON) -> str | None:
     """Why ``code`` may not run (turned off, declined, nobody could answer), or None when it may.
 
-    Code of a call read from the model's text is asked about whatever the setting (``consent.py``).
+    Code of a call read from the model's text is asked about whatever the setting (``consent.py``);
+    ``subject`` says what the question is about when it is not the python tool's own code (a cell to run).
     """
     mode = ctx.python_approval
     if mode not in ("ask", "auto"):
         return TURNED_OFF
     if not must_ask(ctx, mode):
         return None
-    answer = ask(ctx, code)
+    answer = ask(ctx, code, subject)
     if answer is None:
         return NOBODY_FOR_WRITTEN if ctx.written else NO_APPROVER
     return None if answer else DECLINED
@@ -377,8 +379,7 @@ def python(ctx: ToolContext, code: str) -> str:
     """
     refusal = approval_refusal(ctx, code)
     if refusal is not None:
-        ctx.outcome = "refused"
-        return refusal
+        return ctx.refuse(refusal)
     limit = TimeLimit(ctx.python_timeout)
     redact = (lambda text: ctx.redactor.redact(text).text) if ctx.redactor is not None else (lambda text: text)
     run = _Run(figures=FigureRecorder(ctx.images_config, code, redact), screen=OutputScreen(ctx.redactor))

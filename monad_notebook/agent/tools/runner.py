@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from monad_notebook.agent.tools.base import Tool, ToolContext, ToolOutput, ToolStore
+from monad_notebook.agent.tools.base import Tool, ToolContext, ToolOutput, ToolStore, Waited
 from monad_notebook.agent.tools.consent import refused_unless_asked
 from monad_notebook.agent.tools.mcp_approval import turned_off
 from monad_notebook.agent.tools.registry import run_tool
@@ -92,12 +92,15 @@ class ToolRunner:
             written=written,
         )
 
-    def run(self, call: ToolCall, *, sees_images: bool = False) -> ToolOutput:
+    def run(self, call: ToolCall, *, sees_images: bool = False, waited: Waited | None = None) -> ToolOutput:
         """Run one call (a tool problem becomes a one-line ``error: ...`` result; only an interrupt raises).
 
         ``sees_images``: the model is sent images now (an endpoint that refused them stops that mid-session).
+        ``waited``: where the time the call's questions waited for the user is added, read even after an interrupt.
         """
         ctx = self.context(sees_images=sees_images, written=call.recovered)
+        if waited is not None:
+            ctx.waited = waited
         found = self.tools.get(call.name)
         refused = (
             refused_unless_asked(ctx, found, call.arguments)
@@ -105,7 +108,7 @@ class ToolRunner:
             else turned_off(self.config.mcp_servers, call.name)
         )
         if refused is not None:
-            return ToolOutput(refused, outcome="refused")
+            return ToolOutput(refused, outcome=ctx.outcome or "refused")
         try:
             text = run_tool(self.tools, ctx, call.name, call.arguments)
         finally:  # an interrupted call may have bound names or written files too
