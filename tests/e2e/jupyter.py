@@ -55,6 +55,16 @@ def write_notebook(path: Path, sources: list[str]) -> None:
     path.write_text(json.dumps(notebook))
 
 
+def sign(path: Path, scratch: Path) -> None:
+    """Sign the notebook as ``jupyter trust`` does, for the server ``jupyter_server(..., scratch)`` starts: trusted."""
+    import nbformat
+    from nbformat.sign import NotebookNotary
+
+    data_dir = scratch / "jupyter_data_dir"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    NotebookNotary(data_dir=str(data_dir)).sign(nbformat.read(path, as_version=4))
+
+
 APPS = {
     # app name -> (extra flags, where notebooks open)
     "lab": (["--LabApp.expose_app_in_browser=True"], "/lab/tree/"),
