@@ -17,10 +17,12 @@ from monad_notebook.agent.tools.consent import NOBODY_FOR_WRITTEN
 from monad_notebook.agent.tools.python import DECLINED
 from monad_notebook.approval.gate import Answer, ApprovalGate
 from monad_notebook.config import Config
+from monad_notebook.events import Event
 from monad_notebook.export import export_notebook
 from monad_notebook.notebook.frontend import NotebookFrontend
 from monad_notebook.testing import MemoryStore, ScriptedModel, tool_call, tool_calls
 from monad_notebook.widget.report import render_text, state_from_session
+from monad_notebook.widget.state import PanelState
 from tests.notebook.fake_extension import FakeExtension, FakeKernel
 
 FIXED = "df.groupby('region')['total'].sum()"
@@ -267,6 +269,9 @@ def test_a_change_applied_on_top_of_the_users_comment_is_shown_as_it_lands_and_t
     decided = [e.data for e in session.store.list_events("nb", kind=ev.NOTEBOOK_DECIDED)]
     assert [(d["decision"], d.get("on_top")) for d in decided] == [("accepted", True)]
     assert "sales of 2026" not in json.dumps(decided)  # events never carry a cell's text
+    panel = PanelState("nb")
+    panel.apply(Event(ev.NOTEBOOK_DECIDED, "nb", decided[0]))
+    assert panel.markers[-1]["label"].endswith(f": {waiting} accepted on top of your edit")  # the N marker says so
 
 
 def test_a_proposal_lost_with_a_reloaded_page_is_told_as_not_applied_at_the_next_turn():
