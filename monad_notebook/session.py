@@ -95,8 +95,9 @@ class Session:
         user_ns = namespace if namespace is not None else (shell.user_ns if shell is not None else {})
         self.workspace = WorkspaceRecord(self.store, name, user_ns, shell, root, notify=self.events.emit)
         self.workspace.interrupted = interrupted(self.window)
+        self.event_log = EventLog(name, self.events, self.store.append_events)
         self.cascade = Cascade(
-            window=self.window, store=self.store, events=EventLog(name, self.events, self.store.append_events),
+            window=self.window, store=self.store, events=self.event_log,
             lease=self.lease, counter=setup.cascade.counter, memory=self.memory, promotion=self.promotion,
             recall=self.recall, workspace=self.workspace,
         )  # fmt: skip
@@ -187,7 +188,7 @@ class Session:
 
     def flush_events(self) -> None:
         """Write the pending events; if the write fails they stay pending for the next flush."""
-        self.cascade.flush()
+        self.event_log.flush()
 
     # --- public API ----------------------------------------------------------------
 
@@ -213,12 +214,19 @@ class Session:
         return self.cascade.usage()
 
     def status(self) -> dict[str, Any]:
+        """What ``%monad status`` says: the session, its window and summary, recall's index, the occupancy, the
+        workspace record, the MCP servers, the calls read from text."""
+        summary = self.window.summary
         return {
             "session": self.name,
             "model": self.model.name,
             "config": str(self.watcher.source) if self.watcher.source else "(defaults)",
             "stored_messages": self.store.count_messages(self.name),
-            **self.cascade.status(),
+            "window_messages": len(self.window.messages),
+            "summary": bool(summary and summary.text),
+            **self.recall.indexing(),
+            **self.cascade.usage(),
+            "images": self.window.frame.image_detail or "",
             **self.workspace.status(),
             "mcp_servers": self.settings.mcp.statuses(),
             "text_calls": tally(

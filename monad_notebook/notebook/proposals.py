@@ -153,7 +153,7 @@ def _fenced(proposal: Proposal) -> str:
     return f"{fence}\n{source}\n{fence}{cut}"
 
 
-class Ledger:
+class ProposalBook:
     """The session's proposals: pending ones, and decisions not yet told to the agent; thread-safe.
 
     Decisions arrive from the kernel's subshell thread (a click while the turn runs) as well as

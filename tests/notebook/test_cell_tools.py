@@ -222,7 +222,7 @@ def test_a_change_whose_lines_the_user_edited_is_set_aside_with_only_dismiss_and
     notebook.type_into("group", "df.groupby('region').median()")
     offer = notebook.offers[waiting]
     assert "source" not in offer and offer["overlap"].startswith("your edit and the agent's change touch the same")
-    assert session.notebook.ledger.pending_ids() == [waiting]  # set aside, not decided: the user has not said
+    assert session.notebook.proposals.pending_ids() == [waiting]  # set aside, not decided: the user has not said
     notebook.dismiss(waiting)
     session.ask(session.notebook.with_decisions("I did it myself"))
     assert notebook.cells[2]["source"] == "df.groupby('region').median()"
@@ -290,7 +290,7 @@ def test_a_proposal_lost_with_a_reloaded_page_is_told_as_not_applied_at_the_next
     session.ask("and now?")
     listing = tool_results(model)[-1]
     assert "not applied: the notebook page was reloaded before a decision" in listing
-    assert not session.notebook.ledger.pending_ids()
+    assert not session.notebook.proposals.pending_ids()
 
 
 def test_edit_cell_source_needs_one_exact_occurrence():
