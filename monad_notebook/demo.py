@@ -15,6 +15,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from monad_notebook.agent.tools.consent import NOBODY_FOR_WRITTEN
+from monad_notebook.agent.tools.python import DECLINED, NO_APPROVER, TURNED_OFF
 from monad_notebook.config import SCRIPTED_DEMO_MODEL
 from monad_notebook.context.prompt import own_text
 from monad_notebook.messages import ToolCall, new_id
@@ -28,6 +30,7 @@ DEMO_QUESTIONS = [
     "Save a per-region summary to region_summary.csv.",
     "Recap what we found so far.",
 ]
+NOT_RUN = (DECLINED, NO_APPROVER, TURNED_OFF, NOBODY_FOR_WRITTEN)  # the python tool's answers for code that did not run
 
 LOAD_CODE = """\
 import pandas as pd
@@ -59,6 +62,7 @@ def dataset_path() -> Path:
 class _Plan:
     calls: list[tuple[str, dict[str, Any]]]
     answer: Callable[[list[str], list[dict[str, Any]]], str]
+    not_done: str = ""  # what is not true when its code did not run: the answer says that instead
 
 
 def _first_lines(text: str, n: int = 12) -> str:
@@ -121,13 +125,15 @@ def _plan_for(question: str) -> _Plan:
     if "recap" in q or "so far" in q:
         return _Plan([], _answer_recap)
     if "load" in q and "sales" in q:
-        return _Plan([("python", {"code": LOAD_CODE}), ("describe", {"name": "sales"})], _answer_load)
+        calls = [("python", {"code": LOAD_CODE}), ("describe", {"name": "sales"})]
+        return _Plan(calls, _answer_load, "`sales` was not loaded")
     if "grew" in q or "growth" in q or "fastest" in q:
-        return _Plan([("python", {"code": GROWTH_CODE})], _answer_growth)
+        return _Plan([("python", {"code": GROWTH_CODE})], _answer_growth, "the growth was not computed")
     if "summary" in q and "save" in q:
         return _Plan(
             [("python", {"code": SUMMARY_CODE}), ("list_files", {"pattern": "*.csv"})],
             _answer_summary,
+            "`region_summary.csv` was not saved",
         )
     return _Plan([("list_variables", {})], _answer_generic)
 
@@ -152,10 +158,14 @@ class DemoModel:
         results = [_text(m) for m in messages[last_user + 1 :] if m["role"] == "tool"]
         available = {t["function"]["name"] for t in tools}
         step = len(results)
-        if step < len(plan.calls) and plan.calls[step][0] in available:
+        ran = zip(plan.calls, results, strict=False)  # the calls made so far, with what each returned
+        refused = next((result for (name, _), result in ran if name == "python" and result in NOT_RUN), None)
+        if refused is None and step < len(plan.calls) and plan.calls[step][0] in available:
             name, arguments = plan.calls[step]
             return ChatResponse(content="", tool_calls=[ToolCall(f"call_{new_id()[:12]}", name, json.dumps(arguments))])
-        if any(name not in available for name, _ in plan.calls[step:]):
+        if refused is not None:
+            text = f"{LABEL} The code did not run ({refused}): {plan.not_done}."
+        elif any(name not in available for name, _ in plan.calls[step:]):
             text = f"{LABEL} The demo needs the `{plan.calls[step][0]}` tool, which is turned off in this session."
         else:
             text = f"{LABEL} {plan.answer(results, messages)}"

@@ -84,6 +84,14 @@ def _preview(text: str, limit: int) -> str:
     return one_line(text, limit)
 
 
+def _said(part: dict[str, Any]) -> str:
+    """A part's text, or the calls of an assistant message that only calls tools (its text is empty)."""
+    calls = part.get("calls") or []
+    if part["text"].strip() or not calls:
+        return part["text"]
+    return "calls " + ", ".join(f"{call['name']}({call['arguments']})" for call in calls)
+
+
 def render_prompt_record(records: list[dict[str, Any]], step: int | None) -> str:
     """One prompt record as text: every part with its kind, role and tokens, and a preview."""
     if not records:
@@ -98,7 +106,7 @@ def render_prompt_record(records: list[dict[str, Any]], step: int | None) -> str
     counted = f"; the provider counted {real:,}" if real else ""
     lines = [f"turn {record['turn']} step {record['step']}: about {record['total_tokens']:,} tokens{counted}"]
     for part in record["parts"]:
-        lines.append(f"  {part['kind']:<16} {part['role']:<9} {part['tokens']:>7,}  {_preview(part['text'], 70)}")
+        lines.append(f"  {part['kind']:<16} {part['role']:<9} {part['tokens']:>7,}  {_preview(_said(part), 70)}")
     return "\n".join(lines)
 
 

@@ -484,3 +484,30 @@ def test_a_key_the_model_writes_in_its_answer_is_drawn_stored_and_sent_back_reda
     ]
     ip.run_cell_magic("monad", "", "thanks")
     assert GITHUB not in json.dumps(server.chat_requests[-1]["messages"])
+
+
+def test_the_scripted_demo_says_when_its_code_was_skipped_and_its_recap_counts_only_earlier_questions(
+    ip, isolated_env, capsys, monkeypatch
+):
+    from monad_notebook.demo import DEMO_QUESTIONS, dataset_path
+
+    (isolated_env / "data").mkdir()
+    (isolated_env / "data" / "sales.csv").write_bytes(dataset_path().read_bytes())
+    config = {"models": {"main": {"model": "scripted-demo"}}, "tools": {"python": {"approval": "ask"}}}
+    (isolated_env / "agents.json").write_text(json.dumps(config))
+    ip.run_line_magic("reload_ext", "monad_notebook")
+    answers = iter(["y", "y", "n"])  # the user skips the code that would save the summary
+    monkeypatch.setattr(sys, "stdin", Terminal())
+    monkeypatch.setattr("builtins.input", lambda prompt="": next(answers))
+    for question in DEMO_QUESTIONS:
+        ip.run_cell_magic("monad", "--session demo", question)
+    out = capsys.readouterr().out
+    assert not (isolated_env / "region_summary.csv").exists()
+    assert "Saved `region_summary.csv`" not in out and "Saved region_summary.csv" not in out
+    assert "The code did not run (the user declined to run this code): `region_summary.csv` was not saved." in out
+    assert "From the 3 earlier question(s) in this session's history:" in out
+    assert "4. Recap" not in out
+    ip.run_line_magic("monad", "prompt --step 2")
+    rows = [row.split(maxsplit=3) for row in capsys.readouterr().out.splitlines()[1:]]
+    said = [row[3] for row in rows if row[1] == "assistant"]  # the one message that only called a tool
+    assert said == ['calls python({"code": "import pandas as pd\\nsales = pd.read_csv(\\"dat…'], said

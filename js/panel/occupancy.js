@@ -15,6 +15,12 @@ const KIND_LABELS = {
   image: "images",
   placeholder: "cleared (placeholders)",
 };
+/** What the cascade does once the window crosses each threshold. */
+const THRESHOLD_MEANINGS = {
+  evict: "old tool results are cleared (recoverable)",
+  soft: "a summary starts in the background",
+  hard: "requests wait for the summary",
+};
 const INFO_TOAST_MS = 5000;
 const GRID_CELLS = 100; // the window grid: one cell per 1% of the context window
 
@@ -119,7 +125,10 @@ function thresholdKey(marks) {
     "div",
     { class: "monad-threshold-key", "data-role": "threshold-key" },
     Object.entries(marks).map(([name, at]) =>
-      h("span", { class: "monad-key" }, [h("i", { class: `monad-dash monad-mark-${name}` }), `${name} ${pct(at)}`]),
+      h("span", { class: "monad-key", "data-role": "threshold", "data-name": name }, [
+        h("i", { class: `monad-dash monad-mark-${name}` }),
+        h("span", {}, [`${name} ${pct(at)}`, h("span", { class: "monad-key-meaning" }, [`: ${THRESHOLD_MEANINGS[name] || "a threshold"}`])]),
+      ]),
     ),
   );
 }
@@ -152,7 +161,8 @@ export function drawOccupancy(model, root) {
   }
   const bar = h("div", { class: "monad-bar", "data-role": "bar" }, [fill]);
   for (const [name, at] of Object.entries(marks)) {
-    bar.append(h("div", { class: `monad-mark monad-mark-${name}`, "data-role": `mark-${name}`, style: `left: ${pct(at)}`, title: `${name} ${pct(at)}` }));
+    const title = `${name} ${pct(at)}: ${THRESHOLD_MEANINGS[name] || "a threshold"}`;
+    bar.append(h("div", { class: `monad-mark monad-mark-${name}`, "data-role": `mark-${name}`, style: `left: ${pct(at)}`, title }));
   }
   const numbers = h("div", { class: "monad-numbers", "data-role": "numbers" }, [
     h("strong", {}, [fmt.format(usage.occupancy || 0)]),

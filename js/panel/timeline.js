@@ -2,8 +2,15 @@
 
 import { NARROW, fmt, h, pct, s } from "./dom.js";
 
-const MARKER_LETTERS = { evicted: "E", compaction: "C", reinjected: "R", notebook: "N" };
+/** Each marker's letter on the timeline, and what it says happened at that step. */
+const MARKERS = {
+  evicted: ["E", "eviction: old tool results cleared (recoverable)"],
+  compaction: ["C", "compaction: older messages summarized"],
+  reinjected: ["R", "reinjection: related earlier context brought back"],
+  notebook: ["N", "notebook: a cell proposed, or your decision on one"],
+};
 const FONT = 11; // px: the smallest text the panel draws
+const CHAR_WIDTH = 6.5; // px: about one character of the axis font
 
 /**
  * Labels that keep at least `gap` px apart along one axis: later ones move down (or are dropped).
@@ -73,20 +80,24 @@ export function drawTimeline(model, root) {
     svg.append(s("text", { x: pad.left + 4, y: mark.at - 3, class: "monad-axis monad-halo", "data-role": "threshold-label" }, `${mark.name} ${pct(mark.value)}`));
   }
 
-  // The turn axis: a tick where each turn starts, labelled while the labels fit.
+  // The turn axis: a tick where each turn starts, labelled while the labels fit; the current turn always is.
   const axisY = height - pad.bottom + 6;
   svg.append(s("line", { x1: pad.left, x2: width - pad.right, y1: axisY, y2: axisY, class: "monad-gridline" }));
-  let labelEnd = -Infinity;
-  for (const [index, p] of points.entries()) {
-    if (index > 0 && points[index - 1].turn === p.turn) continue;
-    const px = x(p.i);
-    svg.append(s("line", { x1: px, x2: px, y1: axisY, y2: axisY + 5, class: "monad-tick" }));
+  const starts = points.filter((p, index) => index === 0 || points[index - 1].turn !== p.turn);
+  const turnLabels = starts.map((p) => {
     const text = `turn ${p.turn}`;
-    const textWidth = text.length * 6.5;
-    const left = Math.min(px, width - pad.right - textWidth);
-    if (left > labelEnd + 6) {
-      svg.append(s("text", { x: left, y: axisY + 18, class: "monad-axis", "data-role": "turn-label" }, text));
-      labelEnd = left + textWidth;
+    const textWidth = text.length * CHAR_WIDTH;
+    const left = Math.max(2, Math.min(x(p.i) - textWidth / 2, width - 2 - textWidth)); // centred on its tick
+    return { px: x(p.i), text, textWidth, left };
+  });
+  const current = turnLabels[turnLabels.length - 1];
+  let labelEnd = -Infinity;
+  for (const label of turnLabels) {
+    svg.append(s("line", { x1: label.px, x2: label.px, y1: axisY, y2: axisY + 5, class: "monad-tick" }));
+    const clear = label.left > labelEnd + 6 && label.left + label.textWidth + 6 < current.left;
+    if (label === current || clear) {
+      svg.append(s("text", { x: label.left, y: axisY + 18, class: "monad-axis", "data-role": "turn-label" }, label.text));
+      labelEnd = label.left + label.textWidth;
     }
   }
 
@@ -115,10 +126,10 @@ export function drawTimeline(model, root) {
     const group = s("g", { class: `monad-marker monad-marker-${marker.kind}`, "data-role": "marker", "data-kind": marker.kind, "data-tip": marker.label });
     group.append(s("line", { x1: mx, x2: mx, y1: pad.top - 8, y2: height - pad.bottom, class: "monad-marker-line" }));
     group.append(s("circle", { cx: bx, cy: pad.top - 18, r: 8, class: "monad-marker-badge" }));
-    group.append(s("text", { x: bx, y: pad.top - 14, "text-anchor": "middle", class: "monad-marker-letter" }, MARKER_LETTERS[marker.kind] || "•"));
+    group.append(s("text", { x: bx, y: pad.top - 14, "text-anchor": "middle", class: "monad-marker-letter" }, MARKERS[marker.kind]?.[0] || "•"));
     // The amount beside the badge: right of it, else left, else just under it, inside the plot.
     const tag = marker.tag || "";
-    const tagWidth = tag.length * 6.5;
+    const tagWidth = tag.length * CHAR_WIDTH;
     const right = bx + 11;
     const left = bx - 11 - tagWidth;
     if (tag && right > tagEnd + 4 && right + tagWidth <= width) {
@@ -142,10 +153,15 @@ export function drawTimeline(model, root) {
     const tip = target.closest?.("[data-tip]")?.getAttribute("data-tip");
     readout.textContent = tip || pointTip(latest);
   });
-  const key = h("div", { class: "monad-dim monad-caption" }, [
+  const key = h("div", { class: "monad-dim monad-caption", "data-role": "timeline-key" }, [
     h("span", { class: "monad-key" }, [h("i", { class: "monad-dash monad-dash-sent" }), "sent"]),
     h("span", { class: "monad-key" }, [h("i", { class: "monad-dash monad-dash-before" }), "before eviction / compaction"]),
-    h("span", { class: "monad-key" }, ["E eviction · C compaction · R reinjection · N notebook proposal or decision"]),
+    ...Object.entries(MARKERS).map(([kind, [letter, meaning]]) =>
+      h("span", { class: "monad-key", "data-role": "marker-key", "data-kind": kind }, [
+        h("b", { class: `monad-key-badge monad-marker-${kind}` }, [letter]),
+        meaning,
+      ]),
+    ),
   ]);
   root.replaceChildren(svg, readout, key);
 }

@@ -11,7 +11,7 @@ import type { Kernel, KernelMessage } from '@jupyterlab/services';
 import type { JSONObject } from '@lumino/coreutils';
 
 import { findCell, readCells, sourceOf } from './document';
-import { type IDecided, type IProposal, Reviews } from './review';
+import { type IDecided, type IMerged, type IProposal, Reviews } from './review';
 
 export const TARGET = 'monad-notebook';
 const VERSION = '0.1.0';
@@ -20,7 +20,11 @@ type Request = JSONObject & { id?: string; op?: string };
 
 export class NotebookLink {
   constructor(private readonly panel: NotebookPanel, private readonly app: string) {
-    this.reviews = new Reviews(panel, decided => this.tellDecision(decided));
+    this.reviews = new Reviews(
+      panel,
+      decided => this.tellDecision(decided),
+      (proposal, message) => this.commOf(proposal)?.send(message)
+    );
     panel.sessionContext.kernelChanged.connect(() => this.follow(), this);
     void panel.sessionContext.ready.then(() => this.follow());
     panel.disposed.connect(() => this.reviews.dispose());
@@ -48,6 +52,10 @@ export class NotebookLink {
   }
 
   private handle(comm: Kernel.IComm, request: Request): void {
+    if (request?.type === 'merged') {
+      this.reviews.merged(request as unknown as IMerged); // the answer to a merge this page asked for
+      return;
+    }
     if (!request || typeof request.id !== 'string') {
       return;
     }
@@ -128,13 +136,16 @@ export class NotebookLink {
     return { status: 'queued' };
   }
 
-  /** A decision goes back on the comm that proposed it: each session of the kernel has its own. */
+  /** What the page says about a proposal goes on the comm that proposed it: each session of the kernel has its own. */
+  private commOf(proposal: string): Kernel.IComm | null {
+    const comm = this._askedBy.get(proposal) ?? this._comm;
+    return comm && !comm.isDisposed ? comm : null;
+  }
+
   private tellDecision(decided: IDecided): void {
-    const comm = this._askedBy.get(decided.proposal) ?? this._comm;
+    const comm = this.commOf(decided.proposal);
     this._askedBy.delete(decided.proposal);
-    if (comm && !comm.isDisposed) {
-      comm.send({ type: 'decision', ...decided });
-    }
+    comm?.send({ type: 'decision', ...decided });
   }
 
   private reviews: Reviews;

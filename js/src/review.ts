@@ -3,6 +3,9 @@
 // A pending change lives only here, beside the cell: it is never in the notebook's model, so a
 // save writes exactly what was accepted, and what the user types is never overwritten. A new
 // cell waits as a review under (or above) the cell it is anchored to, every line shown added.
+// A change whose cell the user edits is set aside; the kernel works out whether it applies on top
+// of the edit (``notebook/merge.py``), and if it does the review shows exactly what the cell would
+// then hold, as a diff against the edit, with "Apply on top" beside "Dismiss".
 // Every text here comes from the notebook or the model: it is set as text, never as HTML.
 
 import type { Cell } from '@jupyterlab/cells';
@@ -32,9 +35,24 @@ export interface IDecided {
   proposal: string;
   decision: Decision;
   detail: string;
+  on_top?: string; // accepted on top of the user's edit: the source it was applied on
+}
+
+/** The kernel's answer to "merge": the change on top of the user's edit, or where the two overlap. */
+export interface IMerged {
+  proposal: string;
+  ref: number;
+  source?: string;
+  lines?: [string, string][];
+  summary?: string;
+  overlap?: string;
 }
 
 type Tell = (decided: IDecided) => void;
+type Ask = (proposal: string, message: { type: 'merge'; proposal: string; source: string; ref: number }) => void;
+
+const EDITED = 'You edited this cell, so the agent\u2019s change was set aside.';
+const MERGE_WAIT_MS = 300; // after the last keystroke, before the kernel is asked for the change on top of the edit
 
 function h(tag: string, className: string, text?: string): HTMLElement {
   const node = document.createElement(tag);
@@ -52,9 +70,18 @@ function button(label: string, className: string, onClick: () => void): HTMLButt
   return node;
 }
 
-/** The diff at a cell: what the agent proposes, with Accept and Reject. */
+interface IActions {
+  accept: () => void;
+  reject: () => void;
+  onTop: () => void;
+  dismiss: () => void;
+}
+
+type State = 'pending' | 'applied' | 'outdated' | 'edited' | 'on-top';
+
+/** The diff at a cell: what the agent proposes, with Accept and Reject (or Apply on top, or Dismiss). */
 class ReviewView extends Widget {
-  constructor(readonly proposal: IProposal, actions: { accept: () => void; reject: () => void; dismiss: () => void }) {
+  constructor(readonly proposal: IProposal, actions: IActions) {
     super();
     this.addClass('monad-review');
     this.node.dataset.proposal = proposal.id;
@@ -65,46 +92,75 @@ class ReviewView extends Widget {
     this._what = h('span', 'monad-review-what');
     const head = h('div', 'monad-review-head');
     head.append(this._flag, this._what);
-    const diff = h('div', 'monad-review-diff');
-    for (const [sign, text] of proposal.lines) {
-      const kind = sign === '+' ? 'add' : sign === '-' ? 'del' : 'same';
-      const row = h('div', `monad-review-line monad-review-${kind}`);
-      row.append(h('span', 'monad-review-sign', sign === '-' ? '\u2212' : sign), h('span', 'monad-review-text', text));
-      diff.append(row);
-    }
-    if (proposal.lines.length === 0) {
-      diff.append(h('div', 'monad-review-line monad-review-same', '(empty)'));
-    }
+    this._diff = h('div', 'monad-review-diff');
     this._accept = button('Accept', 'monad-review-accept', actions.accept);
     this._reject = button('Reject', 'monad-review-reject', actions.reject);
+    this._onTop = button('Apply on top', 'monad-review-accept monad-review-on-top', actions.onTop);
     this._dismiss = button('Dismiss', 'monad-review-dismiss', actions.dismiss);
     this._note = h('span', 'monad-review-note');
     const row = h('div', 'monad-review-actions');
-    row.append(this._accept, this._reject, this._dismiss, this._note);
-    this.node.append(head, diff, row);
+    row.append(this._accept, this._reject, this._onTop, this._dismiss, this._note);
+    this.node.append(head, this._diff, row);
     this.show_state(proposal.mode === 'auto' ? 'applied' : 'pending', '');
   }
 
-  /** Pending: Accept and Reject; applied or set aside: a line saying so and Dismiss. */
-  show_state(state: 'pending' | 'applied' | 'outdated', note: string): void {
+  get state(): State {
+    return this.node.dataset.state as State;
+  }
+
+  /**
+   * Pending: Accept and Reject; edited by the user: set aside with Dismiss, and Apply on top once the
+   * kernel found the change applies on top of the edit (``onTop``: its diff, from the edit to what lands).
+   */
+  show_state(state: State, note: string, onTop?: { lines: [string, string][]; summary: string }): void {
     this.node.dataset.state = state;
-    const flags = { pending: 'proposed', applied: 'applied', outdated: 'set aside' };
-    const whats = {
+    const flags: Record<State, string> = {
+      pending: 'proposed',
+      applied: 'applied',
+      outdated: 'set aside',
+      edited: 'set aside',
+      'on-top': 'on top of your edit'
+    };
+    const whats: Record<State, string> = {
       pending: `${this.proposal.summary}: not in the notebook until you accept`,
       applied: `${this.proposal.summary}: applied by the agent (tools.notebook.approval is "auto")`,
-      outdated: `${this.proposal.summary}: not applied`
+      outdated: `${this.proposal.summary}: not applied`,
+      edited: `${this.proposal.summary}, against the cell as the agent read it: not applied`,
+      'on-top': `${onTop?.summary ?? ''}: not in the notebook until you apply it`
     };
     this._flag.textContent = flags[state];
     this._what.textContent = whats[state];
+    this.draw(onTop?.lines ?? this.proposal.lines);
     this._accept.hidden = this._reject.hidden = state !== 'pending';
+    this._onTop.hidden = state !== 'on-top';
     this._dismiss.hidden = state === 'pending';
     this._note.textContent = note;
   }
 
+  private draw(lines: [string, string][]): void {
+    if (this._drawn === lines) {
+      return;
+    }
+    this._drawn = lines;
+    this._diff.replaceChildren();
+    for (const [sign, text] of lines) {
+      const kind = sign === '+' ? 'add' : sign === '-' ? 'del' : 'same';
+      const row = h('div', `monad-review-line monad-review-${kind}`);
+      row.append(h('span', 'monad-review-sign', sign === '-' ? '\u2212' : sign), h('span', 'monad-review-text', text));
+      this._diff.append(row);
+    }
+    if (lines.length === 0) {
+      this._diff.append(h('div', 'monad-review-line monad-review-same', '(empty)'));
+    }
+  }
+
   private _flag: HTMLElement;
   private _what: HTMLElement;
+  private _diff: HTMLElement;
+  private _drawn: [string, string][] | null = null;
   private _accept: HTMLButtonElement;
   private _reject: HTMLButtonElement;
+  private _onTop: HTMLButtonElement;
   private _dismiss: HTMLButtonElement;
   private _note: HTMLElement;
 }
@@ -131,16 +187,24 @@ class ReviewBar extends Widget {
   private _count: HTMLElement;
 }
 
+interface IOffer {
+  ref: number;
+  edited: string; // the source the kernel was asked about
+  merged?: IMerged; // its answer, once it came
+}
+
 interface IPending {
   proposal: IProposal;
   view: ReviewView;
   cell: Cell;
   watch: () => void;
+  offer: IOffer | null;
+  timer: number;
 }
 
 /** The proposals shown in one notebook: where each waits, and what became of it. */
 export class Reviews {
-  constructor(private readonly panel: NotebookPanel, private readonly tell: Tell) {
+  constructor(private readonly panel: NotebookPanel, private readonly tell: Tell, private readonly ask: Ask) {
     this._bar = new ReviewBar(
       () => this.decideAll(true),
       () => this.decideAll(false)
@@ -148,7 +212,7 @@ export class Reviews {
     panel.contentHeader.addWidget(this._bar);
   }
 
-  /** The ids of the proposals waiting for a decision. */
+  /** The ids of the proposals waiting for a decision (set aside ones included: the user has not decided). */
   get pendingIds(): string[] {
     return [...this._pending.keys()];
   }
@@ -179,21 +243,23 @@ export class Reviews {
       }
     }
     if (proposal.mode === 'auto') {
-      const where = this.apply(proposal);
+      const where = this.apply(proposal, false);
       if ('error' in where) {
         return where;
       }
-      const view = new ReviewView(proposal, { accept: () => {}, reject: () => {}, dismiss: () => view.dispose() });
+      const none = (): void => undefined;
+      const view = new ReviewView(proposal, { accept: none, reject: none, onTop: none, dismiss: () => view.dispose() });
       this.attach(where.cell, view, 'below');
       return { status: 'applied' };
     }
     const view = new ReviewView(proposal, {
       accept: () => this.decide(proposal.id, true),
       reject: () => this.decide(proposal.id, false),
-      dismiss: () => view.dispose()
+      onTop: () => this.applyOnTop(proposal.id),
+      dismiss: () => this.dismiss(proposal.id, view)
     });
     this.attach(found.cell, view, proposal.kind === 'insert' ? proposal.position : 'below');
-    const item: IPending = { proposal, view, cell: found.cell, watch: () => {} };
+    const item: IPending = { proposal, view, cell: found.cell, watch: () => {}, offer: null, timer: 0 };
     item.watch = this.watch(item);
     this._pending.set(proposal.id, item);
     this.update();
@@ -212,7 +278,7 @@ export class Reviews {
       return;
     }
     item.watch(); // the change about to be written is not the user's edit
-    const done = this.apply(item.proposal);
+    const done = this.apply(item.proposal, true);
     if ('error' in done) {
       this.settle(item, 'outdated', done.error);
       item.view.show_state('outdated', done.error);
@@ -222,9 +288,28 @@ export class Reviews {
     item.view.dispose();
   }
 
+  /** "Accept all" accepts the changes still as proposed (one set aside needs its own look); "Reject all" all. */
   decideAll(accept: boolean): void {
-    for (const id of this.pendingIds) {
-      this.decide(id, accept);
+    for (const item of [...this._pending.values()]) {
+      if (!accept || item.view.state === 'pending') {
+        this.decide(item.proposal.id, accept);
+      }
+    }
+  }
+
+  /** The kernel's answer to a merge asked for: shown only while the cell still holds the edit it was about. */
+  merged(answer: IMerged): void {
+    const item = this._pending.get(answer.proposal);
+    const offer = item?.offer;
+    if (!item || !offer || offer.ref !== answer.ref || sourceOf(item.cell.model) !== offer.edited) {
+      return; // an answer about an earlier keystroke: a newer question is on its way
+    }
+    offer.merged = answer;
+    if (answer.source !== undefined && answer.lines) {
+      const note = `${EDITED} Apply on top puts it into your edit as shown.`;
+      item.view.show_state('on-top', note, { lines: answer.lines, summary: answer.summary ?? '' });
+    } else {
+      item.view.show_state('edited', `${EDITED} It cannot be applied on top: ${answer.overlap ?? 'unknown'}.`);
     }
   }
 
@@ -236,8 +321,34 @@ export class Reviews {
     this._bar.dispose();
   }
 
+  /** "Apply on top": the merged source the user saw goes into the cell, only while it holds the edit it was made on. */
+  private applyOnTop(id: string): void {
+    const item = this._pending.get(id);
+    const merged = item?.offer?.merged?.source;
+    if (!item || !item.offer || merged === undefined) {
+      return;
+    }
+    if (sourceOf(item.cell.model) !== item.offer.edited) {
+      this.askOnTop(item); // typed since the diff was drawn: it is worked out again first
+      return;
+    }
+    const edited = item.offer.edited;
+    item.watch();
+    item.cell.model.sharedModel.setSource(merged);
+    this.settle(item, 'accepted', '', edited);
+    item.view.dispose();
+  }
+
+  private dismiss(id: string, view: ReviewView): void {
+    const item = this._pending.get(id);
+    if (item) {
+      this.settle(item, 'outdated', 'the user edited the cell while the change waited');
+    }
+    view.dispose();
+  }
+
   /** Put a proposal in the notebook: the cell it changed or the new cell, or why it can no longer be. */
-  private apply(proposal: IProposal): { cell: Cell } | { error: string } {
+  private apply(proposal: IProposal, accepted: boolean): { cell: Cell } | { error: string } {
     const found = findCell(this.panel, proposal.cell_id);
     if (!found) {
       return { error: `cell ${proposal.cell_id} is no longer in the notebook` };
@@ -262,11 +373,15 @@ export class Reviews {
     if (!model) {
       return { error: 'the notebook is not loaded' };
     }
+    // A code cell the user accepted after reading every line is theirs, as a cell they add is:
+    // trusted, with no outputs yet. One the agent put in unasked ("auto") is not, as with a kernel's
+    // set_next_input. Either way the server signs the notebook on save only if every output is trusted.
+    const trusted = accepted && proposal.cell_type === 'code';
     model.sharedModel.insertCell(index, {
       id: proposal.new_id,
       cell_type: proposal.cell_type as 'code' | 'markdown' | 'raw',
       source: proposal.source,
-      metadata: {}
+      metadata: trusted ? { trusted: true } : {}
     });
     if (proposal.position === 'below') {
       this._below.set(proposal.cell_id, proposal.new_id);
@@ -284,18 +399,26 @@ export class Reviews {
     }
   }
 
-  /** A change waits on its cell's source: once the user edits the cell, the change is set aside. */
+  /**
+   * A change waits on its cell's source: once the user edits the cell the change is set aside, and
+   * the kernel is asked whether it applies on top of the edit; an edit undone brings it back.
+   */
   private watch(item: IPending): () => void {
     const model = item.cell.model;
     const onChange = (): void => {
       if (item.proposal.kind !== 'change' || !this._pending.has(item.proposal.id)) {
         return;
       }
-      if (sourceOf(model) !== item.proposal.base) {
-        const note = 'You edited this cell, so the agent\u2019s change was set aside.';
-        this.settle(item, 'outdated', 'the user edited the cell while the change waited');
-        item.view.show_state('outdated', note);
+      window.clearTimeout(item.timer);
+      item.offer = null;
+      if (sourceOf(model) === item.proposal.base) {
+        item.view.show_state('pending', '');
+        return;
       }
+      if (item.view.state !== 'edited') {
+        item.view.show_state('edited', EDITED);
+      }
+      item.timer = window.setTimeout(() => this.askOnTop(item), MERGE_WAIT_MS);
     };
     const onGone = (): void => {
       if (this._pending.has(item.proposal.id)) {
@@ -305,16 +428,24 @@ export class Reviews {
     model.contentChanged.connect(onChange);
     item.cell.disposed.connect(onGone);
     return () => {
+      window.clearTimeout(item.timer);
       model.contentChanged.disconnect(onChange);
       item.cell.disposed.disconnect(onGone);
     };
   }
 
-  private settle(item: IPending, decision: Decision, detail: string): void {
+  private askOnTop(item: IPending): void {
+    const edited = sourceOf(item.cell.model);
+    item.offer = { ref: ++this._asked, edited };
+    item.view.show_state('edited', EDITED);
+    this.ask(item.proposal.id, { type: 'merge', proposal: item.proposal.id, source: edited, ref: item.offer.ref });
+  }
+
+  private settle(item: IPending, decision: Decision, detail: string, onTop?: string): void {
     item.watch();
     this._pending.delete(item.proposal.id);
     this.update();
-    this.tell({ proposal: item.proposal.id, decision, detail });
+    this.tell({ proposal: item.proposal.id, decision, detail, ...(onTop !== undefined ? { on_top: onTop } : {}) });
   }
 
   private update(): void {
@@ -323,5 +454,6 @@ export class Reviews {
 
   private _pending = new Map<string, IPending>();
   private _below = new Map<string, string>();
+  private _asked = 0;
   private _bar: ReviewBar;
 }

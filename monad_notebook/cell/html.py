@@ -3,7 +3,9 @@
 Every string that came from the model or a tool is shown through ``code_view.visible`` (hidden
 characters as markers) and escaped; the model's Markdown never comes here (it goes through
 ``safe_markdown``). Labels are plain words and CSS shapes, so nothing depends on an emoji font.
-Each HTML piece carries its own small stylesheet, built on the notebook theme's variables.
+Each HTML piece carries its own small stylesheet, built on the notebook theme's variables. JupyterLab
+breaks a ``<pre>`` in an output anywhere, mid-word; in a ``%%monad`` cell a code block of the answer
+keeps its lines whole and scrolls sideways, as code is read, and a tool's result wraps between words.
 """
 
 from __future__ import annotations
@@ -32,9 +34,13 @@ CELL_CSS = """
 .monad-tool-state-skipped { font-style: italic; }
 .monad-tool-waited { color: var(--jp-ui-font-color2, #666); }
 .monad-tool-label { color: var(--jp-ui-font-color2, #666); margin: 6px 0 0; }
-.monad-result { white-space: pre-wrap; overflow-wrap: anywhere; font-family: var(--jp-code-font-family, monospace);
-  font-size: var(--jp-code-font-size, 13px); margin: 2px 0 6px; padding: 4px 8px; max-height: 24em; overflow: auto;
-  background: var(--jp-layout-color2, #f7f7f7); border-radius: 3px; }
+.monad-tool pre.monad-result { white-space: pre-wrap; word-break: normal; overflow-wrap: anywhere;
+  font-family: var(--jp-code-font-family, monospace); font-size: var(--jp-code-font-size, 13px); margin: 2px 0 6px;
+  padding: 4px 8px; max-height: 24em; overflow: auto; background: var(--jp-layout-color2, #f7f7f7);
+  border-radius: 3px; }
+.jp-OutputArea:has(.monad-tool, .monad-footer) .jp-RenderedMarkdown pre { overflow-x: auto; }
+.jp-OutputArea:has(.monad-tool, .monad-footer) .jp-RenderedMarkdown :is(pre, pre code) { white-space: pre;
+  word-break: normal; overflow-wrap: normal; }
 .monad-note { margin: 3px 0; padding: 2px 8px; border-left: 3px solid var(--jp-border-color1, #bbb);
   font-family: var(--jp-ui-font-family, sans-serif); font-size: var(--jp-ui-font-size1, 13px); }
 .monad-note-warning { border-left-color: var(--jp-warn-color1, #f59e0b); }

@@ -71,6 +71,13 @@ class Bridge:
                 self._waiting.pop(request_id, None)
         return reply.data or {}
 
+    def send(self, data: dict[str, Any]) -> None:
+        """Tell the extension something unasked (an answer to what the page asked); lost when no comm is open."""
+        comm = self._comm
+        if comm is not None:
+            with contextlib.suppress(Exception):  # closed meanwhile: the page that asked is gone
+                comm.send(data)
+
     def reopen(self) -> None:
         """Drop the current comm: the next request opens a new one (after a page reload, say)."""
         comm, self._comm = self._comm, None

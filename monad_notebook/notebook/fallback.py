@@ -5,7 +5,9 @@ touch their document. The review is the running cell's own output: the diff with
 Reject (the input prompt where no widget is drawn), and the tool waits for the answer. An
 accepted new code cell below the ``%%monad`` cell is applied the one way a kernel can: IPython's
 ``set_next_input``, which these frontends apply when the cell finishes, once per execution. Any
-other accepted change is shown in the output as code to copy, and the result says which.
+other accepted change is shown in the output as code to copy, and the result says which. A change
+whose cell the user edited and saved while it waited is shown again, applied on top of their edit
+(``merge.py``, as the extension does), and only that, once accepted, is what is given to copy.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from monad_notebook.agent.tools.time_limit import CodeTimedOut, TimeLimit
-from monad_notebook.notebook.proposals import ACCEPTED, APPLIED, NO_ANSWER, REJECTED, Proposal
+from monad_notebook.notebook.proposals import ACCEPTED, APPLIED, NO_ANSWER, OUTDATED, REJECTED, Proposal
 
 INSERTED = "it will be inserted below the %%monad cell when this turn ends"
 COPY = "this frontend cannot {what}, so the source is shown in the %%monad cell's output for the user to copy"
@@ -29,16 +31,30 @@ class OutputReview:
         self.timeout = timeout
         self._inserted_in = ""  # the execution whose one set_next_input is taken
 
-    def decide(self, proposal: Proposal, *, mode: str, execution: str) -> tuple[str, str, str]:
-        """(decision, via, what happened) for ``proposal``; "auto" accepts without asking."""
+    def decide(
+        self, proposal: Proposal, *, mode: str, execution: str, now: Callable[[], str | None]
+    ) -> tuple[str, str, str, Proposal]:
+        """(decision, via, what happened, what landed) for ``proposal``; "auto" accepts without asking.
+
+        ``now`` reads the cell's saved source: a change the user edited and saved while it waited is
+        applied on top of their edit only once they accepted it as it then reads.
+        """
         if mode == "auto":
-            return APPLIED, "auto", self._apply(proposal, execution)
+            return APPLIED, "auto", self._apply(proposal, execution), proposal
         answer, via = self._ask(proposal)
+        if answer and proposal.kind == "change" and (edited := now()) != proposal.base:
+            if edited is None:
+                return OUTDATED, via, "the cell is no longer in the saved notebook", proposal
+            on_top = proposal.on_top_of(edited)
+            if isinstance(on_top, str):
+                return OUTDATED, via, f"the user edited the cell while the change waited: {on_top}", proposal
+            proposal = on_top
+            answer, via = self._ask(on_top)
         if answer is None:
-            return NO_ANSWER, via, ""
+            return NO_ANSWER, via, "", proposal
         if not answer:
-            return REJECTED, via, ""
-        return ACCEPTED, via, self._apply(proposal, execution)
+            return REJECTED, via, "", proposal
+        return ACCEPTED, via, self._apply(proposal, execution), proposal
 
     def _ask(self, proposal: Proposal) -> tuple[bool | None, str]:
         kernel = getattr(self.shell, "kernel", None)

@@ -200,13 +200,15 @@ class NotebookFrontend:
         self._check_saved(proposal)
         self.proposals.proposed(proposal, path=OUTPUT, mode="auto" if mode == "auto" else "ask")
         try:
-            decision, via, how = self.review.decide(proposal, mode=mode, execution=self.execution())
+            decision, via, how, landed = self.review.decide(
+                proposal, mode=mode, execution=self.execution(), now=lambda: self._saved_source(proposal.cell_id)
+            )
         except KeyboardInterrupt:  # the turn stops; the proposal is over, and nothing changed
             self.proposals.record(proposal, NO_ANSWER, via="interrupt", tell=False)
             raise
-        decided = self.proposals.record(proposal, decision, via=via, detail=how, tell=False)
+        decided = self.proposals.record(landed, decision, via=via, detail=how, tell=False)
         if decision in (ACCEPTED, APPLIED):
-            self._remember(proposal)
+            self._remember(landed)
         return decided.told()
 
     def _submit_to_extension(self, proposal: Proposal, mode: str) -> str:
@@ -232,6 +234,13 @@ class NotebookFrontend:
             raise NotebookRefused(f"no cell with id {proposal.cell_id} in the notebook: read_notebook lists the ids")
         if proposal.kind == "change" and cell.source != proposal.base:
             raise NotebookRefused(f"cell {proposal.cell_id} changed since you read it: read it again")
+
+    def _saved_source(self, cell_id: str) -> str | None:
+        """The cell's source in the saved file now, or None when it is gone or the file cannot be read."""
+        try:
+            return next((c.source for c in self._saved_cells() if c.id == cell_id), None)
+        except NotebookRefused:
+            return None
 
     def _remember(self, proposal: Proposal) -> None:
         with self._lock:
@@ -261,15 +270,48 @@ class NotebookFrontend:
 
     def _on_frontend(self, data: dict[str, Any]) -> None:
         """What the user did at a cell (on the kernel's subshell thread, maybe while the turn runs)."""
+        if data.get("type") == "merge":
+            self._offer_on_top(data)
+            return
         if data.get("type") != "decision":
             return
         decision = str(data.get("decision") or "")
         if decision not in (ACCEPTED, "rejected", OUTDATED):
             return
+        proposal_id, edited = str(data.get("proposal") or ""), data.get("on_top")
+        on_top = decision == ACCEPTED and isinstance(edited, str)
+        landed = self._landed_on_top(proposal_id, str(edited)) if on_top else None
         detail = str(data.get("detail") or "")
-        decided = self.proposals.decide(str(data.get("proposal") or ""), decision, via="cell", detail=detail)
-        if decided is not None and decision == ACCEPTED:
+        decided = self.proposals.decide(proposal_id, decision, via="cell", detail=detail, landed=landed)
+        if decided is not None and decision == ACCEPTED and (landed is not None or not on_top):
             self._remember(decided.proposal)
+
+    def _landed_on_top(self, proposal_id: str, edited: str) -> Proposal | None:
+        """The change as it landed on top of the user's edit; None (and the cell to be read again) when unknown."""
+        waiting = self.proposals.waiting(proposal_id)
+        landed = waiting.on_top_of(edited) if waiting is not None else None
+        if isinstance(landed, Proposal):
+            return landed
+        if waiting is not None:
+            with self._lock:
+                self.seen.pop(waiting.cell_id, None)
+        return None
+
+    def _offer_on_top(self, data: dict[str, Any]) -> None:
+        """The user edited a cell whose change waits: the change on top of their edit, as a diff, or why not."""
+        proposal_id = str(data.get("proposal") or "")
+        waiting = self.proposals.waiting(proposal_id)
+        reply: dict[str, Any] = {"type": "merged", "proposal": proposal_id, "ref": data.get("ref")}
+        if waiting is None or waiting.kind != "change":
+            reply["overlap"] = "the change no longer waits"
+        else:
+            on_top = waiting.on_top_of(str(data.get("source") or ""))
+            if isinstance(on_top, str):
+                reply["overlap"] = on_top
+            else:
+                lines = [list(row) for row in on_top.lines]
+                reply.update(source=on_top.source, lines=lines, summary=_shown_summary(on_top))
+        self.bridge.send(reply)
 
     def untold(self) -> list[Decided]:
         return self.proposals.untold()
@@ -307,5 +349,6 @@ class NotebookFrontend:
 def _shown_summary(proposal: Proposal) -> str:
     """The proposal as the user reads it at the cell, with its size."""
     if proposal.kind == "change":
-        return f"A change to this cell ({proposal.size()}){proposal.origin()}"
+        mine = " on top of your edit" if proposal.on_top else ""
+        return f"A change to this cell{mine} ({proposal.size()}){proposal.origin()}"
     return f"A new {proposal.cell_type} cell {proposal.position} this one ({proposal.size()}){proposal.origin()}"

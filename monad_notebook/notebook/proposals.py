@@ -11,15 +11,17 @@ line counts, never a cell's text: a source may hold a secret.
 from __future__ import annotations
 
 import itertools
+import re
 import threading
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from monad_notebook.approval.code_view import shown_lines, summary
 from monad_notebook.events import NOTEBOOK_DECIDED, NOTEBOOK_PROPOSED
 from monad_notebook.notebook.line_diff import line_diff
+from monad_notebook.notebook.merge import merge_on_top
 
 Emit = Callable[..., None]
 
@@ -28,6 +30,7 @@ CELL_TYPES = ("code", "markdown", "raw")
 POSITIONS = ("below", "above")
 DECISIONS_TAG = "notebook-decisions"
 _NUMBERS = itertools.count(1)  # proposal ids are unique in the kernel, whichever session proposes
+TOLD_SOURCE_CHARS = 4_000  # of a cell's new source, what the agent is told with the decision (read_cell has it all)
 
 
 def diff_lines(base: str, source: str) -> list[tuple[str, str]]:
@@ -59,6 +62,7 @@ class Proposal:
     new_id: str = ""  # insert: the id the new cell gets
     anchor_is_running: bool = False  # insert: placed against the running %%monad cell
     written: str = ""  # the call was read from the model's text: the user is asked, whatever the approval setting
+    on_top: bool = False  # change: the agent's change applied on top of the user's edit (``base`` is that edit)
     lines: list[tuple[str, str]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -83,13 +87,21 @@ class Proposal:
     def summary(self) -> str:
         """What it is and its size: "new code cell ... below the %%monad cell (3 lines)"."""
         if self.kind == "change":
-            return f"change to cell {self.cell_id} ({self.size()}){self.origin()}"
+            mine = " on top of the user's edit" if self.on_top else ""
+            return f"change to cell {self.cell_id}{mine} ({self.size()}){self.origin()}"
         where = "the %%monad cell" if self.anchor_is_running else f"cell {self.cell_id}"
         return f"new {self.cell_type} cell {self.new_id} {self.position} {where} ({self.size()}){self.origin()}"
 
     def origin(self) -> str:
         """Where the call came from, when the user must know: read from the model's text."""
         return ", a call read from the model's text rather than made through the API" if self.written else ""
+
+    def on_top_of(self, edited: str) -> Proposal | str:
+        """This change applied on top of the user's edit of its cell: a change of the edit, or why it cannot be."""
+        merged = merge_on_top(self.base, edited, self.source)
+        if merged.source is None:
+            return merged.overlap
+        return replace(self, base=edited, source=merged.source, on_top=True, lines=[])
 
     def wire(self, mode: str, summary: str) -> dict[str, Any]:
         """The proposal as the notebook extension takes it."""
@@ -120,12 +132,25 @@ class Decided:
         what = self.proposal.summary()
         if self.decision in (ACCEPTED, APPLIED):
             done = "it is in the notebook now" if not self.detail else self.detail
-            return f"{self.proposal.id} ({what}): {self.decision}; {done}"
+            landed = f"; the cell's new source:\n{_fenced(self.proposal)}" if self.proposal.on_top else ""
+            return f"{self.proposal.id} ({what}): {self.decision}; {done}{landed}"
         if self.decision == OUTDATED:
             return f"{self.proposal.id} ({what}): not applied: {self.detail or 'the notebook changed'}"
         if self.decision == NO_ANSWER:
             return f"{self.proposal.id} ({what}): no answer from the user; nothing changed"
         return f"{self.proposal.id} ({what}): rejected by the user; nothing changed"
+
+
+def _fenced(proposal: Proposal) -> str:
+    """A cell's source in a fence no line of it closes, cut to what the agent needs told."""
+    source = proposal.source
+    fence = "`" * max(3, max((len(run) for run in re.findall("`+", source)), default=0) + 1)
+    cut = ""
+    if len(source) > TOLD_SOURCE_CHARS:
+        more = len(source) - TOLD_SOURCE_CHARS
+        source = source[:TOLD_SOURCE_CHARS]
+        cut = f"\n… {more:,} more characters: read_cell({proposal.cell_id!r}) shows the whole cell"
+    return f"{fence}\n{source}\n{fence}{cut}"
 
 
 class ProposalBook:
@@ -164,13 +189,23 @@ class ProposalBook:
             mode=mode,
         )
 
-    def decide(self, proposal_id: str, decision: str, *, via: str, detail: str = "") -> Decided | None:
-        """Record what became of a pending proposal; None when it is unknown or already decided."""
+    def decide(
+        self, proposal_id: str, decision: str, *, via: str, detail: str = "", landed: Proposal | None = None
+    ) -> Decided | None:
+        """Record what became of a pending proposal; None when it is unknown or already decided.
+
+        ``landed``: what went into the cell instead of the proposal as made (it applied on top of the user's edit).
+        """
         with self._lock:
             proposal = self.pending.pop(proposal_id, None)
         if proposal is None:
             return None
-        return self.record(proposal, decision, via=via, detail=detail)
+        return self.record(landed or proposal, decision, via=via, detail=detail)
+
+    def waiting(self, proposal_id: str) -> Proposal | None:
+        """The pending proposal of that id, if it still waits."""
+        with self._lock:
+            return self.pending.get(proposal_id)
 
     def record(self, proposal: Proposal, decision: str, *, via: str, detail: str = "", tell: bool = True) -> Decided:
         """Record a decision; ``tell`` False when the agent reads it in the tool result that waited for it."""
@@ -179,7 +214,8 @@ class ProposalBook:
             self.pending.pop(proposal.id, None)
             if tell:
                 self._untold.append(decided)
-        self._emit(NOTEBOOK_DECIDED, proposal=proposal.id, decision=decision, via=via, detail=detail)
+        on_top = {"on_top": True} if proposal.on_top else {}
+        self._emit(NOTEBOOK_DECIDED, proposal=proposal.id, decision=decision, via=via, detail=detail, **on_top)
         return decided
 
     def untold(self) -> list[Decided]:

@@ -333,6 +333,12 @@ const KIND_LABELS = {
   image: "images",
   placeholder: "cleared (placeholders)",
 };
+/** What the cascade does once the window crosses each threshold. */
+const THRESHOLD_MEANINGS = {
+  evict: "old tool results are cleared (recoverable)",
+  soft: "a summary starts in the background",
+  hard: "requests wait for the summary",
+};
 const INFO_TOAST_MS = 5000;
 const GRID_CELLS = 100; // the window grid: one cell per 1% of the context window
 
@@ -437,7 +443,10 @@ function thresholdKey(marks) {
     "div",
     { class: "monad-threshold-key", "data-role": "threshold-key" },
     Object.entries(marks).map(([name, at]) =>
-      h("span", { class: "monad-key" }, [h("i", { class: `monad-dash monad-mark-${name}` }), `${name} ${pct(at)}`]),
+      h("span", { class: "monad-key", "data-role": "threshold", "data-name": name }, [
+        h("i", { class: `monad-dash monad-mark-${name}` }),
+        h("span", {}, [`${name} ${pct(at)}`, h("span", { class: "monad-key-meaning" }, [`: ${THRESHOLD_MEANINGS[name] || "a threshold"}`])]),
+      ]),
     ),
   );
 }
@@ -470,7 +479,8 @@ function drawOccupancy(model, root) {
   }
   const bar = h("div", { class: "monad-bar", "data-role": "bar" }, [fill]);
   for (const [name, at] of Object.entries(marks)) {
-    bar.append(h("div", { class: `monad-mark monad-mark-${name}`, "data-role": `mark-${name}`, style: `left: ${pct(at)}`, title: `${name} ${pct(at)}` }));
+    const title = `${name} ${pct(at)}: ${THRESHOLD_MEANINGS[name] || "a threshold"}`;
+    bar.append(h("div", { class: `monad-mark monad-mark-${name}`, "data-role": `mark-${name}`, style: `left: ${pct(at)}`, title }));
   }
   const numbers = h("div", { class: "monad-numbers", "data-role": "numbers" }, [
     h("strong", {}, [fmt.format(usage.occupancy || 0)]),
@@ -566,8 +576,15 @@ function drawWindowGrid(model, root) {
 
 
 
-const MARKER_LETTERS = { evicted: "E", compaction: "C", reinjected: "R", notebook: "N" };
+/** Each marker's letter on the timeline, and what it says happened at that step. */
+const MARKERS = {
+  evicted: ["E", "eviction: old tool results cleared (recoverable)"],
+  compaction: ["C", "compaction: older messages summarized"],
+  reinjected: ["R", "reinjection: related earlier context brought back"],
+  notebook: ["N", "notebook: a cell proposed, or your decision on one"],
+};
 const FONT = 11; // px: the smallest text the panel draws
+const CHAR_WIDTH = 6.5; // px: about one character of the axis font
 
 /**
  * Labels that keep at least `gap` px apart along one axis: later ones move down (or are dropped).
@@ -637,20 +654,24 @@ function drawTimeline(model, root) {
     svg.append(s("text", { x: pad.left + 4, y: mark.at - 3, class: "monad-axis monad-halo", "data-role": "threshold-label" }, `${mark.name} ${pct(mark.value)}`));
   }
 
-  // The turn axis: a tick where each turn starts, labelled while the labels fit.
+  // The turn axis: a tick where each turn starts, labelled while the labels fit; the current turn always is.
   const axisY = height - pad.bottom + 6;
   svg.append(s("line", { x1: pad.left, x2: width - pad.right, y1: axisY, y2: axisY, class: "monad-gridline" }));
-  let labelEnd = -Infinity;
-  for (const [index, p] of points.entries()) {
-    if (index > 0 && points[index - 1].turn === p.turn) continue;
-    const px = x(p.i);
-    svg.append(s("line", { x1: px, x2: px, y1: axisY, y2: axisY + 5, class: "monad-tick" }));
+  const starts = points.filter((p, index) => index === 0 || points[index - 1].turn !== p.turn);
+  const turnLabels = starts.map((p) => {
     const text = `turn ${p.turn}`;
-    const textWidth = text.length * 6.5;
-    const left = Math.min(px, width - pad.right - textWidth);
-    if (left > labelEnd + 6) {
-      svg.append(s("text", { x: left, y: axisY + 18, class: "monad-axis", "data-role": "turn-label" }, text));
-      labelEnd = left + textWidth;
+    const textWidth = text.length * CHAR_WIDTH;
+    const left = Math.max(2, Math.min(x(p.i) - textWidth / 2, width - 2 - textWidth)); // centred on its tick
+    return { px: x(p.i), text, textWidth, left };
+  });
+  const current = turnLabels[turnLabels.length - 1];
+  let labelEnd = -Infinity;
+  for (const label of turnLabels) {
+    svg.append(s("line", { x1: label.px, x2: label.px, y1: axisY, y2: axisY + 5, class: "monad-tick" }));
+    const clear = label.left > labelEnd + 6 && label.left + label.textWidth + 6 < current.left;
+    if (label === current || clear) {
+      svg.append(s("text", { x: label.left, y: axisY + 18, class: "monad-axis", "data-role": "turn-label" }, label.text));
+      labelEnd = label.left + label.textWidth;
     }
   }
 
@@ -679,10 +700,10 @@ function drawTimeline(model, root) {
     const group = s("g", { class: `monad-marker monad-marker-${marker.kind}`, "data-role": "marker", "data-kind": marker.kind, "data-tip": marker.label });
     group.append(s("line", { x1: mx, x2: mx, y1: pad.top - 8, y2: height - pad.bottom, class: "monad-marker-line" }));
     group.append(s("circle", { cx: bx, cy: pad.top - 18, r: 8, class: "monad-marker-badge" }));
-    group.append(s("text", { x: bx, y: pad.top - 14, "text-anchor": "middle", class: "monad-marker-letter" }, MARKER_LETTERS[marker.kind] || "•"));
+    group.append(s("text", { x: bx, y: pad.top - 14, "text-anchor": "middle", class: "monad-marker-letter" }, MARKERS[marker.kind]?.[0] || "•"));
     // The amount beside the badge: right of it, else left, else just under it, inside the plot.
     const tag = marker.tag || "";
-    const tagWidth = tag.length * 6.5;
+    const tagWidth = tag.length * CHAR_WIDTH;
     const right = bx + 11;
     const left = bx - 11 - tagWidth;
     if (tag && right > tagEnd + 4 && right + tagWidth <= width) {
@@ -706,10 +727,15 @@ function drawTimeline(model, root) {
     const tip = target.closest?.("[data-tip]")?.getAttribute("data-tip");
     readout.textContent = tip || pointTip(latest);
   });
-  const key = h("div", { class: "monad-dim monad-caption" }, [
+  const key = h("div", { class: "monad-dim monad-caption", "data-role": "timeline-key" }, [
     h("span", { class: "monad-key" }, [h("i", { class: "monad-dash monad-dash-sent" }), "sent"]),
     h("span", { class: "monad-key" }, [h("i", { class: "monad-dash monad-dash-before" }), "before eviction / compaction"]),
-    h("span", { class: "monad-key" }, ["E eviction · C compaction · R reinjection · N notebook proposal or decision"]),
+    ...Object.entries(MARKERS).map(([kind, [letter, meaning]]) =>
+      h("span", { class: "monad-key", "data-role": "marker-key", "data-kind": kind }, [
+        h("b", { class: `monad-key-badge monad-marker-${kind}` }, [letter]),
+        meaning,
+      ]),
+    ),
   ]);
   root.replaceChildren(svg, readout, key);
 }

@@ -212,8 +212,9 @@ class PanelState:
 
     def _on_notebook_decided(self, data: dict[str, Any]) -> set[str]:
         proposal, decision = str(data.get("proposal", "")), str(data.get("decision", ""))
+        how = " on top of your edit" if data.get("on_top") else ""
         detail = f": {data['detail']}" if data.get("detail") else ""
-        return self._mark("notebook", data, f"{proposal} {decision}", f"{proposal} {decision}{detail}")
+        return self._mark("notebook", data, f"{proposal} {decision}", f"{proposal} {decision}{how}{detail}")
 
     def _on_reset(self, _data: dict[str, Any]) -> set[str]:
         self._clear_history()

@@ -55,6 +55,29 @@ def write_notebook(path: Path, sources: list[str]) -> None:
     path.write_text(json.dumps(notebook))
 
 
+def _notary(scratch: Path) -> Any:
+    """The notary of the server ``jupyter_server(..., scratch)`` starts: its secret and its signatures."""
+    from nbformat.sign import NotebookNotary
+
+    data_dir = scratch / "jupyter_data_dir"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    return NotebookNotary(data_dir=str(data_dir))
+
+
+def sign(path: Path, scratch: Path) -> None:
+    """Sign the notebook as ``jupyter trust`` does: that server opens it trusted."""
+    import nbformat
+
+    _notary(scratch).sign(nbformat.read(path, as_version=4))
+
+
+def signed(path: Path, scratch: Path) -> bool:
+    """Whether that server signed the notebook as saved, so it opens trusted (every output was the user's)."""
+    import nbformat
+
+    return bool(_notary(scratch).check_signature(nbformat.read(path, as_version=4)))
+
+
 APPS = {
     # app name -> (extra flags, where notebooks open)
     "lab": (["--LabApp.expose_app_in_browser=True"], "/lab/tree/"),

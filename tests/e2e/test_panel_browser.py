@@ -5,12 +5,16 @@ The state handed to the page comes from the Python PanelState, so both sides sha
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 
 import pytest
 
+from monad_notebook import events as ev
 from monad_notebook.approval.code_view import approval_view
+from monad_notebook.events import Event
+from monad_notebook.widget.state import PanelState
 from tests.e2e.browser import ARTIFACTS, counting_server, serve
 from tests.e2e.jupyter import jupyter_server, write_notebook
 from tests.e2e.panel_page import panel_state, write_pages
@@ -271,6 +275,34 @@ def test_timeline_shows_before_and_after_the_cascade_with_amounts_labelled_thres
     assert "before the cascade acted: 2,400" in page.locator("[data-role=readout]").inner_text()
     page.hover("[data-role=marker] .monad-marker-badge")
     assert "cleared 2 old tool result(s), \u2212900 tokens" in page.locator("[data-role=readout]").inner_text()
+
+
+TURN_LABELS = """() => [...document.querySelectorAll('[data-role=turn-label]')].map(e => {
+  const box = e.getBoundingClientRect();
+  return [e.textContent, box.left, box.right];
+})"""
+
+
+def test_the_current_turn_is_labelled_on_the_axis_however_many_turns_and_no_two_labels_overlap(browser, server):
+    state = PanelState("dense")
+    state.set_thresholds({"evict": 0.5, "soft": 0.75, "hard": 0.9})
+    for turn in range(1, 13):
+        usage = {"occupancy": 300 * turn, "context_window": 8000, "exact": True, "reclaimed": 0}
+        state.apply(Event(ev.USAGE, "dense", {**usage, "turn": turn, "step": 1}))
+    page = browser.new_page(viewport={"width": 420, "height": 900})
+    page.goto(server)
+    page.wait_for_function("window.ready === true")
+    page.evaluate("state => window.mount(state)", {"session_name": "dense", "approval": {}, **state.snapshot()})
+    labels = {}
+    for width in (420, 1400):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.wait_for_timeout(200)  # the resize observer redraws the timeline at its real width
+        labels[width] = page.evaluate(TURN_LABELS)
+    page.close()
+    for shown in labels.values():
+        assert shown[0][0] == "turn 1" and shown[-1][0] == "turn 12"
+        assert all(left[2] + 4 <= right[1] for left, right in itertools.pairwise(shown))  # [text, left, right] each
+    assert len(labels[420]) < 12 and len(labels[1400]) == 12  # some dropped where narrow; room for every turn wide
 
 
 def test_window_grid_has_a_cell_per_percent_coloured_by_category_with_free_space(page):

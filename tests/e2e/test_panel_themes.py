@@ -23,8 +23,11 @@ MIN_FONT = 11
 INSPECTOR_MAX = 362  # the inspector's body is bounded (360 px in panel.css), whatever the step holds
 BACKGROUNDS = {"light": "rgb(255, 255, 255)", "dark": "rgb(17, 17, 17)"}
 MUST_MEASURE = {
-    "run", "skip", "approval-title", "save", "dismiss", "receipt", "undo", "notice", "decision", "fact", "workspace-row"
+    "run", "skip", "approval-title", "save", "dismiss", "receipt", "undo", "notice", "decision", "fact",
+    "workspace-row", "threshold", "marker-key",
 }  # fmt: skip
+EXPLAINED = """() => [...document.querySelectorAll('[data-role=threshold], [data-role=marker-key]')].map(
+  e => [e.dataset.name || e.dataset.kind, e.textContent])"""
 
 
 @pytest.fixture(scope="module")
@@ -73,6 +76,12 @@ def test_every_text_is_readable_and_the_layout_fits_the_width(browser, site, sho
     measured = page.evaluate(AUDIT, ".monad-panel")
     assert len(measured) > 80 and {m["role"] for m in measured} >= MUST_MEASURE
     assert unreadable(measured) == []
+    explained = dict(page.evaluate(EXPLAINED))  # each mark says what it means where it is drawn, at every width
+    assert explained.keys() == {"evict", "soft", "hard", "evicted", "compaction", "reinjected", "notebook"}
+    assert explained["evict"] == "evict 50%: old tool results are cleared (recoverable)"
+    assert explained["hard"] == "hard 90%: requests wait for the summary"
+    assert explained["evicted"] == "Eeviction: old tool results cleared (recoverable)"  # the badge, then its meaning
+    assert explained["notebook"].startswith("Nnotebook: a cell proposed")
     print(
         f"{theme} {width}px: min font {min(m['size'] for m in measured)} px, min contrast "
         f"{min(m['contrast'] for m in measured)}:1 over {len(measured)} texts"

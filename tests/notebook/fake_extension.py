@@ -41,6 +41,8 @@ class FakeExtension:
         ]
         self.pending: dict[str, dict[str, Any]] = {}
         self.requests: list[dict[str, Any]] = []
+        self.offers: dict[str, dict[str, Any]] = {}  # proposal id -> the kernel's last answer to "merge"
+        self._asked: dict[Any, str] = {}  # ref -> the source a merge was asked for
         frontend.bridge = self  # type: ignore[assignment]
 
     def find(self, cell_id: str) -> int | None:
@@ -114,13 +116,34 @@ class FakeExtension:
         decision = "accepted" if accept else "rejected"
         self.tell({"type": "decision", "proposal": proposal_id, "decision": decision, "detail": ""})
 
+    def send(self, message: dict[str, Any]) -> None:
+        """What the kernel tells the page unasked: its answer to a merge the page asked for."""
+        assert message["type"] == "merged"
+        self.offers[message["proposal"]] = {**message, "edited": self._asked.pop(message["ref"])}
+
     def type_into(self, cell_id: str, source: str) -> None:
-        """The user edits a cell; a change waiting on it is set aside, as the extension does."""
+        """The user edits a cell; a change waiting on it is set aside and the kernel asked for it on top of the edit."""
         at = self.find(cell_id)
         assert at is not None
         self.cells[at]["source"] = source
         waiting = self.pending_for(cell_id)
-        if waiting:
-            self.pending.pop(waiting)
-            detail = "the user edited the cell while the change waited"
-            self.tell({"type": "decision", "proposal": waiting, "decision": "outdated", "detail": detail})
+        if waiting and source != self.pending[waiting]["base"]:
+            ref = len(self.requests) + len(self._asked)
+            self._asked[ref] = source
+            self.tell({"type": "merge", "proposal": waiting, "source": source, "ref": ref})
+
+    def apply_on_top(self, proposal_id: str) -> None:
+        """The user clicks "Apply on top": the merged source the kernel offered goes into the cell holding the edit."""
+        offer = self.offers.pop(proposal_id)
+        proposal = self.pending.pop(proposal_id)
+        at = self.find(proposal["cell_id"])
+        assert at is not None and self.cells[at]["source"] == offer["edited"] and "source" in offer
+        self.cells[at]["source"] = offer["source"]
+        self.tell({"type": "decision", "proposal": proposal_id, "decision": "accepted", "on_top": offer["edited"]})
+
+    def dismiss(self, proposal_id: str) -> None:
+        """The user clicks "Dismiss" on a change set aside by their edit."""
+        self.pending.pop(proposal_id)
+        self.offers.pop(proposal_id, None)
+        detail = "the user edited the cell while the change waited"
+        self.tell({"type": "decision", "proposal": proposal_id, "decision": "outdated", "detail": detail})

@@ -18,10 +18,12 @@ from monad_notebook.agent.tools.python import DECLINED
 from monad_notebook.approval.decided import said
 from monad_notebook.approval.gate import Answer, ApprovalGate, wording
 from monad_notebook.config import Config
+from monad_notebook.events import Event
 from monad_notebook.export import export_notebook
 from monad_notebook.notebook.frontend import NotebookFrontend
 from monad_notebook.testing import MemoryStore, ScriptedModel, tool_call, tool_calls
 from monad_notebook.widget.report import render_text, state_from_session
+from monad_notebook.widget.state import PanelState
 from tests.notebook.fake_extension import FakeExtension, FakeKernel
 
 FIXED = "df.groupby('region')['total'].sum()"
@@ -206,7 +208,7 @@ def test_a_change_to_a_cell_edited_since_it_was_read_and_an_unknown_or_unread_ce
     assert notebook.cells[2]["source"] == "df.groupby('region').mean()  # my own fix" and not notebook.pending
 
 
-def test_a_pending_change_is_set_aside_when_the_user_edits_its_cell_and_the_agent_is_told():
+def test_a_change_whose_lines_the_user_edited_is_set_aside_with_only_dismiss_and_the_agent_is_told():
     model = ScriptedModel(
         [
             tool_call("read_cell", {"cell_id": "group"}),
@@ -217,11 +219,60 @@ def test_a_pending_change_is_set_aside_when_the_user_edits_its_cell_and_the_agen
     )
     session, notebook = open_notebook(model)
     session.ask("use the mean")
+    (waiting,) = notebook.pending
     notebook.type_into("group", "df.groupby('region').median()")
+    offer = notebook.offers[waiting]
+    assert "source" not in offer and offer["overlap"].startswith("your edit and the agent's change touch the same")
+    assert session.notebook.proposals.pending_ids() == [waiting]  # set aside, not decided: the user has not said
+    notebook.dismiss(waiting)
     session.ask(session.notebook.with_decisions("I did it myself"))
     assert notebook.cells[2]["source"] == "df.groupby('region').median()"
     told = model.calls[-1].messages[-1]["content"]
     assert "not applied: the user edited the cell while the change waited" in told
+
+
+LOAD = "import pandas as pd\ndf = pd.read_csv('sales.csv')\ndf.head()"
+COMMENTED = "# the sales of 2026\nimport pandas as pd\ndf = pd.read_csv('sales.csv')\ndf.head()"
+
+
+def test_a_change_applied_on_top_of_the_users_comment_is_shown_as_it_lands_and_the_agent_is_told_the_new_source():
+    model = ScriptedModel(
+        [
+            tool_call("read_cell", {"cell_id": "load"}),
+            tool_call("edit_cell_source", {"cell_id": "load", "old_string": "head()", "new_string": "describe()"}),
+            "Proposed.",
+            tool_call("edit_cell_source", {"cell_id": "load", "old_string": "describe()", "new_string": "info()"}),
+            "Proposed again.",
+        ]
+    )
+    cells = [("load", "code", LOAD), *CELLS[1:]]
+    session, notebook = open_notebook(model, cells)
+    session.ask("describe the data")
+    (waiting,) = notebook.pending
+    notebook.type_into("load", COMMENTED)
+    offer = notebook.offers[waiting]
+    merged = COMMENTED.replace("head()", "describe()")
+    assert offer["source"] == merged and offer["summary"].startswith("A change to this cell on top of your edit")
+    assert [tuple(row) for row in offer["lines"]] == [
+        (" ", "# the sales of 2026"),
+        (" ", "import pandas as pd"),
+        (" ", "df = pd.read_csv('sales.csv')"),
+        ("-", "df.head()"),
+        ("+", "df.describe()"),
+    ]  # the diff the user accepts: from the cell as they left it to what it will hold
+    notebook.apply_on_top(waiting)
+    assert notebook.cells[0]["source"] == merged
+    session.ask(session.notebook.with_decisions("and use info()"))
+    told = model.calls[3].messages[-1]["content"]
+    assert f"{waiting} (change to cell load on top of the user's edit (+1 \u22121 lines" in told
+    assert f"accepted; it is in the notebook now; the cell's new source:\n```\n{merged}\n```" in told
+    assert notebook.pending  # the next change is made against the merged source: the agent needs no re-read
+    decided = [e.data for e in session.store.list_events("nb", kind=ev.NOTEBOOK_DECIDED)]
+    assert [(d["decision"], d.get("on_top")) for d in decided] == [("accepted", True)]
+    assert "sales of 2026" not in json.dumps(decided)  # events never carry a cell's text
+    panel = PanelState("nb")
+    panel.apply(Event(ev.NOTEBOOK_DECIDED, "nb", decided[0]))
+    assert panel.markers[-1]["label"].endswith(f": {waiting} accepted on top of your edit")  # the N marker says so
 
 
 def test_a_proposal_lost_with_a_reloaded_page_is_told_as_not_applied_at_the_next_turn():

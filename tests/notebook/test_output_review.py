@@ -193,3 +193,40 @@ def test_a_change_that_copies_a_placeholder_back_is_refused_before_any_review_is
     assert inserted.startswith("error: ") and "holds [REDACTED:github]" in inserted
     assert "The agent proposes" not in capsys.readouterr().out and vscode.shell.next_inputs == []
     assert token not in json.dumps([call.messages for call in model.calls])
+
+
+@pytest.mark.parametrize(
+    ("edited", "on_top"),
+    [
+        ("# the first value\nx = 1\ny = 2", "# the first value\nx = 1\ny = 20"),  # another line: applied on top
+        ("x = 1\ny = 3", None),  # the same line: not applied
+    ],
+)
+def test_a_change_whose_cell_was_saved_edited_during_the_review_is_asked_again_on_top_of_the_edit(
+    vscode, monkeypatch, capsys, edited, on_top
+):
+    saved(vscode.file, [("load", "code", "x = 1\ny = 2"), ("run", "code", "%%monad\nadd cells")])
+    change = {"cell_id": "load", "old_string": "y = 2", "new_string": "y = 20"}
+    model = ScriptedModel([tool_call("read_cell", {"cell_id": "load"}), tool_call("edit_cell_source", change), "ok"])
+    session = vscode.start(model, [])
+    asked: list[str] = []
+
+    def user_edits_saves_then_accepts(prompt):
+        if not asked:
+            saved(vscode.file, [("load", "code", edited), ("run", "code", "%%monad\nadd cells")])
+        asked.append(capsys.readouterr().out)
+        return "y"
+
+    monkeypatch.setattr("builtins.input", user_edits_saves_then_accepts)
+    session.ask("set y to 20")
+    told = results(model)[-1]
+    if on_top is None:
+        assert len(asked) == 1 and "not applied: the user edited the cell while the change waited: your edit" in told
+        assert "copy this" not in capsys.readouterr().out
+        return
+    assert len(asked) == 2 and "on top of the user's edit" in asked[1]
+    assert "  # the first value\n  x = 1\n- y = 2\n+ y = 20" in asked[1]  # the diff against the edit, every line
+    assert f"the cell's new source:\n```\n{on_top}\n```" in told
+    shown = capsys.readouterr().out  # the display as printed outside a frontend: its text/plain, maybe in a repr
+    copy = f"Accepted: copy this into cell load:\n{on_top}"
+    assert copy in shown or repr(copy) in shown
