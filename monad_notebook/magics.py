@@ -37,12 +37,13 @@ if TYPE_CHECKING:  # the session pulls in LanceDB and openai: loaded on the firs
 
 HELP = """\
 %%monad [--session NAME] [--model MODEL] [--new]
-    The cell body is your message to the agent. --session switches to (or creates) NAME,
-    --model overrides models.main.model for this notebook, --new starts a fresh session.
+    The cell body is your message to the agent, in this notebook's own session unless
+    --session switches to (or creates) NAME. --model overrides models.main.model for
+    this notebook, --new starts a fresh session.
 
 %monad help                 this text
 %monad status               the session, its model, how full its window is, whether python asks first
-%monad sessions             every stored session
+%monad sessions             every stored session, and the notebook each belongs to
 %monad session NAME         switch to NAME (created on first use)
 %monad branch NEW           copy this session into NEW and switch to it
 %monad reset                forget this session's conversation
@@ -132,9 +133,7 @@ class MonadMagics(Magics):
         return self._store
 
     def session(self, name: str | None = None) -> Session:
-        notebook: NotebookFrontend | None = None
-        if not (name or self.current):
-            notebook, name = self._own_session()
+        notebook, name = self._own_session() if not (name or self.current) else (None, name)
         name = name or self.current or "default"
         if name not in self._sessions:
             from monad_notebook.notebook.frontend import open_notebook

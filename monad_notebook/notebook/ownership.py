@@ -27,6 +27,7 @@ from typing import Any
 
 from monad_notebook.notebook.document import MAX_NOTEBOOK_BYTES, saved_path
 from monad_notebook.store.base import Sessions, Store
+from monad_notebook.store.rows import is_text
 
 DEFAULT = "default"
 NOTEBOOK = "notebook"  # the record's meta key: the absolute path of the notebook the session belongs to
@@ -133,7 +134,8 @@ def own_session(store: Sessions, identity: Identity) -> Owned:
 
 def free_name(store: Sessions, here: str) -> str:
     """The notebook file's stem, or the stem with the first free number after it."""
-    stem = Path(here).stem.strip()[:180] or "notebook"
+    stem = "".join(c if c.isprintable() else " " for c in Path(here).stem).strip()[:180]
+    stem = stem if stem and is_text(stem) else "notebook"  # a file name's undecodable bytes are not a name
     if store.get_session(stem) is None:
         return stem
     number = 2

@@ -1,4 +1,4 @@
-"""Each notebook owns its session: found by the name in its metadata, else by its path, on a real store and real files."""
+"""Each notebook owns its session: by the name in its metadata, else by its path (a real store, real files)."""
 
 from __future__ import annotations
 
