@@ -9,8 +9,9 @@ kernel's first ``%%monad`` the two are compared:
   and the session follows it (its record takes the new path);
 - the record's path is another notebook that still exists: this one is a copy, and its session
   starts as a branch of that one's, under a name of its own;
-- no name in the metadata (VS Code, nbclient, papermill, a script, a notebook never saved with
-  it): the session recorded for this path, else a new one named for the file.
+- no name in the metadata (VS Code, a script, a notebook never saved with it), or a name that is
+  no notebook's (a session named by hand): the session recorded for this path, else a new one
+  named for the file.
 
 Where no file is known at all (a plain IPython shell) the session is "default", as before.
 Every failure to read an identity falls back quietly to the path.
@@ -109,25 +110,23 @@ def own_session(store: Sessions, identity: Identity) -> Owned:
     if not here:
         return Owned(DEFAULT)
     claimed = store.get_session(identity.claimed) if identity.claimed else None
-    if claimed is not None:
-        owner = owner_of(claimed.meta)
-        if owner == here:
-            return Owned(claimed.name)
-        if not owner or not Path(owner).exists():
-            store.set_session_meta(claimed.name, {**claimed.meta, NOTEBOOK: here})
-            moved = f"; it was {shown_path(owner)}" if owner else ""
-            return Owned(claimed.name, f"session {claimed.name!r} follows its notebook, now {shown_path(here)}{moved}")
+    owner = owner_of(claimed.meta) if claimed is not None else ""  # a session named by hand is no notebook's
+    if claimed is not None and owner == here:
+        return Owned(claimed.name)
+    if claimed is not None and owner and not Path(owner).exists():  # renamed or moved: the session follows
+        store.set_session_meta(claimed.name, {**claimed.meta, NOTEBOOK: here})
+        where = f"now {shown_path(here)}; it was {shown_path(owner)}"
+        return Owned(claimed.name, f"session {claimed.name!r} follows its notebook, {where}")
     mine = [r for r in store.list_sessions() if owner_of(r.meta) == here]
     if mine:
         return Owned(mine[0].name)
-    if claimed is not None:  # a copy: the original notebook is still where its session says
+    if claimed is not None and owner:  # a copy: the original notebook is still where its session says
         name = free_name(store, here)
         store.clone_session(claimed.name, name)
         store.set_session_meta(name, {**claimed.meta, NOTEBOOK: here})
-        return Owned(name, f"this notebook is a copy of {shown_path(owner_of(claimed.meta))}: its session {name!r} "
+        return Owned(name, f"this notebook is a copy of {shown_path(owner)}: its session {name!r} "
                      f"starts as a branch of {claimed.name!r}")  # fmt: skip
-    name = identity.claimed if identity.claimed and store.get_session(identity.claimed) is None else ""
-    name = name or free_name(store, here)
+    name = identity.claimed if identity.claimed and claimed is None else free_name(store, here)
     store.create_session(name, meta={NOTEBOOK: here})
     return Owned(name, _moved_note(store, name))
 

@@ -67,7 +67,7 @@ def test_the_shared_default_session_from_before_stays_and_is_pointed_to_once(sto
     assert shown[1].startswith("  one  (0 messages") and shown[1].endswith(str((tmp_path / "one.ipynb").resolve()))
 
 
-def test_an_unreadable_or_foreign_metadata_falls_back_to_the_path(store, tmp_path):
+def test_unreadable_foreign_or_hand_named_metadata_falls_back_to_the_path(store, tmp_path):
     broken = tmp_path / "broken.ipynb"
     broken.write_text("{not json")
     odd = tmp_path / "odd.ipynb"
@@ -75,3 +75,8 @@ def test_an_unreadable_or_foreign_metadata_falls_back_to_the_path(store, tmp_pat
     assert opened(broken, tmp_path) == Identity(str(broken.resolve()), "")
     assert own_session(store, opened(broken, tmp_path)).name == "broken"
     assert own_session(store, opened(odd, tmp_path)).name == "odd"
+    store.create_session("shared")  # named by hand with --session: no notebook's own
+    by_hand = tmp_path / "by_hand.ipynb"
+    notebook_file(by_hand, "shared")
+    assert own_session(store, opened(by_hand, tmp_path)).name == "by_hand"
+    assert store.get_session("shared").meta == {}
