@@ -31,17 +31,19 @@ from monad_notebook.export import export_notebook, last_turn_code
 from monad_notebook.redaction.redactor import builtin_redactor
 
 if TYPE_CHECKING:  # the session pulls in LanceDB and openai: loaded on the first cell, or warmed up in the background
+    from monad_notebook.notebook.frontend import NotebookFrontend
     from monad_notebook.session import Session
     from monad_notebook.store.base import Store
 
 HELP = """\
 %%monad [--session NAME] [--model MODEL] [--new]
-    The cell body is your message to the agent. --session switches to (or creates) NAME,
-    --model overrides models.main.model for this notebook, --new starts a fresh session.
+    The cell body is your message to the agent, in this notebook's own session unless
+    --session switches to (or creates) NAME. --model overrides models.main.model for
+    this notebook, --new starts a fresh session.
 
 %monad help                 this text
 %monad status               the session, its model, how full its window is, whether python asks first
-%monad sessions             every stored session
+%monad sessions             every stored session, and the notebook each belongs to
 %monad session NAME         switch to NAME (created on first use)
 %monad branch NEW           copy this session into NEW and switch to it
 %monad reset                forget this session's conversation
@@ -114,7 +116,7 @@ def render_prompt_record(records: list[dict[str, Any]], step: int | None) -> str
 class MonadMagics(Magics):
     def __init__(self, shell: Any) -> None:
         super().__init__(shell)
-        self.current = "default"
+        self.current: str | None = None  # None until the first cell: then this notebook's own session
         self.overrides: dict[str, Any] = {}
         self._watcher: ConfigWatcher | None = None
         self._store: Store | None = None
@@ -139,12 +141,13 @@ class MonadMagics(Magics):
         return self._store
 
     def session(self, name: str | None = None) -> Session:
-        name = name or self.current
+        notebook, name = self._own_session() if not (name or self.current) else (None, name)
+        name = name or self.current or "default"
         if name not in self._sessions:
             from monad_notebook.notebook.frontend import open_notebook
             from monad_notebook.session import Session
 
-            notebook = open_notebook(self.shell)  # None where nobody sits at a notebook (nbclient, papermill)
+            notebook = notebook or open_notebook(self.shell)  # None where nobody sits at a notebook (nbclient)
             session = Session(name, config=self.watcher, store=self.store, shell=self.shell, notebook=notebook)
             if notebook is not None:
                 tools = lambda: session.config.tools  # noqa: E731 - read at each use: the config may change
@@ -160,6 +163,20 @@ class MonadMagics(Magics):
             self._sessions[name] = session
         self.current = name
         return self._sessions[name]
+
+    def _own_session(self) -> tuple[NotebookFrontend | None, str]:
+        """This notebook's own session (see ``notebook/ownership.py``), named in its metadata where it can be."""
+        from monad_notebook.notebook.frontend import open_notebook
+        from monad_notebook.notebook.ownership import identity_of, own_session
+
+        notebook = open_notebook(self.shell)
+        identity = identity_of(self.shell, notebook)
+        owned = own_session(self.store, identity)
+        if owned.note:
+            print(f"monad: {owned.note}")
+        if notebook is not None and identity.path and identity.claimed != owned.name:
+            notebook.name_session(owned.name)
+        return notebook, owned.name
 
     def after_cell(self, result: Any) -> None:
         """IPython's ``post_run_cell``: each session here notes what the user's cell changed in the kernel."""
@@ -177,7 +194,7 @@ class MonadMagics(Magics):
 
     def redact(self, text: str) -> str:
         """What the cell may show of ``text``: the session's redaction, or the built-in one before any session."""
-        session = self._sessions.get(self.current)
+        session = self._sessions.get(self.current or "")
         return session.cascade.redact(text) if session is not None else builtin_redactor().redact(text).text
 
     @line_cell_magic
@@ -255,14 +272,10 @@ class MonadMagics(Magics):
         print(notebook_sentence(session.notebook))
 
     def _cmd_sessions(self, rest: list[str]) -> None:
+        from monad_notebook.notebook.ownership import listing
+
         self._want(rest, 0, "sessions")
-        records = self.store.list_sessions()
-        if not records:
-            print("no sessions yet: run a %%monad cell")
-        for record in records:
-            marker = "*" if record.name == self.current else " "
-            stamp = time.strftime("%Y-%m-%d %H:%M", time.localtime(record.updated_at))
-            print(f"{marker} {record.name}  ({self.store.count_messages(record.name)} messages, {stamp})")
+        print(listing(self.store, self.current))
 
     def _cmd_session(self, rest: list[str]) -> None:
         (name,) = self._want(rest, 1, "session NAME")
@@ -291,7 +304,7 @@ class MonadMagics(Magics):
         self.store.delete_session(name)
         self._sessions.pop(name, None)
         if self.current == name:
-            self.current = "default"
+            self.current = None
         print(f"deleted session {name!r}")
 
     def _cmd_prompt(self, rest: list[str]) -> None:
@@ -401,7 +414,7 @@ class MonadMagics(Magics):
         parser.add_argument("path")
         parser.add_argument("--session", "-s")
         args = parser.parse_args(rest)
-        name = args.session or self.current
+        name = args.session or self.current or self.session().name
         if self.store.get_session(name) is None:
             raise UsageError(f"no session named {name!r}; see %monad sessions")
         if name in self._sessions:

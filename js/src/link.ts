@@ -16,7 +16,19 @@ import { type IDecided, type IMerged, type IProposal, Reviews } from './review';
 export const TARGET = 'monad-notebook';
 const VERSION = '0.1.0';
 
+const METADATA = 'monad';
+
 type Request = JSONObject & { id?: string; op?: string };
+
+/** The server's root directory as the page was given it, so the kernel can tell where the notebook is. */
+function serverRoot(): string {
+  try {
+    const data = JSON.parse(document.getElementById('jupyter-config-data')?.textContent ?? '{}');
+    return typeof data.serverRoot === 'string' ? data.serverRoot : '';
+  } catch {
+    return '';
+  }
+}
 
 export class NotebookLink {
   constructor(private readonly panel: NotebookPanel, private readonly app: string) {
@@ -83,10 +95,14 @@ export class NotebookLink {
       case 'hello':
         return {
           path: this.panel.context.path,
+          root: serverRoot(),
+          session: this.sessionName(),
           app: this.app,
           version: VERSION,
           pending: this.reviews.pendingIds
         };
+      case 'own':
+        return this.own(String(request.session ?? ''));
       case 'read': {
         const ids = Array.isArray(request.ids) ? (request.ids as string[]) : null;
         const read = readCells(this.panel, {
@@ -111,6 +127,23 @@ export class NotebookLink {
       default:
         return { error: `unknown request ${String(request.op)}` };
     }
+  }
+
+  /** The session the notebook's metadata names as its own ("" when none). */
+  private sessionName(): string {
+    const named = (this.panel.model?.getMetadata(METADATA) as JSONObject | undefined)?.session;
+    return typeof named === 'string' ? named : '';
+  }
+
+  /** Name the notebook's own session in its metadata: it is saved with the file and follows a rename. */
+  private own(session: string): JSONObject {
+    const model = this.panel.model;
+    if (!model || session === '') {
+      return { error: 'no notebook model to name the session in' };
+    }
+    const kept = (model.getMetadata(METADATA) as JSONObject | undefined) ?? {};
+    model.setMetadata(METADATA, { ...kept, session });
+    return { session };
   }
 
   /**

@@ -25,6 +25,7 @@ from monad_notebook.notebook.agent_runs import AGENT_RUNS
 from monad_notebook.notebook.bridge import HELLO_SECONDS, Bridge, BridgeError
 from monad_notebook.notebook.document import Cell, NotebookFileError, Snapshot, read_saved, saved_path
 from monad_notebook.notebook.fallback import OutputReview
+from monad_notebook.notebook.ownership import Identity, live_identity, saved_identity
 from monad_notebook.notebook.proposals import (
     ACCEPTED,
     APPLIED,
@@ -136,6 +137,29 @@ class NotebookFrontend:
         if not reply.get("ok"):
             raise NotebookRefused(str(reply.get("error") or "the notebook refused"))
         return reply
+
+    # --- whose notebook -------------------------------------------------------------------
+
+    def identity(self) -> Identity:
+        """The open document's path and named session when the extension answers, else the saved file's.
+
+        VS Code names its file and runs no extension: it is not asked (a hello would wait for nothing).
+        """
+        namespace = getattr(self.shell, "user_ns", {})
+        saved = saved_identity(namespace, Path.cwd())
+        if "__vsc_ipynb_file__" in namespace or self.path() != EXTENSION:
+            return saved
+        live = live_identity(self.about)
+        return live if live.path else Identity(saved.path, live.claimed or saved.claimed)
+
+    def name_session(self, name: str) -> None:
+        """Write the session's name into the open document's metadata, so that it travels with the file."""
+        if self.path() != EXTENSION:
+            return
+        try:
+            self._ask("own", session=name)
+        except NotebookRefused:
+            return  # the path stands in for the name until a later kernel can write it
 
     # --- reading ------------------------------------------------------------------------
 

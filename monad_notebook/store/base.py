@@ -168,6 +168,9 @@ class Sessions(Protocol):
         self, name: str, *, model: str = "", parent: str = "", meta: dict[str, Any] | None = None
     ) -> SessionRecord: ...
     def list_sessions(self) -> list[SessionRecord]: ...
+    def set_session_meta(self, name: str, meta: dict[str, Any]) -> None:
+        """Replace what the session's record keeps beside its name (the notebook it belongs to, notes shown)."""
+
     def delete_session(self, name: str) -> None:
         """Remove the session and everything keyed to it (messages, raw outputs, images, summaries, events,
         embeddings, the workspace record)."""

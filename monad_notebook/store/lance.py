@@ -107,6 +107,11 @@ class LanceStore:
             first[row["name"]] = row
         return sorted((session_from_row(r) for r in first.values()), key=lambda s: (s.created_at, s.name))
 
+    def set_session_meta(self, name: str, meta: dict[str, Any]) -> None:
+        values = {"meta": json.dumps(meta, default=str)}
+        with self.tables.lock:
+            self.tables.write("sessions", lambda h: h.update(where=f"name = {sql_str(name)}", values=values))
+
     def delete_session(self, name: str) -> None:
         with self.tables.lock:
             self._drop_history(name)

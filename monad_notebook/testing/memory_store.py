@@ -95,6 +95,12 @@ class MemoryStore:
         with self.lock:
             return sorted(copy.deepcopy(list(self._sessions.values())), key=lambda s: (s.created_at, s.name))
 
+    def set_session_meta(self, name: str, meta: dict[str, Any]) -> None:
+        with self._lock:
+            if _name(name) in self._sessions:
+                self._sessions[name].meta = copy.deepcopy(meta)
+                self._wrote("sessions")
+
     def delete_session(self, name: str) -> None:
         with self.lock:
             self._drop_history(name)

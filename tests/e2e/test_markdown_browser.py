@@ -24,7 +24,7 @@ def answer_in_lab(chromium: Any, workdir: Path, scratch: Path) -> tuple[str, int
             timeout=30_000,
         )
         page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
-        footer = page.locator(".jp-OutputArea-output").filter(has_text="session default")
+        footer = page.locator(".jp-OutputArea-output").filter(has_text="session leak")
         footer.wait_for(timeout=60_000)  # the turn is over: the answer is drawn in full
         page.wait_for_timeout(1_000)  # time for any image, frame or stylesheet to be requested
         text = page.locator(".jp-OutputArea-output").filter(has_text="Here is the chart").inner_text()

@@ -31,7 +31,7 @@ CELLS = [
     "rows = [3, 1, 2]\ntotal = sum(rows)",
     f"API_TOKEN = '{TOKEN}'",
     "label = 'old'",
-    "%%monad --session nb\nTidy my notebook.",
+    "%%monad\nTidy my notebook.",
     "%%monad\nThanks.",
     "%monad status",
 ]
@@ -245,10 +245,13 @@ def test_the_agent_proposes_cells_the_user_decides_at_each_and_the_save_holds_wh
 
     store = LanceStore(isolated_env.parent / "monad-home" / "db")
     try:
-        decided = sorted(e.data["decision"] for e in store.list_events("nb", kind=ev.NOTEBOOK_DECIDED))
+        decided = sorted(e.data["decision"] for e in store.list_events("work", kind=ev.NOTEBOOK_DECIDED))
+        owner = store.get_session("work").meta["notebook"]
     finally:
         store.close()
     assert decided == (["accepted", "accepted", "outdated"] if accept_insert else ["accepted", "outdated", "rejected"])
+    assert owner == str(notebook.resolve())  # the notebook's own session, found where the page says it is
+    assert json.loads(notebook.read_text())["metadata"]["monad"] == {"session": "work"}  # saved with the file
 
 
 LONG_LINE = "x = '" + "".join(chr(97 + i % 26) for i in range(2_990)) + "'  # END"  # 3,003 characters
