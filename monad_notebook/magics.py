@@ -29,6 +29,7 @@ from monad_notebook.errors import MonadError, UsageError
 from monad_notebook.events import Event
 from monad_notebook.export import export_notebook, last_turn_code
 from monad_notebook.redaction.redactor import builtin_redactor
+from monad_notebook.rewind.offer import rebuild_offer, sweep_kept
 
 if TYPE_CHECKING:  # the session pulls in LanceDB and openai: loaded on the first cell, or warmed up in the background
     from monad_notebook.session import Session
@@ -56,7 +57,8 @@ HELP = """\
 %monad remember --accept N  save pending suggestion N (see %monad memory); --dismiss N drops it
 %monad forget ID            forget a remembered fact
 %monad export PATH.ipynb    write this session as a notebook to run top to bottom (--session NAME for another)
-%monad code                 put the code the last turn ran into the next cell"""
+%monad code                 put the code the last turn ran into the next cell
+%monad rebuild              after a kernel restart: rerun the code that made what it lost (one approval)"""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -150,6 +152,9 @@ class MonadMagics(Magics):
             )
             session.events.subscribe(self.inbox.on_event)
             self._sessions[name] = session
+            offer = rebuild_offer(session.workspace.live()[2])
+            if offer:
+                print(self.redact(offer))
         self.current = name
         return self._sessions[name]
 
@@ -283,6 +288,7 @@ class MonadMagics(Magics):
             raise UsageError(f"no session named {name!r}; see %monad sessions")
         self.store.delete_session(name)
         self._sessions.pop(name, None)
+        sweep_kept(self.store, self.watcher.current().rewind.kept_dir)
         if self.current == name:
             self.current = "default"
         print(f"deleted session {name!r}")
@@ -410,6 +416,12 @@ class MonadMagics(Magics):
         self.shell.set_next_input(code, replace=False)
         print("the last turn's code is in the next cell" if self.rich else code)
 
+    def _cmd_rebuild(self, rest: list[str]) -> None:
+        self._want(rest, 0, "rebuild")
+        session = self.session()
+        session.flush_events()
+        print("\n".join(session.rebuild().lines()))
+
     def _history(self) -> list[str]:
         """This kernel's inputs by execution count, where an export finds the user's own cells."""
         manager = getattr(self.shell, "history_manager", None)
@@ -434,4 +446,5 @@ class MonadMagics(Magics):
         "config": _cmd_config,
         "export": _cmd_export,
         "code": _cmd_code,
+        "rebuild": _cmd_rebuild,
     }

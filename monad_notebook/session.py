@@ -29,6 +29,10 @@ from monad_notebook.messages import Message, ToolCall
 from monad_notebook.notebook.agent_runs import AGENT_RUNS
 from monad_notebook.provider import ChatModel, TextCallback
 from monad_notebook.provider.local_embedder import Embedder, make_embedder
+from monad_notebook.rewind import KernelRewind
+from monad_notebook.rewind.history import earlier_inputs
+from monad_notebook.rewind.rebuild import plan_rebuild
+from monad_notebook.rewind.replay import RebuildReport, run_plan
 from monad_notebook.session_setup import FollowedConfig, Setup
 from monad_notebook.store.base import SessionRecord, Store, Summary, ensure_session
 from monad_notebook.store.lance import open_store
@@ -95,14 +99,18 @@ class Session:
         user_ns = namespace if namespace is not None else (shell.user_ns if shell is not None else {})
         self.workspace = WorkspaceRecord(self.store, name, user_ns, shell, root, notify=self.events.emit)
         self.workspace.interrupted = interrupted(self.window)
+        self.rewind = KernelRewind(
+            self.store, name, user_ns, shell, root, turn=lambda: self.window.turn, workspace=self.workspace
+        )
         self.cascade = Cascade(
             window=self.window, store=self.store, events=EventLog(name, self.events, self.store.append_events),
             lease=self.lease, counter=setup.cascade.counter, memory=self.memory, promotion=self.promotion,
             recall=self.recall, workspace=self.workspace,
         )  # fmt: skip
         self.services = ToolServices(
-            name, user_ns, shell, self.store, self.memory, self.recall, approve, notebook, root, self.workspace
-        )
+            name, user_ns, shell, self.store, self.memory, self.recall, approve, notebook, root, self.workspace,
+            self.rewind,
+        )  # fmt: skip
         self._apply(setup)
 
     # --- configuration -------------------------------------------------------------
@@ -118,6 +126,7 @@ class Session:
         self.cascade.reconfigure(setup.cascade)
         readable = "read_tool_output" in setup.tools
         self.workspace.reconfigure(config.context.workspace.enabled, redactor, calls_readable=readable)
+        self.rewind.reconfigure(config.rewind, redactor, self.store.uri)
         self.runner = ToolRunner(setup.tools, config, self.services, redactor)
         self.store.optimize_every = config.store.optimize_every_writes
         warning = self.settings.store_warning(config, self.store.uri)
@@ -152,7 +161,7 @@ class Session:
 
     @namespace.setter
     def namespace(self, namespace: dict[str, Any]) -> None:
-        self.services.namespace = self.workspace.namespace = namespace
+        self.services.namespace = self.workspace.namespace = self.rewind.namespace = namespace
 
     @property
     def summary(self) -> Summary | None:
@@ -241,6 +250,7 @@ class Session:
         with self.lease.hold():
             self.store.reset_session(self.name)
         self.cascade.forget()
+        self.rewind.forget()
         self.emit(RESET)
         self.flush_events()
 
@@ -259,6 +269,18 @@ class Session:
     def history(self) -> list[Message]:
         """The whole stored transcript (original texts), for inspection; not used per turn."""
         return self.store.load_messages(self.name)
+
+    def rebuild(self) -> RebuildReport:
+        """Rerun the code that made what a kernel restart lost (``%monad rebuild``): one approval, each step said."""
+        history, why = earlier_inputs(self.shell, self.rewind.journal.kernels)
+        lost = self.workspace.live()[2]
+        root = self.rewind.root_now()
+        plan = plan_rebuild(self.store, self.name, lost, self.namespace, history, root=root, redact=self.cascade.redact)
+        if why and any(entry.made_by.startswith("cell ") for entry in lost):
+            plan.notes.append(why)
+        report = run_plan(plan, self.runner.context, self.namespace, self.rewind, self.workspace)
+        self.workspace.save()
+        return report
 
     def wait_for_background(self, timeout: float | None = None) -> None:
         """Let background work land: a compaction in flight and pending embeddings."""

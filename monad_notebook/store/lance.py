@@ -22,6 +22,7 @@ from monad_notebook.images.image import Image
 from monad_notebook.messages import Message, new_id
 from monad_notebook.store.base import LedgerEntry, MemoryFact, SessionRecord, Summary, clone_origin
 from monad_notebook.store.claims import LanceClaims
+from monad_notebook.store.rewind import LanceRewind
 from monad_notebook.store.rows import (
     SCHEMAS,
     TEXT_TABLE,
@@ -48,8 +49,9 @@ class LanceStore:
     """The Store protocol on one LanceDB database; safe to share between threads and kernels.
 
     Composed of parts over one ``LanceTables`` (connection, handles, retries, optimize): the turn
-    claims (``claims.py``), recall's chunk and vector tables (``search.py``) and the workspace
-    record (``workspace.py``); the rest of the roles are the short methods below.
+    claims (``claims.py``), recall's chunk and vector tables (``search.py``), the workspace
+    record (``workspace.py``) and the rewind journal (``rewind.py``); the rest of the roles are the
+    short methods below.
     """
 
     def __init__(self, uri: str | Path, **options: Any) -> None:
@@ -59,6 +61,9 @@ class LanceStore:
         self._search = LanceSearch(self.tables)
         self._workspace = LanceWorkspace(self.tables)
         self.save_workspace, self.load_workspace = self._workspace.save_workspace, self._workspace.load_workspace
+        self._rewind = LanceRewind(self.tables)
+        self.save_rewind, self.load_rewind = self._rewind.save_rewind, self._rewind.load_rewind
+        self.kept_digests = self._rewind.kept_digests
         self.claim_session = self._claims.claim_session
         self.live_claims = self._claims.live_claims
         self.renew_claim = self._claims.renew_claim
@@ -127,7 +132,9 @@ class LanceStore:
 
     def _drop_history(self, name: str) -> None:
         """Skips tables with no rows for the name, so a no-op leaves no empty version."""
-        tables = ("messages", "tool_raw_outputs", "images", "summaries", "events", TEXT_TABLE, "ledger", "workspace")
+        tables = (
+            "messages", "tool_raw_outputs", "images", "summaries", "events", TEXT_TABLE, "ledger", "workspace", "rewind"
+        )  # fmt: skip
         for table in (*tables, *self.tables.embedding_tables()):
             self.tables.delete(table, f"session = {sql_str(name)}")
 
@@ -149,6 +156,7 @@ class LanceStore:
             self._search.copy(source, target, ids)
             self.save_ledger(target, self.load_ledger(source))
             self._workspace.copy(source, target)
+            self._rewind.copy(source, target)
             summary = self.load_summary(source)
             if summary is not None:
                 self.save_summary(replace(summary, session=target))

@@ -31,6 +31,7 @@ from monad_notebook.store.base import (
     EmbeddingHit,
     LedgerEntry,
     MemoryFact,
+    RewindRow,
     SessionRecord,
     Summary,
     WorkspaceEntry,
@@ -44,6 +45,8 @@ from monad_notebook.store.rows import (
     best_hits,
     check_query_vector,
     check_vectors,
+    journal_order,
+    kept_by_rows,
     query_words,
     sql_str,
 )
@@ -80,6 +83,7 @@ class MemoryStore:
         self._summaries: dict[str, list[Summary]] = defaultdict(list)
         self._ledger: dict[str, dict[str, LedgerEntry]] = defaultdict(dict)
         self._workspace: dict[str, dict[tuple[str, str], WorkspaceEntry]] = defaultdict(dict)
+        self._rewind: dict[str, list[RewindRow]] = defaultdict(list)
         self._calibrations: dict[tuple[str, str], tuple[float, dict[str, Any]]] = {}
         self._events: dict[str, list[Event]] = defaultdict(list)
         self._facts: dict[str, MemoryFact] = {}
@@ -135,7 +139,8 @@ class MemoryStore:
             self._wrote("messages")
         if self._summaries.pop(name, None):
             self._wrote("summaries")
-        for kept in (self._raw, self._images, self._events, self._chunks, self._ledger, self._vectors, self._workspace):
+        by_session = (self._raw, self._images, self._events, self._chunks, self._ledger, self._vectors, self._workspace)
+        for kept in (*by_session, self._rewind):
             kept.pop(name, None)
 
     def clone_session(self, source: str, target: str) -> SessionRecord:
@@ -154,6 +159,7 @@ class MemoryStore:
             ]
             self.save_ledger(target, self.load_ledger(source))
             self.save_workspace(target, self.load_workspace(source))
+            self.save_rewind(target, self.load_rewind(source))
             summary = self.load_summary(source)
             if summary is not None:
                 self.save_summary(replace(summary, session=target))
@@ -316,6 +322,19 @@ class MemoryStore:
     def load_workspace(self, session: str) -> list[WorkspaceEntry]:
         with self._lock:
             return [replace(e, columns=list(e.columns)) for e in self._workspace.get(_name(session), {}).values()]
+
+    def save_rewind(self, session: str, rows: list[RewindRow]) -> None:
+        with self._lock:
+            texts = ("kind", "label", "key", "root", "before", "digest", "after", "note", "path_ref", "host")
+            self._rewind[_name(session)].extend(replace(r, **{f: as_text(getattr(r, f)) for f in texts}) for r in rows)
+
+    def load_rewind(self, session: str) -> list[RewindRow]:
+        with self._lock:
+            return [replace(r) for r in journal_order(self._rewind.get(_name(session), []))]
+
+    def kept_digests(self) -> set[str]:
+        with self._lock:
+            return {digest for rows in self._rewind.values() for digest in kept_by_rows(rows)}
 
     def save_calibration(self, session: str, model: str, data: dict[str, Any]) -> None:
         with self._lock:
