@@ -175,8 +175,7 @@ class MonadMagics(Magics):
     def redact(self, text: str) -> str:
         """What the cell may show of ``text``: the session's redaction, or the built-in one before any session."""
         session = self._sessions.get(self.current)
-        redactor = session.cascade.redactor if session is not None else None
-        return (redactor or builtin_redactor()).redact(text).text
+        return session.cascade.redact(text) if session is not None else builtin_redactor().redact(text).text
 
     @line_cell_magic
     def monad(self, line: str, cell: str | None = None) -> Any:

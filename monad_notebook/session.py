@@ -102,8 +102,9 @@ class Session:
         self.rewind = KernelRewind(
             self.store, name, user_ns, shell, root, turn=lambda: self.window.turn, workspace=self.workspace
         )
+        self.event_log = EventLog(name, self.events, self.store.append_events)
         self.cascade = Cascade(
-            window=self.window, store=self.store, events=EventLog(name, self.events, self.store.append_events),
+            window=self.window, store=self.store, events=self.event_log,
             lease=self.lease, counter=setup.cascade.counter, memory=self.memory, promotion=self.promotion,
             recall=self.recall, workspace=self.workspace,
         )  # fmt: skip
@@ -196,7 +197,7 @@ class Session:
 
     def flush_events(self) -> None:
         """Write the pending events; if the write fails they stay pending for the next flush."""
-        self.cascade.flush()
+        self.event_log.flush()
 
     # --- public API ----------------------------------------------------------------
 
@@ -222,12 +223,19 @@ class Session:
         return self.cascade.usage()
 
     def status(self) -> dict[str, Any]:
+        """What ``%monad status`` says: the session, its window and summary, recall's index, the occupancy, the
+        workspace record, the MCP servers, the calls read from text."""
+        summary = self.window.summary
         return {
             "session": self.name,
             "model": self.model.name,
             "config": str(self.watcher.source) if self.watcher.source else "(defaults)",
             "stored_messages": self.store.count_messages(self.name),
-            **self.cascade.status(),
+            "window_messages": len(self.window.messages),
+            "summary": bool(summary and summary.text),
+            **self.recall.indexing(),
+            **self.cascade.usage(),
+            "images": self.window.frame.image_detail or "",
             **self.workspace.status(),
             "mcp_servers": self.settings.mcp.statuses(),
             "text_calls": tally(

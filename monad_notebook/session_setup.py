@@ -18,10 +18,10 @@ from monad_notebook.agent.tools.mcp import McpServers
 from monad_notebook.agent.tools.registry import configured_tools
 from monad_notebook.config import SCRIPTED_DEMO_MODEL, Config, ConfigWatcher
 from monad_notebook.config_errors import working_dir
-from monad_notebook.context.cascade import CascadeSettings
 from monad_notebook.context.lossless.stage import LosslessStage
 from monad_notebook.context.occupancy.cost import pricing_for
 from monad_notebook.context.occupancy.tokens import TokenCounter
+from monad_notebook.context.settings import CascadeSettings
 from monad_notebook.context.window import Frame
 from monad_notebook.demo import DemoModel
 from monad_notebook.errors import ConfigError

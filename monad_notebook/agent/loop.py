@@ -106,13 +106,13 @@ class Turn:
         cascade.run_step()
         response, prompt_tokens = self._call_model()
         calls = unique_tool_calls(
-            cascade.window, cascade.saved_outputs, response.tool_calls or self._written_calls(response)
+            cascade.window, cascade.spill.saved, response.tool_calls or self._written_calls(response)
         )
         if response.finish_reason == "length":
             response.content = f"{response.content}\n\n{self._cut_note()}".lstrip()
             cascade.emit(ev.ANSWER_TRUNCATED, tool_calls=len(calls), chars=len(response.content))
         response.content = cascade.redact(response.content)  # a key read off an image is not written down
-        assistant = cascade.new_message("assistant", response.content, tool_calls=calls)
+        assistant = cascade.window.new_message("assistant", response.content, tool_calls=calls)
         if calls:
             try:
                 cascade.announce(assistant)
@@ -190,7 +190,7 @@ class Turn:
                     raise
                 continue
             real = response.usage.prompt_tokens if response.usage and response.usage.prompt_tokens else None
-            cascade.answered(real, estimate, response.usage.cached_tokens if response.usage else 0)
+            cascade.meter.answered(real, estimate, response.usage.cached_tokens if response.usage else 0)
             if real is None:
                 self.reply.estimated = True
             return response, real if real is not None else estimate
@@ -199,7 +199,7 @@ class Turn:
     def _persist_interrupted_text(self, text: str) -> None:
         if text:
             said = self.cascade.redact(text)
-            self.cascade.commit([self.cascade.new_message("assistant", said + "\n\n[interrupted by the user]")])
+            self.cascade.commit([self.cascade.window.new_message("assistant", said + "\n\n[interrupted by the user]")])
 
     def _run_tools(self, assistant: Message, calls: list[ToolCall]) -> list[Message]:
         cascade = self.cascade

@@ -128,7 +128,7 @@ class Decided:
         return f"{self.proposal.id} ({what}): rejected by the user; nothing changed"
 
 
-class Ledger:
+class ProposalBook:
     """The session's proposals: pending ones, and decisions not yet told to the agent; thread-safe.
 
     Decisions arrive from the kernel's subshell thread (a click while the turn runs) as well as

@@ -245,7 +245,7 @@ class WorkspaceRecord:
         odd = self.snapshot.odd_keys
         if odd > self._told_odd:
             log.warning("the workspace record leaves out %d key(s) of the namespace that are not strings", odd)
-        self._told_odd = odd
+        self._told_odd = max(self._told_odd, odd)  # a round begun before a key was added counts fewer: no repeat
 
     def _note_interrupted(self, root: Path) -> None:
         """Files modified since the calls a crash cut short began are theirs (the kernel died before saying so)."""

@@ -304,7 +304,8 @@ def test_five_compactions_later_the_chart_is_named_in_the_summary_found_by_recal
         model.queue(f"noted {i}")
         s.ask(f"unrelated question {i} about the warehouse budget and staffing")
         assert s.compact()
-    assert s.cascade.compactions >= 5 and handle in s.summary.text and "Weekly churn by region" in s.summary.text
+    assert s.cascade.compaction.compactions >= 5
+    assert handle in s.summary.text and "Weekly churn by region" in s.summary.text
     s.wait_for_background()
     found = s.recall.search("the chart of weekly churn by region")
     assert any(handle in p.hit.snippet for p in found)

@@ -239,7 +239,7 @@ def test_a_proposal_lost_with_a_reloaded_page_is_told_as_not_applied_at_the_next
     session.ask("and now?")
     listing = tool_results(model)[-1]
     assert "not applied: the notebook page was reloaded before a decision" in listing
-    assert not session.notebook.ledger.pending_ids()
+    assert not session.notebook.proposals.pending_ids()
 
 
 def test_edit_cell_source_needs_one_exact_occurrence():

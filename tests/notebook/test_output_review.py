@@ -135,7 +135,7 @@ def test_an_interrupt_during_the_review_ends_the_proposal_and_changes_nothing(vs
     monkeypatch.setattr("builtins.input", interrupted)
     with pytest.raises(KeyboardInterrupt):
         session.ask("add a cell")
-    assert vscode.shell.next_inputs == [] and vscode.frontend.ledger.pending_ids() == []
+    assert vscode.shell.next_inputs == [] and vscode.frontend.proposals.pending_ids() == []
     decided = [e.data for e in session.store.list_events("vs") if e.kind == "notebook.decided"]
     assert [(d["decision"], d["via"]) for d in decided] == [("no answer", "interrupt")]
 

@@ -114,7 +114,7 @@ def test_a_compaction_another_kernel_overtook_saves_nothing_and_keeps_its_summar
     overtaken = copy.deepcopy(bob.summary)
     errors: list[str] = []
     alice.events.subscribe(lambda e: errors.append(e.data["message"]) if e.kind == ev.ERROR else None)
-    assert alice.cascade.compact_from(snapshot, previous, 2, "soft threshold") is None
+    assert alice.cascade.compaction.compact(snapshot, previous, 2, "soft threshold") is None
     assert LanceStore(db).load_summary("shared") == overtaken
     assert errors == [
         "Compaction skipped, the previous summary is kept: another kernel changed this session meanwhile; "
@@ -127,7 +127,7 @@ def test_a_compaction_never_folds_a_message_written_behind_its_window(db: Path):
     snapshot = list(alice.window)
     unseen = Message("user", "written by a kernel that did not take the lease", session="shared", seq=3)
     LanceStore(db).append_messages([unseen])
-    assert alice.cascade.compact_from(snapshot, None, 2, "soft threshold") is None
+    assert alice.cascade.compaction.compact(snapshot, None, 2, "soft threshold") is None
     assert LanceStore(db).load_summary("shared") is None
 
 

@@ -202,7 +202,7 @@ def insert_cell(
         if not anchor and notebook.path() == EXTENSION:
             raise ToolError("the running cell's id is not known: name the cell_id to insert against")
         proposal = Proposal(
-            id=notebook.ledger.next_id(),
+            id=notebook.proposals.next_id(),
             kind="insert",
             cell_id=anchor,
             source=cell_source,
@@ -237,11 +237,11 @@ def _propose_change(ctx: ToolContext, cell_id: str, source: str, base: str) -> s
     _no_copied_placeholders(ctx, source, base)
     if source == base:
         return _told(notebook, f"cell {cell_id} already holds this source: nothing to change")
-    waiting = notebook.ledger.waiting_on(cell_id)
+    waiting = notebook.proposals.waiting_on(cell_id)
     if waiting:
         raise ToolError(f"cell {cell_id} already has change {waiting} waiting for the user's decision")
     proposal = Proposal(
-        id=notebook.ledger.next_id(), kind="change", cell_id=cell_id, source=source, base=base, written=ctx.written
+        id=notebook.proposals.next_id(), kind="change", cell_id=cell_id, source=source, base=base, written=ctx.written
     )
     with _refusals():
         return _told(notebook, notebook.submit(proposal))
