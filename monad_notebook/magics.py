@@ -21,6 +21,7 @@ from monad_notebook.approval.gate import ApprovalGate
 from monad_notebook.cell.background import Inbox
 from monad_notebook.cell.heap import settle_heap
 from monad_notebook.cell.html import one_line
+from monad_notebook.cell.rewind import rebuild_lines, rebuild_offer, rewind_lines, sweep_kept
 from monad_notebook.cell.screen import say_error, screened
 from monad_notebook.cell.status import footer_for, notebook_sentence, status_sentences
 from monad_notebook.cell.view import CellView
@@ -29,7 +30,6 @@ from monad_notebook.errors import MonadError, UsageError
 from monad_notebook.events import Event
 from monad_notebook.export import export_notebook, last_turn_code
 from monad_notebook.redaction.redactor import builtin_redactor
-from monad_notebook.rewind.offer import rebuild_offer, sweep_kept
 
 if TYPE_CHECKING:  # the session pulls in LanceDB and openai: loaded on the first cell, or warmed up in the background
     from monad_notebook.session import Session
@@ -58,6 +58,7 @@ HELP = """\
 %monad forget ID            forget a remembered fact
 %monad export PATH.ipynb    write this session as a notebook to run top to bottom (--session NAME for another)
 %monad code                 put the code the last turn ran into the next cell
+%monad rewind [TURN]        files and names as they were before TURN (the last turn by default); --undo undoes it
 %monad rebuild              after a kernel restart: rerun the code that made what it lost (one approval)"""
 
 
@@ -152,8 +153,7 @@ class MonadMagics(Magics):
             )
             session.events.subscribe(self.inbox.on_event)
             self._sessions[name] = session
-            offer = rebuild_offer(session.workspace.live()[2])
-            if offer:
+            if offer := rebuild_offer(session):
                 print(self.redact(offer))
         self.current = name
         return self._sessions[name]
@@ -287,7 +287,7 @@ class MonadMagics(Magics):
             raise UsageError(f"no session named {name!r}; see %monad sessions")
         self.store.delete_session(name)
         self._sessions.pop(name, None)
-        sweep_kept(self.store, self.watcher.current().rewind.kept_dir)
+        sweep_kept(self.store, self.watcher.current().rewind)
         if self.current == name:
             self.current = "default"
         print(f"deleted session {name!r}")
@@ -416,10 +416,10 @@ class MonadMagics(Magics):
         print("the last turn's code is in the next cell" if self.rich else code)
 
     def _cmd_rebuild(self, rest: list[str]) -> None:
-        self._want(rest, 0, "rebuild")
-        session = self.session()
-        session.flush_events()
-        print("\n".join(session.rebuild().lines()))
+        print("\n".join(rebuild_lines(self.session(), rest)))
+
+    def _cmd_rewind(self, rest: list[str]) -> None:
+        print("\n".join(rewind_lines(self.session(), rest)))
 
     def _history(self) -> list[str]:
         """This kernel's inputs by execution count, where an export finds the user's own cells."""
@@ -446,4 +446,5 @@ class MonadMagics(Magics):
         "export": _cmd_export,
         "code": _cmd_code,
         "rebuild": _cmd_rebuild,
+        "rewind": _cmd_rewind,
     }

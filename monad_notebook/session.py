@@ -29,7 +29,7 @@ from monad_notebook.messages import Message, ToolCall
 from monad_notebook.notebook.agent_runs import AGENT_RUNS
 from monad_notebook.provider import ChatModel, TextCallback
 from monad_notebook.provider.local_embedder import Embedder, make_embedder
-from monad_notebook.rewind import KernelRewind
+from monad_notebook.rewind import KernelRewind, RestoreReport
 from monad_notebook.rewind.history import earlier_inputs
 from monad_notebook.rewind.rebuild import plan_rebuild
 from monad_notebook.rewind.replay import RebuildReport, run_plan
@@ -287,6 +287,22 @@ class Session:
         if why and any(entry.made_by.startswith("cell ") for entry in lost):
             plan.notes.append(why)
         report = run_plan(plan, self.runner.context, self.namespace, self.rewind, self.workspace)
+        self.workspace.save()
+        return report
+
+    def rewind_kernel(self, before_turn: int) -> RestoreReport:
+        """The kernel's side of a rewind: every file and name turn ``before_turn`` and the turns after it changed, put
+        back as it was before it (the conversation's side is the caller's). The report says what was not."""
+        return self._restored(self.rewind.restore(before_turn))
+
+    def undo_rewind(self, report: RestoreReport) -> RestoreReport:
+        """Undo a rewind: what it moved, wrote or removed goes back as it was just before it."""
+        return self._restored(self.rewind.undo(report))
+
+    def _restored(self, report: RestoreReport) -> RestoreReport:
+        """The workspace record sees what a restore changed, each name given back its earlier value's maker."""
+        self.workspace.take(f"restore r{report.epoch}")
+        self.workspace.credit(report.makers)
         self.workspace.save()
         return report
 

@@ -104,7 +104,7 @@ def plan_rebuild(
     runs_in.append(Run(REBUILD_RUN, "\n".join(sorted(needed))))
     entries = store.load_workspace(session)
     needs = needs_of(runs_in, entries, history, lambda text: text)
-    plan.steps = _ordered(plan, needs.first, needs.before_call, taken, root, ran_at, redact)
+    plan.steps = _chronological(_ordered(plan, needs.first, needs.before_call, taken, root, ran_at, redact), entries)
     made = {name for step in plan.steps for name in step.binds}
     plan.unmade = [(name, _why(entry, history)) for name, entry in needs.missing if name not in made]
     return plan
@@ -134,6 +134,25 @@ def _ordered(
         steps.append(Step(run.tool_call_id, run.code, frozenset(_reads(run.code)), names.binds, run.turn, found))
     steps += [s for cell in before_call.get(REBUILD_RUN, []) if (s := _cell_step(plan, cell, redact)) is not None]
     return steps
+
+
+def _chronological(steps: list[Step], entries: Sequence[WorkspaceEntry]) -> list[Step]:
+    """The steps in the order they first ran: a call in its turn, a cell the record saw after that turn's calls
+    (its ``turn`` is the last turn before it); a cell the record has no entry of stays before the step after it."""
+    turns: dict[str, int] = {}
+    for entry in entries:
+        if entry.made_by.startswith("cell "):
+            turns[entry.made_by] = max(turns.get(entry.made_by, 0), entry.turn)
+    keys: list[tuple[int, int]] = []
+    for step in reversed(steps):
+        if not step.made_by.startswith("cell "):
+            keys.append((step.turn, 0))
+        elif step.made_by in turns:
+            keys.append((turns[step.made_by], 1))
+        else:
+            keys.append(keys[-1] if keys else (1 << 30, 1))
+    keys.reverse()
+    return [step for _, step in sorted(zip(keys, steps, strict=True), key=lambda pair: pair[0])]
 
 
 def _cell_step(plan: Plan, cell: UserCell, redact: Callable[[str], str]) -> Step | None:

@@ -56,10 +56,9 @@ class RebuildReport:
         for number, outcome in enumerate(self.outcomes, 1):
             detail = f": {outcome.detail}" if outcome.detail else ""
             out.append(f"step {number} of {len(plan.steps)}, {outcome.step.label}: {outcome.result}{detail}")
-            if outcome.step.outside and outcome.result == "ok":
-                out.append(
-                    f"  it depends on {'; '.join(outcome.step.outside)}: its result may differ from the first run"
-                )
+            if outcome.step.outside and outcome.result in ("ok", "error"):
+                why = "its result may differ from the first run" if outcome.result == "ok" else "which may be why"
+                out.append(f"  it depends on {'; '.join(outcome.step.outside)}: {why}")
         if self.interrupted:
             out.append(
                 f"interrupted at step {len(self.outcomes)} of {len(plan.steps)}: what ran stays; "

@@ -58,6 +58,7 @@ class RestoreReport:
     names_not_restored: list[NotRestored] = field(default_factory=list)
     names_yours: list[str] = field(default_factory=list)  # changed since: the restore keeps the value for an undo
     aside_folder: str = ""
+    makers: dict[str, tuple[str, int]] = field(default_factory=dict)  # name given back -> what made that value
 
     @property
     def complete(self) -> bool:
@@ -202,9 +203,14 @@ def _digest(path: Path) -> str:
 
 
 def restore_names(
-    records: list[NameRecord], namespace: MutableMapping[str, Any], hidden: Mapping[str, Any], report: RestoreReport
+    records: list[NameRecord],
+    namespace: MutableMapping[str, Any],
+    hidden: Mapping[str, Any],
+    report: RestoreReport,
+    provenance: Callable[[str], tuple[str, int]],
 ) -> list[NameChange]:
-    """Put the names back; the restore's own changes (what each held before it), for an undo."""
+    """Put the names back; the restore's own changes (what each held before it, and what made that), for an undo.
+    ``provenance(name)`` says what made the value a name holds now."""
     groups: dict[str, list[NameRecord]] = {}
     for record in records:
         groups.setdefault(record.change.name, []).append(record)
@@ -216,6 +222,7 @@ def restore_names(
         if (None if now is MISSING else id(now)) != last.left:
             report.names_yours.append(name)
         before = NameChange(name, "absent") if now is MISSING else NameChange(name, "kept", now, first.size)
+        before.earlier_made_by, before.earlier_turn = provenance(name) if now is not MISSING else ("", 0)
         if first.before == "absent":
             if now is not MISSING and is_tracked(name, hidden, now):
                 del namespace[name]
@@ -224,6 +231,7 @@ def restore_names(
         elif first.before == "kept":
             namespace[name] = first.value
             report.names_restored.append(name)
+            report.makers[name] = (first.earlier_made_by, first.earlier_turn)
             done.append(_left(before, id(first.value)))
         else:
             report.names_not_restored.append(NotRestored(name, first.why, first.earlier_made_by, first.earlier_turn))

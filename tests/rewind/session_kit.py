@@ -10,9 +10,10 @@ from monad_notebook.store.lance import LanceStore
 from monad_notebook.testing import ScriptedModel, tool_call
 
 
-def make(store: LanceStore, shell: Any, model: ScriptedModel, **rewind: Any) -> Session:
-    """A session whose python calls run without asking, its user cells noted as the extension notes them."""
-    config = Config.model_validate({"tools": {"python": {"approval": "auto"}}, "rewind": rewind})
+def make(store: LanceStore, shell: Any, model: ScriptedModel, approval: str = "auto", **rewind: Any) -> Session:
+    """A session whose python calls run without asking (by default), its user cells noted as the extension notes
+    them."""
+    config = Config.model_validate({"tools": {"python": {"approval": approval}}, "rewind": rewind})
     session = Session("rw", config=config, store=store, model=model, shell=shell, fast_model=ScriptedModel([]))
     shell.events.register("post_run_cell", session.workspace.after_cell)
     return session
