@@ -1,6 +1,6 @@
 """Kept bytes: the earlier bytes of files, in a content-addressed folder on the machine that holds the files.
 
-Why a folder beside the store and not a LanceDB table (``benchmarks/rewind_bounds.py`` measures both): a
+Why a folder beside the store and not a LanceDB table: a
 file's bytes are read back whole and by one key, never searched; a folder writes and reads them at
 the disk's speed, a deleted object frees its space at once (LanceDB frees a blob only when an optimize
 rewrites its fragment, and every optimize would copy the blobs again), and the bytes stay on the machine

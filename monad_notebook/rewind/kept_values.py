@@ -11,7 +11,7 @@ deleted, or the same object, and then its copy is compared with it (pandas' ``eq
 ``array_equal``, ``==`` for builtins) and dropped when nothing changed. What was neither referenced
 nor copied is said: changed in place, earlier value not kept.
 
-The costs behind these rules are measured in ``benchmarks/rewind_bounds.py``: a reference costs no
+The costs behind these rules are measured by ``benchmarks/rewind.py --costs``: a reference costs no
 time but keeps the old object alive (memory, counted against ``rewind.maxValuesBytes``); a copy costs
 about a memcpy, a pickle several times that, so nothing is pickled.
 """
@@ -202,6 +202,10 @@ class ValueNotes:
             return NameChange(name, "kept", value, noted.size, left=left)
         if noted.copy is not MISSING:
             return None if unchanged(now, noted.copy) else NameChange(name, "kept", noted.copy, noted.size, left=left)
+        if isinstance(
+            now, types.ModuleType
+        ):  # ``os.remove(path)`` reads like a list's ``remove``; a module is no value
+            return None
         if name in self.in_place or signature(now, family(type(now))) != noted.sig:
             why = noted.why or "changed in place by code that does not show it (its size moved), so it was not copied"
             return NameChange(name, "unkept", why=why, left=left)

@@ -10,6 +10,7 @@ from tests.rewind.session_kit import make, python, unhook
 pytestmark = pytest.mark.lance
 
 FIRST = """\
+import os
 import numpy as np
 import pandas as pd
 class Model:
@@ -19,6 +20,7 @@ counts = {'a': 1}
 threshold = 0.5
 model = Model()
 weights = np.zeros(400_000)
+open('scratch.txt', 'w').close()
 """
 SECOND = """\
 sales['amount'] = sales['amount'] * 10
@@ -27,6 +29,7 @@ threshold = 0.9
 model.fitted = True
 weights += 1
 fresh = sales.amount.sum()
+os.remove('scratch.txt')
 """
 
 
@@ -47,7 +50,7 @@ def test_a_rewind_removes_what_the_turn_bound_and_gives_back_what_it_rebound_or_
     assert set(kept_not) == {"model", "weights"} and ns["model"] is fitted_before
     lines = "\n".join(report.lines())
     assert "changed by an undone turn, earlier value not kept: weights (too large to copy (3.2 MB over" in lines
-    assert "its earlier value was made by call_1, turn 1)\n    import numpy as np" in lines
+    assert "its earlier value was made by call_1, turn 1)\n    import os\n    import numpy as np" in lines
     assert "model (a Model is not copied (only frames, arrays and plain containers are)" in lines
 
     session.rewind.undo(report)
