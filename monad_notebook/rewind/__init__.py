@@ -8,10 +8,10 @@ How the conversation side calls it (``session.rewind`` is the session's ``Kernel
   explicitly (for instance when a conversation rewind leaves the window's counter where it was).
 - **At each tool call**: the tool runner already does it: ``with session.rewind.change(call.id, code):``
   around every call of a tool that may change anything (``change`` returns None while rewind is off).
-  A cell the user accepted from the agent and ran does the same from IPython's events:
-  ``change = session.rewind.change(f"cell {n}", source, turn=T)`` in ``pre_run_cell`` (``T``: the
-  turn that proposed it), then ``change.finish()`` in ``post_run_cell``; ``change.notes`` are the
-  lines to show (a file too large to keep).
+  A cell the agent runs with ``execute_cell`` is kept as the turn that queued it: the tool hands the
+  notebook ``session.rewind.cell_keeper()``, which IPython's ``pre_run_cell`` and ``post_run_cell``
+  open and finish around the cell (``notebook/agent_runs.py``); ``change.notes`` are the lines to
+  show (a file too large to keep).
 - **To restore to before turn T**: ``report = session.rewind.restore(before_turn=T)``. It puts back
   every file under the notebook's directory and every name in the kernel that turn T and everything
   after it changed (restores, rebuilds and later turns included), and returns a ``RestoreReport``:

@@ -125,6 +125,18 @@ class KernelRewind:
         epoch = self.journal.running(self.turn()) if turn is None else self.journal.of_turn(turn)
         return Change(self, epoch, made_by, code)
 
+    def cell_keeper(self) -> Callable[[str], Callable[[], None] | None]:
+        """For a cell the agent queues in this turn: when it runs (after the turn), what it changes is kept as this
+        turn's, made by "cell N"; the keeper returns what ends the keeping (None while rewind is off)."""
+        turn = self.turn()
+
+        def keep(code: str) -> Callable[[], None] | None:
+            number = getattr(self.shell, "execution_count", None)
+            change = self.change(f"cell {number if type(number) is int else '?'}", code, turn=turn)
+            return change.finish if change is not None else None
+
+        return keep
+
     def change_in(self, epoch: Epoch, made_by: str, code: str = "") -> Change | None:
         """A change of a given epoch (a rebuild's steps); None while rewind is off."""
         return Change(self, epoch, made_by, code) if self.enabled else None

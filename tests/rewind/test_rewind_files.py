@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from monad_notebook.notebook.agent_runs import AGENT_RUNS
 from monad_notebook.store.lance import LanceStore
 from monad_notebook.testing import ScriptedModel
 from tests.rewind.session_kit import make, python, result_of, unhook
@@ -109,3 +110,34 @@ def test_the_journal_outlives_the_kernel_so_a_new_session_puts_back_the_first_tu
     moved = {name for name, _ in report.files_set_aside}
     assert moved == {"sales.csv", "sales.parquet", "model.pkl", "big.bin"} and report.complete
     unhook(shell, again)
+
+
+class Kernel:
+    """The kernel as the extension's hooks read it: the id of the request it runs now."""
+
+    def __init__(self, msg_id: str) -> None:
+        self.msg_id = msg_id
+
+    def get_parent(self) -> dict:
+        return {"header": {"msg_id": self.msg_id}}
+
+
+def test_a_cell_the_agent_queued_is_undone_with_the_turn_that_queued_it(store, shell, isolated_env, monkeypatch):
+    session = make(store, shell, ScriptedModel(["I queued cell c7"]))
+    session.ask("run the cell that rewrites sales.csv")
+    (isolated_env / "sales.csv").write_text("amount\n1\n")
+    AGENT_RUNS.queue("c7", session.rewind.cell_keeper())  # what execute_cell hands the notebook in that turn
+    monkeypatch.setattr(shell, "kernel", Kernel("request-7"), raising=False)
+    shell.events.register("pre_run_cell", AGENT_RUNS.before_cell)
+    shell.events.register("post_run_cell", AGENT_RUNS.after_cell)
+    try:
+        shell.run_cell("open('sales.csv', 'w').write('amount\\n2\\n')\nfrom_cell = 2", store_history=True, cell_id="c7")
+    finally:
+        shell.events.unregister("pre_run_cell", AGENT_RUNS.before_cell)
+        shell.events.unregister("post_run_cell", AGENT_RUNS.after_cell)
+
+    report = session.rewind_kernel(1)
+
+    assert (isolated_env / "sales.csv").read_text() == "amount\n1\n" and "from_cell" not in shell.user_ns
+    assert report.files_restored == ["sales.csv"] and report.names_removed == ["from_cell"]
+    unhook(shell, session)

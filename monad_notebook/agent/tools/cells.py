@@ -313,7 +313,7 @@ def execute_cell(ctx: ToolContext, cell_id: str) -> str:
             if refusal is not None:
                 ctx.outcome = "refused"
                 return _told(notebook, refusal)
-        return _told(notebook, notebook.run(cell_id, cell.source))
+        return _told(notebook, notebook.run(cell_id, cell.source, ctx.cell_keeper))
 
 
 def _refuse_monad(cell: Cell) -> None:

@@ -92,6 +92,7 @@ class ToolRunner:
             notebook=services.notebook,
             workspace=services.workspace,
             written=written,
+            cell_keeper=services.rewind.cell_keeper() if services.rewind is not None else None,
         )
 
     def run(self, call: ToolCall, *, sees_images: bool = False) -> ToolOutput:
