@@ -174,7 +174,7 @@ def run(turns: int, rows: int) -> None:
         print(f"  {key}: {'; '.join(missed)}")
     print(f"rewind: median {statistics.median(rewinds) * 1000:.0f} ms, largest {max(rewinds) * 1000:.0f} ms")
     print(f"undo: median {statistics.median(undos) * 1000:.0f} ms, largest {max(undos) * 1000:.0f} ms")
-    print(f"bytes kept per turn: median {statistics.median(kept) / 1e6:.2f} MB, largest {max(kept) / 1e6:.2f} MB, "
+    print(f"bytes kept per turn: median {statistics.median(kept) / 1e3:,.0f} kB, largest {max(kept) / 1e3:,.0f} kB, "
           f"all {sum(kept) / 1e6:.1f} MB")  # fmt: skip
     session.close()
     store.close()
