@@ -9,12 +9,20 @@ from monad_notebook.config import Config
 from monad_notebook.store.lance import LanceStore
 from monad_notebook.testing import ScriptedModel, tool_call
 
+BRIEFING = (
+    "## Objective\nmake and change names\n## Decisions & Facts\n- done\n## Files & State\n## Open Tasks\n"
+    "## Next Step\n-"
+)
+
 
 def make(store: LanceStore, shell: Any, model: ScriptedModel, approval: str = "auto", **rewind: Any) -> Session:
     """A session whose python calls run without asking (by default), its user cells noted as the extension notes
-    them."""
-    config = Config.model_validate({"tools": {"python": {"approval": approval}}, "rewind": rewind})
-    session = Session("rw", config=config, store=store, model=model, shell=shell, fast_model=ScriptedModel([]))
+    them, whose summaries keep the last two messages."""
+    config = Config.model_validate(
+        {"tools": {"python": {"approval": approval}}, "context": {"summarize": {"keepRecent": 2}}, "rewind": rewind}
+    )
+    fast = ScriptedModel([BRIEFING] * 3)
+    session = Session("rw", config=config, store=store, model=model, shell=shell, fast_model=fast)
     shell.events.register("post_run_cell", session.workspace.after_cell)
     return session
 

@@ -13,7 +13,7 @@ from monad_notebook.store.lance import LanceStore
 from monad_notebook.testing import ScriptedModel, tool_calls
 from tests.rewind.session_kit import make, python, unhook
 
-pytestmark = pytest.mark.lance
+pytestmark = [pytest.mark.lance, pytest.mark.slow]
 
 CALLS = {
     "call_base": "import pandas as pd\nbase = 10\nsales = pd.DataFrame({'amount': [1, 2]})",

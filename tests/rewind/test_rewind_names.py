@@ -33,13 +33,16 @@ os.remove('scratch.txt')
 """
 
 
-def test_a_rewind_removes_what_the_turn_bound_and_gives_back_what_it_rebound_or_changed(store, shell, isolated_env):
+def test_a_rewind_across_a_compaction_removes_what_the_turn_bound_and_gives_back_what_it_changed(
+    store, shell, isolated_env
+):
     model = ScriptedModel([python(FIRST, "call_1"), "made", python(SECOND, "call_2"), "changed"])
     session = make(store, shell, model, maxValueBytes=1_000_000)
     session.ask("make them")
     ns = shell.user_ns
     sales, counts, fitted_before = ns["sales"].copy(), dict(ns["counts"]), ns["model"]
     session.ask("change them")
+    assert session.compact()  # the turns rewound are folded into the summary: their changes are still kept
 
     report = session.rewind.restore(before_turn=2)
 
