@@ -22,6 +22,8 @@ import types
 from collections.abc import Mapping
 from typing import Any
 
+from monad_notebook.rewind.code_tree import callee, code_tree
+
 MUTATORS = frozenset(
     {
         # list, dict, set, bytearray, deque
@@ -42,9 +44,8 @@ ARGUMENT_MUTATORS = frozenset({"shuffle", "copyto", "place", "putmask", "fill_di
 
 def changed_in_place(code: str, namespace: Mapping[str, Any] | None = None) -> set[str]:
     """The names ``code`` may change in place (``namespace``: to tell the notebook's own functions)."""
-    try:
-        tree = ast.parse(_plain(code))
-    except (SyntaxError, ValueError):
+    tree = code_tree(code)
+    if tree is None:
         return set()
     names: set[str] = set()
     for node in ast.walk(tree):
@@ -55,15 +56,6 @@ def changed_in_place(code: str, namespace: Mapping[str, Any] | None = None) -> s
         elif isinstance(node, ast.Call):
             names.update(_called(node, namespace or {}))
     return names
-
-
-def _plain(code: str) -> str:
-    try:
-        from IPython.core.inputtransformer2 import TransformerManager
-
-        return TransformerManager().transform_cell(code)
-    except Exception:
-        return code
 
 
 def _stored_through(target: ast.expr, *, augmented: bool) -> set[str]:
@@ -93,8 +85,7 @@ def _called(call: ast.Call, namespace: Mapping[str, Any]) -> set[str]:
         base = _base(func.value)
         if base:
             names.add(base)
-    callee = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-    if callee in ARGUMENT_MUTATORS or in_place or _defined_here(func, namespace):
+    if callee(func) in ARGUMENT_MUTATORS or in_place or _defined_here(func, namespace):
         for argument in [*call.args, *(k.value for k in call.keywords)]:
             base = _base(argument.value if isinstance(argument, ast.Starred) else argument)
             if base:

@@ -21,6 +21,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import PurePath
 from typing import Any
 
+from monad_notebook.rewind.code_tree import callee, code_tree
+
 _WRITER = re.compile(r"^(?:to|write|save|dump|export|sink|tofile)(?:_|$)|^(?:savez|savetxt|savefig)", re.I)
 MAX_PATHS = 64  # candidate paths read from one call's code
 _JOINERS = frozenset({"join", "Path", "PurePath", "PosixPath"})
@@ -28,9 +30,8 @@ _JOINERS = frozenset({"join", "Path", "PurePath", "PosixPath"})
 
 def writer_paths(code: str, namespace: Mapping[str, Any]) -> list[str]:
     """What ``code`` hands to writers as paths: whole paths where they can be read, else their constant parts."""
-    try:
-        tree = ast.parse(_plain(code))
-    except (SyntaxError, ValueError):
+    tree = code_tree(code)
+    if tree is None:
         return []
     assigned: dict[str, list[ast.expr]] = {}
     for node in ast.walk(tree):
@@ -40,31 +41,13 @@ def writer_paths(code: str, namespace: Mapping[str, Any]) -> list[str]:
                     assigned.setdefault(target.id, []).append(node.value)
     found: dict[str, None] = {}
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and _WRITER.search(_callee(node.func)):
+        if isinstance(node, ast.Call) and _WRITER.search(callee(node.func)):
             for argument in [*node.args, *(k.value for k in node.keywords)]:
                 for path in _read(argument, assigned, namespace, depth=0):
                     found.setdefault(path)
                     if len(found) >= MAX_PATHS:
                         return list(found)
     return list(found)
-
-
-def _plain(code: str) -> str:
-    """The code as Python sees it (IPython's magics and shell escapes turned into calls)."""
-    try:
-        from IPython.core.inputtransformer2 import TransformerManager
-
-        return TransformerManager().transform_cell(code)
-    except Exception:
-        return code
-
-
-def _callee(func: ast.expr) -> str:
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    if isinstance(func, ast.Name):
-        return func.id
-    return ""
 
 
 def _read(
@@ -98,8 +81,8 @@ def _whole(node: ast.expr, assigned: dict[str, list[ast.expr]], namespace: Mappi
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
         left, right = (_whole(side, assigned, namespace, depth + 1) for side in (node.left, node.right))
         return os.path.join(left, right) if left is not None and right is not None else None
-    if isinstance(node, ast.Call) and not node.keywords and _callee(node.func) in (*_JOINERS, "joinpath"):
-        pieces = [node.func.value] if _callee(node.func) == "joinpath" else []  # type: ignore[attr-defined]
+    if isinstance(node, ast.Call) and not node.keywords and callee(node.func) in (*_JOINERS, "joinpath"):
+        pieces = [node.func.value] if callee(node.func) == "joinpath" else []  # type: ignore[attr-defined]
         parts = [_whole(arg, assigned, namespace, depth + 1) for arg in [*pieces, *node.args]]
         if parts and all(part is not None for part in parts):
             return os.path.join(*parts)  # type: ignore[arg-type]

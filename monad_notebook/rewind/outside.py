@@ -15,6 +15,8 @@ import os
 import re
 from pathlib import Path
 
+from monad_notebook.rewind.code_tree import callee, code_tree
+
 NETWORK_MODULES = frozenset(
     {
         "requests", "urllib", "urllib3", "httpx", "http", "socket", "aiohttp", "boto3", "botocore", "s3fs",
@@ -29,9 +31,8 @@ _CLOCK = frozenset({"now", "today", "utcnow", "time", "time_ns", "perf_counter"}
 
 def outside(code: str, root: Path | None, ran_at: float = 0.0) -> list[str]:
     """What ``code`` depends on outside the kernel, each said in a few words (``ran_at``: when it first ran)."""
-    try:
-        tree = ast.parse(_plain(code))
-    except (SyntaxError, ValueError):
+    tree = code_tree(code)
+    if tree is None:
         return []
     found: dict[str, None] = {}
     modules = _modules(tree)
@@ -41,7 +42,7 @@ def outside(code: str, root: Path | None, ran_at: float = 0.0) -> list[str]:
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and _ADDRESS.match(node.value.strip()):
             found.setdefault(f"the network ({node.value.strip()[:80]})")
         elif isinstance(node, ast.Call):
-            called = _called(node.func)
+            called = callee(node.func)
             if called in _RANDOM and not _SEEDED.search(code):
                 found.setdefault("a random generator with no seed in sight")
             elif called in _CLOCK and _clocked(node.func):
@@ -53,15 +54,6 @@ def outside(code: str, root: Path | None, ran_at: float = 0.0) -> list[str]:
     return list(found)
 
 
-def _plain(code: str) -> str:
-    try:
-        from IPython.core.inputtransformer2 import TransformerManager
-
-        return TransformerManager().transform_cell(code)
-    except Exception:
-        return code
-
-
 def _modules(tree: ast.AST) -> set[str]:
     names: set[str] = set()
     for node in ast.walk(tree):
@@ -70,12 +62,6 @@ def _modules(tree: ast.AST) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             names.add(node.module.split(".")[0])
     return names
-
-
-def _called(func: ast.expr) -> str:
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    return func.id if isinstance(func, ast.Name) else ""
 
 
 def _clocked(func: ast.expr) -> bool:
@@ -94,7 +80,7 @@ def _files(tree: ast.AST, root: Path | None, ran_at: float) -> list[str]:
         return []
     notes = []
     for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and _called(node.func).startswith(("read", "load", "open"))):
+        if not (isinstance(node, ast.Call) and callee(node.func).startswith(("read", "load", "open"))):
             continue
         if _writes(node):
             continue
