@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from monad_notebook.config_schema import RewindConfig
 from monad_notebook.errors import StoreError
+from monad_notebook.rewind import file_guard
 from monad_notebook.rewind.file_keeper import FileChanges, FileKeeper
 from monad_notebook.rewind.journal import Epoch, Journal
 from monad_notebook.rewind.kept_bytes import KeptBytes, kept_folder
@@ -57,10 +58,18 @@ class Change:
         self.finish()
 
     def finish(self) -> None:
-        """What the code did, recorded (the files' rows written in one write); a second call does nothing."""
+        """What the code did, recorded (the files' rows written in one write); a second call does nothing. A
+        problem of the keeping's own is logged, never raised into the call it kept."""
         if self.done:
             return
         self.done = True
+        try:
+            self._record()
+        except Exception as exc:
+            file_guard.disarm()
+            log.warning("rewind could not record what %s changed: %s", self.made_by, exc)
+
+    def _record(self) -> None:
         rewind, journal = self.rewind, self.rewind.journal
         touched = self.files.finish() if self.files is not None else []
         changes = self.values.changes()
@@ -123,7 +132,16 @@ class KernelRewind:
         if not self.enabled:
             return None
         epoch = self.journal.running(self.turn()) if turn is None else self.journal.of_turn(turn)
-        return Change(self, epoch, made_by, code)
+        return self._opened(epoch, made_by, code)
+
+    def _opened(self, epoch: Epoch, made_by: str, code: str) -> Change | None:
+        """A change opened, or None when the keeping itself failed (logged: the code runs all the same)."""
+        try:
+            return Change(self, epoch, made_by, code)
+        except Exception as exc:
+            file_guard.disarm()
+            log.warning("rewind keeps nothing of what %s changes: %s", made_by, exc)
+            return None
 
     def cell_keeper(self) -> Callable[[str], Callable[[], None] | None]:
         """For a cell the agent queues in this turn: when it runs (after the turn), what it changes is kept as this
@@ -139,7 +157,7 @@ class KernelRewind:
 
     def change_in(self, epoch: Epoch, made_by: str, code: str = "") -> Change | None:
         """A change of a given epoch (a rebuild's steps); None while rewind is off."""
-        return Change(self, epoch, made_by, code) if self.enabled else None
+        return self._opened(epoch, made_by, code) if self.enabled else None
 
     def begin_rebuild(self) -> Epoch:
         return self.journal.begin("rebuild", self.turn())
