@@ -6,8 +6,8 @@ A real ``Session`` (LanceDB in a temporary directory, IPython's in-process shell
 code, the notebook's directory a temporary one) is driven by a scripted model through ``--turns``
 turns. Each turn binds a name of its own, rebinds one, changes a DataFrame and a list in place, and
 writes or overwrites files of three kinds (CSV with ``to_csv``, Parquet with pyarrow's writer, a
-pickle); every fourth turn also deletes a file, and one call fails. At the start of each turn the
-benchmark snapshots every file's bytes and a copy of every name.
+pickle); every fourth turn also deletes a file, and one turn runs a second call, which fails. At the
+start of each turn the benchmark snapshots every file's bytes and a copy of every name.
 
 Then the session is rewound to before each turn in turn, last to first, each rewind compared with
 that turn's snapshot (files byte-identical, the same names, values equal where kept; a name listed
@@ -140,15 +140,24 @@ def run(turns: int, rows: int) -> None:
     session.ask("set up")
     snaps = {}
     for turn in range(1, turns + 1):
-        snaps[turn + 1] = None
-        model.queue(tool_call("python", {"code": turn_code(turn, rows)}, id=f"call_{turn}"), f"turn {turn} done")
-        if turn == turns // 2:
-            model.queue(tool_call("python", {"code": "broken = no_such_name"}, id="call_fails"), "that failed")
+        model.queue(tool_call("python", {"code": turn_code(turn, rows)}, id=f"call_{turn}"))
+        if turn == turns // 2:  # a second call in this turn, which fails
+            model.queue(tool_call("python", {"code": "broken = no_such_name"}, id="call_fails"))
+        model.queue(f"turn {turn} done")
     for turn in range(2, turns + 2):  # turn 1 set up; turns 2.. are the measured ones
         snaps[turn] = (files_of(root), names_of(ns, hidden))
         session.ask(f"turn {turn}")
     final = (files_of(root), names_of(ns, hidden))
 
+    print(f"session: {turns} turns of {rows:,}-row frames; files: {len(final[0])}, names: {len(final[1])}")
+    rewind_every_turn(session, root, ns, hidden, snaps, final, turns)
+    session.close()
+    store.close()
+    rebuild(store, config, shell, ns, hidden, final[1])
+
+
+def rewind_every_turn(session: Any, root: Path, ns: dict, hidden: dict, snaps: dict, final: tuple, turns: int) -> None:
+    """Rewind to before each turn, last to first, compare with its snapshot, undo, compare with the final state."""
     rewinds, undos, misses = [], [], {}
     for turn in range(turns + 1, 1, -1):
         started = time.perf_counter()
@@ -165,7 +174,6 @@ def run(turns: int, rows: int) -> None:
             misses[f"undo {turn}"] = left
     journal = session.rewind.journal
     kept = [journal.added.get(e.seq, 0) for e in journal.epochs if e.kind == "turn" and e.turn > 1]
-    print(f"session: {turns} turns of {rows:,}-row frames; files: {len(final[0])}, names: {len(final[1])}")
     rewound = turns - sum(isinstance(k, int) for k in misses)
     undone = turns - sum(isinstance(k, str) for k in misses)
     print(f"rewind to each turn compared with its snapshot: {rewound}/{turns} identical")
@@ -176,9 +184,6 @@ def run(turns: int, rows: int) -> None:
     print(f"undo: median {statistics.median(undos) * 1000:.0f} ms, largest {max(undos) * 1000:.0f} ms")
     print(f"bytes kept per turn: median {statistics.median(kept) / 1e3:,.0f} kB, largest {max(kept) / 1e3:,.0f} kB, "
           f"all {sum(kept) / 1e6:.1f} MB")  # fmt: skip
-    session.close()
-    store.close()
-    rebuild(store, config, shell, ns, hidden, final[1])
 
 
 def rebuild(
