@@ -15,6 +15,7 @@ was tuned; the rest is held out.
 from __future__ import annotations
 
 import base64
+import gzip
 import os
 import platform
 import random
@@ -31,6 +32,7 @@ from monad_notebook.redaction.redactor import Redactor
 from tests.context.glued_corpus import GLUED, LOOK_ALIKES, RUNS_ON
 from tests.context.hostile_corpus import HOSTILE_NOISE, HOSTILE_SECRETS
 from tests.context.secret_corpus import NOISE, SECRETS, mixed_tool_output
+from tests.context.status_corpus import HELD_OUT_LOGS, HELD_OUT_PASSWORDS, TUNING_LOGS, TUNING_PASSWORDS
 
 MB = 1_000_000
 REDACTOR = Redactor(env={})
@@ -65,6 +67,7 @@ def pathological() -> dict[str, Callable[[], str]]:
         "a=a=a=...": lambda: "a=" * (5 * MB),
         "token: token: ... (dense rejected candidates)": lambda: "token: " * (10 * MB // 7),
         "password=password=... (one 10 MB value)": lambda: "password=" * (10 * MB // 9),
+        "PASS: ... lines (dense test statuses)": lambda: "PASS: abcdefgh1\n" * (10 * MB // 16),
         "worst case: a secret every 19 bytes": lambda: "token=abc123XYZ789 " * (10 * MB // 19),
         "worst case: one 10 MB query string, a=...&a=...": lambda: "password=abcdefgh123&a=" * (10 * MB // 23),
     }
@@ -103,7 +106,7 @@ def precision_table() -> list[str]:
     lines.append(f"| 10 MB of the above, shuffled | {len(noise_only.encode())} | {fp} ({fp / 10:.2f} per MB) |")
     caught = sum(REDACTOR.redact(s.text).text == s.expected for s in SECRETS)
     lines.append(f"| fake-secret corpus: exact redactions | {len(SECRETS)} samples | {caught}/{len(SECRETS)} caught |")
-    return lines + glued_rows() + hostile_rows() + real_text_rows()
+    return lines + glued_rows() + hostile_rows() + status_rows() + real_text_rows()
 
 
 def glued_rows() -> list[str]:
@@ -118,6 +121,27 @@ def glued_rows() -> list[str]:
         f"| glued look-alikes: file, pod and task names, identifiers, glued hashes, RECORD-like digests "
         f"| {len(look_alikes.encode())} | {fp} |",
     ]
+
+
+def status_rows() -> list[str]:
+    """Test-run logs that must survive (``PASS: <test>``) and the passwords written with the same words, each set
+    as chosen on (tuning) and as written apart (held out)."""
+    rows = []
+    for label, logs, passwords in (
+        ("tuning", TUNING_LOGS, TUNING_PASSWORDS),
+        ("held out", HELD_OUT_LOGS, HELD_OUT_PASSWORDS),
+    ):
+        text = "\n".join(logs.values())
+        fp = sum(REDACTOR.redact(text).counts.values())
+        rows.append(f"| {label}: test-run logs (DejaGnu, automake, Go, pytest, TAP...) | {len(text.encode())} | {fp} |")
+        redacted = [REDACTOR.redact(s.text).text for s in passwords]
+        caught = sum(text == s.expected for text, s in zip(redacted, passwords, strict=True))
+        leaked = sum(s.value in text for text, s in zip(redacted, passwords, strict=True))
+        rows.append(
+            f"| {label}: passwords beside the same words (`PASS: ...`, `DB_PASS=`, `pass:`) "
+            f"| {len(passwords)} samples | {caught}/{len(passwords)} caught, {leaked} leaked |"
+        )
+    return rows
 
 
 def real_text_rows() -> list[str]:
@@ -137,6 +161,7 @@ def real_texts() -> dict[str, Iterator[str]]:
     stdlib = Path(sysconfig.get_paths()["stdlib"])
     site = Path(sysconfig.get_paths()["purelib"])
     dpkg, npm = Path("/var/lib/dpkg/info"), Path.home() / ".npm/_cacache/index-v5"
+    docs, jdk = Path("/usr/share/doc"), Path("/usr/share/doc/openjdk-17-jre-headless/test-amd64")
     seen = "real text, read while the glued rules were tuned:"
     return {
         "held out: Python stdlib sources and data (test passwords included)": _texts(_stdlib_files(stdlib)),
@@ -151,13 +176,18 @@ def real_texts() -> dict[str, Iterator[str]]:
             sorted(dpkg.glob("*.list")) + sorted(dpkg.glob("*.md5sums"))
         ),
         "held out: npm cache index (urls, sha512 integrity)": _texts(sorted(p for p in npm.rglob("*") if p.is_file())),
+        "real text, read while the status rule was tuned: binutils' test summary (DejaGnu)": _texts(
+            [docs / "binutils/test-summary-amd64.gz"]
+        ),
+        "held out: gdb's test log (DejaGnu, `make check`)": _texts([docs / "gdb/check.log.gz"]),
+        "held out: OpenJDK's test logs (jtreg)": _texts(sorted(jdk.glob("*.log*"))),
     }
 
 
 def _texts(paths: list[Path]) -> Iterator[str]:
     for path in paths:
         try:
-            yield path.read_text(encoding="utf-8")
+            yield gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text("utf-8")
         except (UnicodeDecodeError, OSError):
             continue
 

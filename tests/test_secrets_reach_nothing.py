@@ -88,3 +88,26 @@ def test_keys_planted_everywhere_reach_no_stored_file_no_request_no_panel_and_no
         assert key not in requests, "a request"
         assert key not in panel, "the panel"
         assert key not in cell, "the cell"
+
+
+def test_what_the_agents_code_prints_displays_and_raises_reaches_the_cell_with_no_key(
+    ip, notebook, rich, capsys, isolated_env, monkeypatch
+):
+    monkeypatch.setenv("GITHUB_TOKEN", GITHUB)
+    (isolated_env / "secrets.env").write_text(f"AWS_ACCESS_KEY_ID={AWS}\nOPENAI_API_KEY={OPENAI}\n")
+    code = (
+        "import os\nprint(os.environ)\n"
+        "text = open('secrets.env').read()\nprint(text[:22], end='')\nprint(text[22:])\n"
+        "from IPython.display import HTML, display\ndisplay(HTML('<pre>' + text + '</pre>'))\n"
+        "raise RuntimeError(text)"
+    )
+    notebook.queue(tool_call("python", {"code": code}), "Printed them.")
+    ip.run_cell_magic("monad", "--session printed", "print my settings")
+
+    captured = capsys.readouterr()
+    cell = captured.out + captured.err + "\n".join(json.dumps(o.data) + o.text for o in rich.outputs)
+    requests = json.dumps(notebook.chat_requests)
+    assert "[REDACTED:env:GITHUB_TOKEN]" in cell and "[REDACTED:aws-access-key]" in cell and "RuntimeError" in cell
+    for key in KEYS:
+        assert key not in cell, "the cell"
+        assert key not in requests, "a request"

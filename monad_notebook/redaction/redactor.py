@@ -80,6 +80,27 @@ def _env_secrets(env: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
     return tuple(sorted(found))
 
 
+_last_environment: tuple[dict[Any, Any], tuple[tuple[str, str], ...]] = ({}, ())
+
+
+def _process_env_secrets() -> tuple[tuple[str, str], ...]:
+    """``_env_secrets(os.environ)``, read again only when the environment changed.
+
+    Reading it costs more than redacting a short line; comparing the process's raw environment
+    with the copy taken at the last reading is done in C, in about a microsecond.
+    """
+    global _last_environment
+    raw = getattr(os.environ, "_data", None)
+    if not isinstance(raw, dict):
+        return _env_secrets(os.environ)
+    seen, secrets = _last_environment
+    if raw == seen:
+        return secrets
+    snapshot = dict(raw)  # taken first: a change made while reading is read again next time
+    _last_environment = (snapshot, _env_secrets(os.environ))
+    return _last_environment[1]
+
+
 @lru_cache(maxsize=8)
 def _env_rule(secrets: tuple[tuple[str, str], ...]) -> Rule:
     """One compiled alternation per environment snapshot, so the scan stays a single linear pass."""
@@ -227,7 +248,10 @@ class Redactor:
 
     def _active_rules(self) -> tuple[list[Rule], frozenset[bytes]]:
         """The rules to run, and the placeholder labels they write (an existing one of these is left alone)."""
-        secrets = _env_secrets(os.environ if self._env is None else self._env) if self.env_secrets else ()
+        if not self.env_secrets:
+            secrets: tuple[tuple[str, str], ...] = ()
+        else:
+            secrets = _process_env_secrets() if self._env is None else _env_secrets(self._env)
         if not secrets:
             return self._rules, self._kinds
         return [_env_rule(secrets), *self._rules], self._kinds | {f"env:{name}".encode() for name, _ in secrets}

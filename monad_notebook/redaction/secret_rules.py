@@ -12,7 +12,8 @@ secrets: under 8 characters; ``None``/``null``/``changeme``-style words; ``<...>
 unquoted, code: calls, indexing and identifiers (``password = getpass()``, ``token =
 os.environ["TOKEN"]``). The price: an unquoted all-letter password (``password: sunshineday``) is kept.
 Tokens, keys and secrets (not passwords) must also look issued: a prefixed counter
-(``sess_00000001``) or text with little variety (``aaaa1111``) is an id.
+(``sess_00000001``) or text with little variety (``aaaa1111``) is an id. ``PASS: <test>``, as test
+harnesses write a passed test, is a status and no password (``_test_status`` says how it is told apart).
 
 Passwords also come as command arguments (``--password X``, ``--db-password=X``, ``mysql -pX``,
 ``sshpass -p X``, ``curl -u user:X``, ``-passin pass:X``) and in sentences (``the password is X``,
@@ -178,9 +179,56 @@ def _check_assignment(data: bytes, spans: Spans) -> list[Find]:
     for name_start, name_end, start, end, after in pieces:
         kind = _name_kind(data[name_start:name_end]) if data[name_start - 1 : name_start] != b":" else None
         value = data[start:end].decode("utf-8", "replace")
-        if kind and _plausible(value, kind, quoted=group != _BARE_GROUP, after=after):
+        if (
+            kind
+            and _plausible(value, kind, quoted=group != _BARE_GROUP, after=after)
+            and not _test_status(data, (name_start, name_end), (start, end), quoted=group != _BARE_GROUP)
+        ):
             finds.append((kind, start, end))
     return finds
+
+
+_STATUS = b"PASS"
+_STATUS_SEPARATOR = re.compile(rb":[ \t]*[\"']?")
+_STATUS_LEAD = re.compile(rb"[ \t]*(?:---[ \t]+)?")
+_STATUS_LINE = re.compile(
+    rb"[ \t]*(?:---[ \t]+)?(?:X?PASS|X?FAIL|K(?:PASS|FAIL)|SKIP|UNSUPPORTED|UNRESOLVED|UNTESTED):|=== RUN"
+)
+_TEST_NAME = re.compile(r"[a-z0-9]+(?:[-_./+][a-z0-9]+)+:?")
+_LEAD_BYTES, _LINE_BYTES = 64, 4096  # how far a line's start and its neighbours are looked for: scans stay linear
+
+
+def _test_status(data: bytes, name: tuple[int, int], value: tuple[int, int], *, quoted: bool) -> bool:
+    """``PASS: <test>`` as test harnesses write a passed test (DejaGnu, automake, Go): a status, not a password.
+
+    It is the bare capital word and a colon, then a test's name: a path or a hyphenated name in
+    lower case anywhere (``tests/misc/sort.sh``, ``gdb.base/break.exp:``, ``test-strtod``); or,
+    when ``PASS`` opens its line, any name the line goes on after (a description, a duration, a
+    TAP number; not a ``#`` comment), or any line next to another test's status (``FAIL:``,
+    ``XFAIL:``, ``--- PASS:``, ``=== RUN``...). A password named ``PASS`` is assigned (``PASS=``),
+    or stands alone: ``PASS: Kq9$mWx2Lp`` after ``USER: ada``.
+    """
+    (name_start, name_end), (start, end) = name, value
+    if data[name_start:name_end] != _STATUS or not _STATUS_SEPARATOR.fullmatch(data, name_end, start):
+        return False
+    if not quoted and _TEST_NAME.fullmatch(data[start:end].decode("utf-8", "replace")):
+        return True
+    line_start = data.rfind(b"\n", max(0, name_start - _LEAD_BYTES), name_start) + 1
+    if (line_start == 0 and name_start > _LEAD_BYTES) or not _STATUS_LEAD.fullmatch(data, line_start, name_start):
+        return False
+    line_end = data.find(b"\n", end, end + _LINE_BYTES)
+    rest = data[end + quoted : line_end if line_end >= 0 else end + _LINE_BYTES].strip()
+    return bool(rest and not rest.startswith(b"#")) or _beside_a_status(data, line_start, line_end)
+
+
+def _beside_a_status(data: bytes, line_start: int, line_end: int) -> bool:
+    """Whether the line before (if it starts within ``_LINE_BYTES``) or after this one is a test's status."""
+    if line_start > 0:
+        low = max(0, line_start - 1 - _LINE_BYTES)
+        previous = data.rfind(b"\n", low, line_start - 1) + 1
+        if (previous > 0 or low == 0) and _STATUS_LINE.match(data, previous):
+            return True
+    return line_end >= 0 and _STATUS_LINE.match(data, line_end + 1) is not None
 
 
 def _value_check(kind: str, min_chars: int = MIN_SECRET_CHARS) -> Checker:
