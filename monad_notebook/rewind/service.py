@@ -83,7 +83,7 @@ class Change:
             journal.add_files(self.epoch, self.made_by, str(self.root), touched, rewind.key_of)
             self.notes = [f"{t.path}: {t.state.note}; a rewind cannot bring back its earlier bytes"
                           for t in touched if t.state.before == "unkept"]  # fmt: skip
-        rewind.flush()
+            rewind.flush()  # a call that touched no file writes nothing: its epoch goes with the next write
 
 
 class KernelRewind:
