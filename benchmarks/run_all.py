@@ -60,6 +60,7 @@ ORDER = [
     "fidelity",
     "workspace",
     "workspace_cost",
+    "rewind",
     "cost",
     "images",
     "panel_latency",
@@ -69,6 +70,7 @@ ORDER = [
 ]
 QUICK: dict[str, dict[str, list[str]]] = {
     "startup": {"--runs": ["1"]},
+    "rewind": {"--turns": ["4"], "--rows": ["2000"]},
     "loop_overhead": {"--sizes": ["200", "1000"], "--turns": ["4"]},
     "tails": {"--sizes": ["1000"], "--turns": ["4"], "--queries": ["4"]},
     "fragments": {"--size": ["5000"], "--writes": ["5"]},

@@ -53,6 +53,7 @@ def load_ipython_extension(ipython: Any) -> None:
     ipython.register_magics(magics)
     ipython.events.register("post_run_cell", magics.after_cell)
     ipython.events.register("pre_run_cell", AGENT_RUNS.before_cell)
+    ipython.events.register("post_run_cell", AGENT_RUNS.after_cell)
     threading.Thread(target=_warm_up, name="monad-warm-up", daemon=True).start()
 
 
@@ -65,6 +66,8 @@ def unload_ipython_extension(ipython: Any) -> None:
         ipython.events.unregister("post_run_cell", magics.after_cell)
     if AGENT_RUNS.before_cell in ipython.events.callbacks["pre_run_cell"]:
         ipython.events.unregister("pre_run_cell", AGENT_RUNS.before_cell)
+    if AGENT_RUNS.after_cell in ipython.events.callbacks["post_run_cell"]:
+        ipython.events.unregister("post_run_cell", AGENT_RUNS.after_cell)
 
 
 def _warm_up() -> None:

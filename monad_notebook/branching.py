@@ -1,5 +1,5 @@
-"""Branching: copy a session (messages, summary, spilled tool outputs, images, recall's index, the workspace record)
-under a new name.
+"""Branching: copy a session (messages, summary, spilled tool outputs, images, recall's index, the workspace record,
+the rewind journal) under a new name.
 
 The copy is made once, for every store, from the roles each answers: under the store's lock, a
 write per table (LanceDB keeps a version per write), fresh message ids. A branch is taken from
@@ -51,6 +51,7 @@ def clone_session(store: Store, source: str, target: str) -> SessionRecord:
         store.save_images(target, store.load_images(source))
         store.save_ledger(target, store.load_ledger(source))
         store.workspace.save_workspace(target, store.workspace.load_workspace(source))
+        store.rewind.save_rewind(target, store.rewind.load_rewind(source))  # rows: the kept bytes are shared
         summary = store.load_summary(source)
         if summary is not None:
             store.save_summary(replace(summary, session=target))

@@ -310,6 +310,21 @@ class WorkspaceConfig(_Section):
     max_tokens: PositiveInt | None = None  # None: about 8% of the context window, at least 800 and at most 4,000
 
 
+MIB = 1 << 20
+
+
+class RewindConfig(_Section):
+    """What the session keeps so that its turns can be undone: the earlier bytes of files its code changed under the
+    notebook's directory, and the earlier values of names it rebound or changed in place (docs/rewind.md)."""
+
+    enabled: bool = True
+    max_file_bytes: PositiveInt = 256 * MIB  # a larger file's earlier bytes are not kept (and the result says so)
+    max_session_bytes: PositiveInt = 2048 * MIB  # beyond it the oldest turns' kept bytes go first
+    max_value_bytes: PositiveInt = 64 * MIB  # a value larger than this is not copied before an in-place change
+    max_values_bytes: PositiveInt = 1024 * MIB  # kept values, in memory; beyond it the oldest turns' go first
+    kept_dir: Name | None = None  # None: beside a local store ("<store>.kept"), else $MONAD_HOME/kept
+
+
 class RedactionPattern(_Section):
     name: Name
     regex: Annotated[str, AfterValidator(_compiles)]
@@ -395,6 +410,7 @@ class Config(_Section):
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
     context: ContextConfig = Field(default_factory=ContextConfig)
     mcp_servers: dict[ServerName, McpServerConfig] = Field(default_factory=dict)
+    rewind: RewindConfig = Field(default_factory=RewindConfig)
 
     def to_json_dict(self) -> dict[str, Any]:
         """The effective configuration in agents.json shape (fast tier shown resolved)."""

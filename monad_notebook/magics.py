@@ -20,7 +20,8 @@ from monad_notebook.approval.asking import notebook_gate
 from monad_notebook.approval.gate import ApprovalGate
 from monad_notebook.cell.background import Inbox
 from monad_notebook.cell.heap import settle_heap
-from monad_notebook.cell.html import one_line
+from monad_notebook.cell.prompt_record import render_prompt_record
+from monad_notebook.cell.rewind import rebuild_lines, rebuild_offer, rewind_lines, sweep_kept
 from monad_notebook.cell.screen import say_error, screened
 from monad_notebook.cell.status import footer_for, notebook_sentence, status_sentences
 from monad_notebook.cell.view import CellView
@@ -58,7 +59,9 @@ HELP = """\
 %monad remember --accept N  save pending suggestion N (see %monad memory); --dismiss N drops it
 %monad forget ID            forget a remembered fact
 %monad export PATH.ipynb    write this session as a notebook to run top to bottom (--session NAME for another)
-%monad code                 put the code the last turn ran into the next cell"""
+%monad code                 put the code the last turn ran into the next cell
+%monad rewind [TURN]        files and names as they were before TURN (the last turn by default); --undo undoes it
+%monad rebuild              after a kernel restart: rerun the code that made what it lost (one approval)"""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -79,37 +82,6 @@ def _split(line: str) -> list[str]:
         return shlex.split(line)
     except ValueError as exc:
         raise UsageError(f"cannot parse arguments ({exc}); quote names with spaces") from None
-
-
-def _preview(text: str, limit: int) -> str:
-    """One line of at most ``limit`` characters, control and invisible characters shown as markers."""
-    return one_line(text, limit)
-
-
-def _said(part: dict[str, Any]) -> str:
-    """A part's text, or the calls of an assistant message that only calls tools (its text is empty)."""
-    calls = part.get("calls") or []
-    if part["text"].strip() or not calls:
-        return part["text"]
-    return "calls " + ", ".join(f"{call['name']}({call['arguments']})" for call in calls)
-
-
-def render_prompt_record(records: list[dict[str, Any]], step: int | None) -> str:
-    """One prompt record as text: every part with its kind, role and tokens, and a preview."""
-    if not records:
-        return "no prompt sent yet in this kernel: run a %%monad cell first"
-    if step is None:
-        record = records[-1]
-    else:
-        if not 1 <= step <= len(records):
-            raise UsageError(f"--step must be between 1 and {len(records)} (steps kept in this kernel)")
-        record = records[step - 1]
-    real = record.get("real_tokens")
-    counted = f"; the provider counted {real:,}" if real else ""
-    lines = [f"turn {record['turn']} step {record['step']}: about {record['total_tokens']:,} tokens{counted}"]
-    for part in record["parts"]:
-        lines.append(f"  {part['kind']:<16} {part['role']:<9} {part['tokens']:>7,}  {_preview(_said(part), 70)}")
-    return "\n".join(lines)
 
 
 @magics_class
@@ -161,6 +133,8 @@ class MonadMagics(Magics):
             )
             session.events.subscribe(self.inbox.on_event)
             self._sessions[name] = session
+            if offer := rebuild_offer(session):
+                print(self.redact(offer))
         self.current = name
         return self._sessions[name]
 
@@ -303,6 +277,7 @@ class MonadMagics(Magics):
             raise UsageError(f"no session named {name!r}; see %monad sessions")
         self.store.delete_session(name)
         self._sessions.pop(name, None)
+        sweep_kept(self.store, self.watcher.current().rewind)
         if self.current == name:
             self.current = None
         print(f"deleted session {name!r}")
@@ -430,6 +405,12 @@ class MonadMagics(Magics):
         self.shell.set_next_input(code, replace=False)
         print("the last turn's code is in the next cell" if self.rich else code)
 
+    def _cmd_rebuild(self, rest: list[str]) -> None:
+        print("\n".join(rebuild_lines(self.session(), rest)))
+
+    def _cmd_rewind(self, rest: list[str]) -> None:
+        print("\n".join(rewind_lines(self.session(), rest)))
+
     def _history(self) -> list[str]:
         """This kernel's inputs by execution count, where an export finds the user's own cells."""
         manager = getattr(self.shell, "history_manager", None)
@@ -454,4 +435,6 @@ class MonadMagics(Magics):
         "config": _cmd_config,
         "export": _cmd_export,
         "code": _cmd_code,
+        "rebuild": _cmd_rebuild,
+        "rewind": _cmd_rewind,
     }

@@ -29,6 +29,10 @@ from monad_notebook.messages import Message, ToolCall
 from monad_notebook.notebook.agent_runs import AGENT_RUNS
 from monad_notebook.provider import ChatModel, TextCallback
 from monad_notebook.provider.local_embedder import Embedder, make_embedder
+from monad_notebook.rewind import KernelRewind, RestoreReport
+from monad_notebook.rewind.history import earlier_inputs
+from monad_notebook.rewind.rebuild import plan_rebuild
+from monad_notebook.rewind.replay import RebuildReport, run_plan
 from monad_notebook.session_setup import FollowedConfig, Setup
 from monad_notebook.store.base import SessionRecord, Store, Summary, ensure_session
 from monad_notebook.store.lance import open_store
@@ -95,6 +99,9 @@ class Session:
         user_ns = namespace if namespace is not None else (shell.user_ns if shell is not None else {})
         self.workspace = WorkspaceRecord(self.store.workspace, name, user_ns, shell, root, notify=self.events.emit)
         self.workspace.interrupted = interrupted(self.window)
+        self.rewind = KernelRewind(
+            self.store.rewind, name, user_ns, shell, root, turn=lambda: self.window.turn, workspace=self.workspace
+        )
         self.event_log = EventLog(name, self.events, self.store.append_events)
         self.cascade = Cascade(
             window=self.window, store=self.store, events=self.event_log,
@@ -102,8 +109,9 @@ class Session:
             recall=self.recall, workspace=self.workspace,
         )  # fmt: skip
         self.services = ToolServices(
-            name, user_ns, shell, self.store, self.memory, self.recall, approve, notebook, root, self.workspace
-        )
+            name, user_ns, shell, self.store, self.memory, self.recall, approve, notebook, root, self.workspace,
+            self.rewind,
+        )  # fmt: skip
         self._apply(setup)
 
     # --- configuration -------------------------------------------------------------
@@ -119,6 +127,7 @@ class Session:
         self.cascade.reconfigure(setup.cascade)
         readable = "read_tool_output" in setup.tools
         self.workspace.reconfigure(config.context.workspace.enabled, redactor, calls_readable=readable)
+        self.rewind.reconfigure(config.rewind, redactor, self.store.uri)
         self.runner = ToolRunner(setup.tools, config, self.services, redactor)
         self.store.optimize_every = config.store.optimize_every_writes
         warning = self.settings.store_warning(config, self.store.uri)
@@ -153,7 +162,7 @@ class Session:
 
     @namespace.setter
     def namespace(self, namespace: dict[str, Any]) -> None:
-        self.services.namespace = self.workspace.namespace = namespace
+        self.services.namespace = self.workspace.namespace = self.rewind.namespace = namespace
 
     @property
     def summary(self) -> Summary | None:
@@ -249,6 +258,7 @@ class Session:
         with self.lease.hold():
             self.store.reset_session(self.name)
         self.cascade.forget()
+        self.rewind.forget()
         self.emit(RESET)
         self.flush_events()
 
@@ -267,6 +277,34 @@ class Session:
     def history(self) -> list[Message]:
         """The whole stored transcript (original texts), for inspection; not used per turn."""
         return self.store.load_messages(self.name)
+
+    def rebuild(self) -> RebuildReport:
+        """Rerun the code that made what a kernel restart lost (``%monad rebuild``): one approval, each step said."""
+        history, why = earlier_inputs(self.shell, self.rewind.journal.kernels)
+        lost = self.workspace.live()[2]
+        root = self.rewind.root_now()
+        plan = plan_rebuild(self.store, self.name, lost, self.namespace, history, root=root, redact=self.cascade.redact)
+        if why and any(entry.made_by.startswith("cell ") for entry in lost):
+            plan.notes.append(why)
+        report = run_plan(plan, self.runner.context, self.namespace, self.rewind, self.workspace)
+        self.workspace.save()
+        return report
+
+    def rewind_kernel(self, before_turn: int) -> RestoreReport:
+        """The kernel's side of a rewind: every file and name turn ``before_turn`` and the turns after it changed, put
+        back as it was before it (the conversation's side is the caller's). The report says what was not."""
+        return self._restored(self.rewind.restore(before_turn))
+
+    def undo_rewind(self, report: RestoreReport) -> RestoreReport:
+        """Undo a rewind: what it moved, wrote or removed goes back as it was just before it."""
+        return self._restored(self.rewind.undo(report))
+
+    def _restored(self, report: RestoreReport) -> RestoreReport:
+        """The workspace record sees what a restore changed, each name given back its earlier value's maker."""
+        self.workspace.take(f"restore r{report.epoch}")
+        self.workspace.credit(report.makers)
+        self.workspace.save()
+        return report
 
     def wait_for_background(self, timeout: float | None = None) -> None:
         """Let background work land: a compaction in flight and pending embeddings."""

@@ -32,6 +32,7 @@ LAYERS: list[set[str]] = [
         "safe_markdown",
         "export",
         "workspace",
+        "rewind",
     },
     {"store", "redaction"},
     {"provider"},

@@ -6,6 +6,9 @@ asked for during it, whichever way its code asks (a ``%%monad`` magic, ``run_cel
 ``Session.ask``), is refused: otherwise a turn could queue a cell that starts the next turn, which
 queues it again, with nobody asking for any of it. The tool refuses a cell that visibly calls monad
 before it is queued (``execute_cell``); this is what holds for any other way code can reach it.
+
+A cell queued with a keeper (the session's rewind) has what it changes kept as its turn's: the keeper is
+called with the cell's code in ``pre_run_cell``, and what it returns in ``post_run_cell``.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from monad_notebook.errors import UsageError
@@ -22,6 +26,7 @@ REFUSED = (
     "can start another: run a %%monad cell yourself"
 )
 _REMEMBERED = 256  # executions of queued cells kept; a request id is never reused
+Keeper = Callable[[str], Callable[[], None] | None]  # keeper(code) before the cell runs -> what to call after it
 
 
 def current_execution() -> str:
@@ -40,11 +45,15 @@ class AgentRuns:
         self._lock = threading.Lock()
         self._queued: set[str] = set()
         self._executions: deque[str] = deque(maxlen=_REMEMBERED)
+        self._keepers: dict[str, Keeper] = {}
+        self._open: dict[str, Callable[[], None]] = {}  # execution -> what ends its keeping
 
-    def queue(self, cell_id: str) -> None:
-        """The agent asked the notebook to run ``cell_id`` once the turn ends."""
+    def queue(self, cell_id: str, keeper: Keeper | None = None) -> None:
+        """The agent asked the notebook to run ``cell_id`` once the turn ends (``keeper``: what keeps its changes)."""
         with self._lock:
             self._queued.add(cell_id)
+            if keeper is not None:
+                self._keepers[cell_id] = keeper
 
     def before_cell(self, info: Any) -> None:
         """IPython's ``pre_run_cell``: a queued cell starting to run marks this execution as the agent's."""
@@ -55,10 +64,21 @@ class AgentRuns:
             if cell_id not in self._queued:
                 return
             self._queued.discard(cell_id)
+            keeper = self._keepers.pop(cell_id, None)
         execution = current_execution()
         if execution:
             with self._lock:
                 self._executions.append(execution)
+            code = getattr(info, "raw_cell", "")
+            finish = keeper(code if isinstance(code, str) else "") if keeper is not None else None
+            if finish is not None:
+                self._open[execution] = finish
+
+    def after_cell(self, result: Any) -> None:
+        """IPython's ``post_run_cell``: a queued cell's keeping ends with it."""
+        finish = self._open.pop(current_execution(), None) if self._open else None
+        if finish is not None:
+            finish()
 
     def started_by_agent(self) -> bool:
         """True while the kernel runs a cell the agent queued."""

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from monad_notebook.config_schema import NotebookToolConfig
-from monad_notebook.notebook.agent_runs import AGENT_RUNS
+from monad_notebook.notebook.agent_runs import AGENT_RUNS, Keeper
 from monad_notebook.notebook.bridge import HELLO_SECONDS, Bridge, BridgeError
 from monad_notebook.notebook.document import Cell, NotebookFileError, Snapshot, read_saved, saved_path
 from monad_notebook.notebook.fallback import OutputReview
@@ -278,13 +278,14 @@ class NotebookFrontend:
                 "or run the code with the python tool"
             )
 
-    def run(self, cell_id: str, source: str) -> str:
-        """Queue a cell to run after the turn (the kernel is busy with it now), while it still holds ``source``."""
+    def run(self, cell_id: str, source: str, keeper: Keeper | None = None) -> str:
+        """Queue a cell to run after the turn (the kernel is busy with it now), while it still holds ``source``;
+        ``keeper`` keeps what it changes (``agent_runs.py``)."""
         self.check_can_run(cell_id)
         reply = self._ask("run", cell_id=cell_id, source=source)
         if reply.get("status") == "rendered":
             return f"markdown cell {cell_id} is rendered"
-        AGENT_RUNS.queue(cell_id)
+        AGENT_RUNS.queue(cell_id, keeper)
         return (
             f"queued: cell {cell_id} runs when this turn ends (the kernel is busy with the turn until then); "
             "read its outputs with read_cell at the next turn"

@@ -160,6 +160,37 @@ class WorkspaceEntry:
     seq: int = 0  # the record's own clock: the entry touched last has the highest
 
 
+@dataclass
+class RewindRow:
+    """One line of a session's rewind journal (``rewind/``): never a value, never a file's bytes.
+
+    ``kind`` is ``epoch`` (a turn, a restore or a rebuild began: ``label`` says which, ``turn`` its turn),
+    ``file`` (a file under the notebook's directory was about to change: what it was before) or ``kernel``
+    (a kernel ran the session: ``turn`` is its IPython history session, ``key`` its host). ``seq`` is the
+    journal's own clock and ``epoch`` the seq of the epoch a row belongs to. For a file, ``key`` is its path
+    relative to ``root`` (redacted; ``path_ref`` names the kept real path when redaction changed it), and
+    ``before`` its state before the change: ``absent``, ``kept`` (its bytes are the kept object ``digest``),
+    ``aside`` (set aside to the path in ``digest``), or ``unkept`` (``note`` says why); ``after`` is what the
+    change left (``mtime_ns:size``, or "" when it left no file).
+    """
+
+    kind: str
+    seq: int
+    epoch: int
+    turn: int = 0
+    label: str = ""
+    key: str = ""
+    root: str = ""
+    before: str = ""
+    digest: str = ""
+    size: int = 0
+    after: str = ""
+    note: str = ""
+    path_ref: str = ""
+    host: str = ""
+    at: float = 0.0
+
+
 class Sessions(Protocol):
     """Named sessions: created, listed, branched, reset and deleted with everything keyed to them."""
 
@@ -173,11 +204,11 @@ class Sessions(Protocol):
 
     def delete_session(self, name: str) -> None:
         """Remove the session and everything keyed to it (messages, raw outputs, images, summaries, events,
-        embeddings, the workspace record)."""
+        embeddings, the workspace record, the rewind journal)."""
 
     def reset_session(self, name: str) -> None:
-        """Keep the session's record, drop its messages, raw outputs, images, summaries, events, embeddings and
-        workspace record."""
+        """Keep the session's record, drop its messages, raw outputs, images, summaries, events, embeddings,
+        workspace record and rewind journal."""
 
 
 class Transcript(Protocol):
@@ -361,6 +392,20 @@ class Workspaces(Protocol):
         """The entry in force of each (kind, key), in no set order."""
 
 
+class RewindJournal(Protocol):
+    """The rewind journal: the turns, restores and rebuilds of a session, and what each file was before its code
+    changed it (the bytes themselves are kept outside the store, by digest)."""
+
+    def save_rewind(self, session: str, rows: list[RewindRow]) -> None:
+        """Append rows, in one write."""
+
+    def load_rewind(self, session: str) -> list[RewindRow]:
+        """The session's rows in journal order (``seq``, then ``at``), each once."""
+
+    def kept_digests(self) -> set[str]:
+        """The digests of kept bytes any session's rows name: what a sweep of the kept objects must leave."""
+
+
 class Events(Protocol):
     """A session's persisted events, in time order."""
 
@@ -369,11 +414,11 @@ class Events(Protocol):
 
 
 class Store(Sessions, Transcript, ToolOutputs, Images, Summaries, Facts, Events, Protocol):
-    """What a Session is given: the session's record, answered by the store itself, and three parts of its own.
+    """What a Session is given: the session's record, answered by the store itself, and four parts of its own.
 
     The parts keep tables and rules of their own and are handed over whole to the one consumer
     each serves: ``claims`` to the turn lease, ``search`` to recall, ``workspace`` to the workspace
-    record. A part of the code that needs one role asks for that one.
+    record, ``rewind`` to the rewind service. A part of the code that needs one role asks for that one.
     """
 
     uri: str  # where the data lives, as a user would name it in an error message
@@ -382,6 +427,7 @@ class Store(Sessions, Transcript, ToolOutputs, Images, Summaries, Facts, Events,
     claims: Claims
     search: SearchIndex
     workspace: Workspaces
+    rewind: RewindJournal
 
     def optimize(self) -> None:
         """Compact fragments and drop old versions; safe to call from a worker thread."""

@@ -21,6 +21,7 @@ from monad_notebook.images.image import Image
 from monad_notebook.messages import Message, new_id
 from monad_notebook.store.base import LedgerEntry, MemoryFact, SessionRecord, Summary
 from monad_notebook.store.claims import LanceClaims
+from monad_notebook.store.rewind import LanceRewind
 from monad_notebook.store.rows import (
     SCHEMAS,
     arrow_table,
@@ -58,6 +59,7 @@ class LanceStore:
         self.claims = LanceClaims(self.tables)
         self.search = LanceSearch(self.tables)
         self.workspace = LanceWorkspace(self.tables)
+        self.rewind = LanceRewind(self.tables)
 
     @property
     def uri(self) -> str:
@@ -124,6 +126,7 @@ class LanceStore:
             self.tables.delete(table, f"session = {sql_str(name)}")
         self.search.drop(name)
         self.workspace.drop(name)
+        self.rewind.drop(name)
 
     def reset_session(self, name: str) -> None:
         with self.tables.lock:

@@ -17,7 +17,7 @@ import pyarrow as pa
 from monad_notebook.errors import StoreError
 from monad_notebook.images.image import Image
 from monad_notebook.messages import Message, ToolCall
-from monad_notebook.store.base import Chunk, EmbeddingHit, MemoryFact, SessionRecord, WorkspaceEntry
+from monad_notebook.store.base import Chunk, EmbeddingHit, MemoryFact, RewindRow, SessionRecord, WorkspaceEntry
 
 TYPES = {"text": pa.string(), "int": pa.int64(), "float": pa.float64(), "bool": pa.bool_(), "bytes": pa.binary()}
 NULL_AS = {pa.string(): "", pa.int64(): 0, pa.float64(): 0.0, pa.bool_(): False, pa.binary(): b""}
@@ -59,6 +59,10 @@ SCHEMAS: dict[str, pa.Schema] = {
     "workspace": schema(
         "session:text! kind:text! key:text! type:text shape:text columns:text columns_total:int state:text"
         " made_by:text turn:int seq:int updated_at:float"
+    ),
+    "rewind": schema(
+        "session:text! kind:text! seq:int! epoch:int turn:int label:text key:text root:text before:text digest:text"
+        " size:int after:text note:text path_ref:text host:text at:float"
     ),
 }
 
@@ -304,3 +308,27 @@ def workspace_row(session: str, entry: WorkspaceEntry, updated_at: float) -> dic
 def workspace_from_row(row: dict[str, Any]) -> WorkspaceEntry:
     fields = [f for f in SCHEMAS["workspace"].names if f not in ("session", "updated_at")]
     return WorkspaceEntry(**{**{f: row[f] for f in fields}, "columns": json.loads(row["columns"] or "[]")})
+
+
+def rewind_row(session: str, row: RewindRow) -> dict[str, Any]:
+    """A journal row as stored, its texts with any lone surrogate made U+FFFD."""
+    return {k: as_text(v) for k, v in as_row(row, "rewind", session=session).items()}
+
+
+def rewind_from_row(row: dict[str, Any]) -> RewindRow:
+    return RewindRow(**{f: row[f] for f in SCHEMAS["rewind"].names if f != "session"})
+
+
+def journal_order(rows: Iterable[RewindRow]) -> list[RewindRow]:
+    """Rows in journal order, each once (a retried write may have added one twice)."""
+    unique = {(r.kind, r.seq, r.at, r.key): r for r in rows}
+    return sorted(unique.values(), key=lambda r: (r.seq, r.at))
+
+
+def kept_by_rows(rows: Iterable[RewindRow]) -> set[str]:
+    """The digests one session's rows still keep: files kept and not dropped since (a ``dropped`` row names the
+    row it drops by its ``epoch``), and the real paths of redacted keys."""
+    rows = list(rows)
+    dropped = {r.epoch for r in rows if r.kind == "dropped"}
+    kept = {r.digest for r in rows if r.kind == "file" and r.before == "kept" and r.seq not in dropped}
+    return kept | {r.path_ref for r in rows if r.path_ref}

@@ -29,12 +29,13 @@ from monad_notebook.store.base import (
     Claim,
     LedgerEntry,
     MemoryFact,
+    RewindRow,
     SessionRecord,
     Summary,
     WorkspaceEntry,
     live_claims,
 )
-from monad_notebook.store.rows import as_text
+from monad_notebook.store.rows import as_text, journal_order, kept_by_rows
 from monad_notebook.testing.memory_search import MemorySearch, checked
 
 
@@ -55,6 +56,7 @@ class MemoryStore:
         self.claims = MemoryClaims(self.lock)
         self.search = MemorySearch(self.lock)
         self.workspace = MemoryWorkspace(self.lock)
+        self.rewind = MemoryRewind(self.lock)
         self._versions: Counter[str] = Counter()
         self._sessions: dict[str, SessionRecord] = {}
         self._messages: dict[str, dict[str, Message]] = defaultdict(dict)  # session -> id -> message
@@ -96,8 +98,8 @@ class MemoryStore:
             return sorted(copy.deepcopy(list(self._sessions.values())), key=lambda s: (s.created_at, s.name))
 
     def set_session_meta(self, name: str, meta: dict[str, Any]) -> None:
-        with self._lock:
-            if _name(name) in self._sessions:
+        with self.lock:
+            if checked(name) in self._sessions:
                 self._sessions[name].meta = copy.deepcopy(meta)
                 self._wrote("sessions")
 
@@ -125,6 +127,7 @@ class MemoryStore:
             kept.pop(name, None)
         self.search.drop(name)
         self.workspace.drop(name)
+        self.rewind.drop(name)
 
     # messages
 
@@ -350,3 +353,29 @@ class MemoryWorkspace:
     def drop(self, session: str) -> None:
         with self.lock:
             self._workspace.pop(session, None)
+
+
+class MemoryRewind:
+    """The rewind journal (``RewindJournal``): rows appended, read back in journal order."""
+
+    def __init__(self, lock: threading.RLock) -> None:
+        self.lock = lock
+        self._rewind: dict[str, list[RewindRow]] = defaultdict(list)
+
+    def save_rewind(self, session: str, rows: list[RewindRow]) -> None:
+        with self.lock:
+            texts = ("kind", "label", "key", "root", "before", "digest", "after", "note", "path_ref", "host")
+            kept = self._rewind[checked(session)]
+            kept.extend(replace(r, **{f: as_text(getattr(r, f)) for f in texts}) for r in rows)
+
+    def load_rewind(self, session: str) -> list[RewindRow]:
+        with self.lock:
+            return [replace(r) for r in journal_order(self._rewind.get(checked(session), []))]
+
+    def kept_digests(self) -> set[str]:
+        with self.lock:
+            return {digest for rows in self._rewind.values() for digest in kept_by_rows(rows)}
+
+    def drop(self, session: str) -> None:
+        with self.lock:
+            self._rewind.pop(session, None)

@@ -25,7 +25,10 @@ HEADER = (
     "What the kernel holds now, newest first, each with the tool call (its id{readable}) or the user's cell that made"
     " it, and the turn (values are never shown):"
 )
-LOST = "Not in the kernel now (a restart, or removed outside the session); rerun the call that made it to get it back:"
+LOST = (
+    "Not in the kernel now (a restart, or removed outside the session); the user's `%monad rebuild` reruns the code "
+    "that made them (one approval), or rerun the call that made one to get it back:"
+)
 READABLE = ": read_tool_output shows its code"
 FILES = "Files written under the notebook's directory:"
 CLOSING = "({names:,} more names and {files:,} more files not shown: list_variables lists every name)"

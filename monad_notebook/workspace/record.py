@@ -144,6 +144,15 @@ class WorkspaceRecord:
             data = {"made_by": cell, "names": names, "files": len(made) - names}
             self.notify(Event(WORKSPACE_CHANGED, self.session, data))
 
+    def credit(self, makers: dict[str, tuple[str, int]]) -> None:
+        """Give live names back the provenance of the value they hold again (a restore put an earlier one back):
+        ``makers`` is name -> (what made that value, its turn)."""
+        for name, (made_by, turn) in makers.items():
+            key = self.keys.get(name)
+            entry = self.entries.get(("name", key)) if key is not None else None
+            if entry is not None and made_by and (entry.made_by, entry.turn) != (made_by, turn):
+                self._note(replace(entry, made_by=made_by, turn=turn))
+
     def save(self) -> None:
         """Write what changed since the last write, in one write."""
         if self.pending:  # kept until written: a failed write is tried again at the next save

@@ -267,8 +267,8 @@ def test_an_endpoint_refusing_images_gets_the_request_again_without_them_and_the
 
 
 def test_export_writes_the_images_as_the_cells_outputs_and_prompt_lists_them(store, shell, tmp_path):
+    from monad_notebook.cell.prompt_record import render_prompt_record
     from monad_notebook.export import export_notebook
-    from monad_notebook.magics import render_prompt_record
 
     model = ScriptedModel([ScriptedModel.tool_call("python", {"code": PLOT}), "ok"], vision=True)
     s = session(store, shell, model)

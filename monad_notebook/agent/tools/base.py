@@ -24,6 +24,7 @@ from monad_notebook.store.base import Images, Sessions, ToolOutputs
 if TYPE_CHECKING:
     from monad_notebook.context.recall.service import RecallService
     from monad_notebook.memory.service import MemoryService
+    from monad_notebook.notebook.agent_runs import Keeper
     from monad_notebook.notebook.frontend import NotebookFrontend
     from monad_notebook.redaction.redactor import Redactor
     from monad_notebook.workspace.record import WorkspaceRecord
@@ -81,6 +82,7 @@ class ToolContext:
     notebook: NotebookFrontend | None = None  # the open notebook (agent/tools/cells.py); None: no notebook is open
     workspace: WorkspaceRecord | None = None  # what made each name (list_variables shows it); None: off
     written: str = ""  # the call was read from the model's text, in this form ("json block"...); "": an API call
+    cell_keeper: Keeper | None = None  # keeps what a cell the agent runs changes, as this turn's (rewind); None: off
 
     def refuse(self, line: str) -> str:
         """The call does not go ahead for the reason ``line`` gives: "skipped" when the user said no, else "refused"."""

@@ -315,7 +315,7 @@ def execute_cell(ctx: ToolContext, cell_id: str) -> str:
             refusal = approval_refusal(ctx, cell.source, cell_subject(cell.index + 1, cell.id, _where(cell, here)))
             if refusal is not None:
                 return _told(notebook, ctx.refuse(refusal))
-        return _told(notebook, notebook.run(cell_id, cell.source))
+        return _told(notebook, notebook.run(cell_id, cell.source, ctx.cell_keeper))
 
 
 def _where(cell: Cell, running: int | None) -> str:

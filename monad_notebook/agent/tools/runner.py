@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from monad_notebook.agent.tools.base import Tool, ToolContext, ToolOutput, ToolStore, Waited
+from monad_notebook.agent.tools.base import READS, Tool, ToolContext, ToolOutput, ToolStore, Waited
 from monad_notebook.agent.tools.consent import refused_unless_asked
 from monad_notebook.agent.tools.mcp_approval import turned_off
 from monad_notebook.agent.tools.registry import run_tool
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from monad_notebook.memory.service import MemoryService
     from monad_notebook.notebook.frontend import NotebookFrontend
     from monad_notebook.redaction.redactor import Redactor
+    from monad_notebook.rewind import Change, KernelRewind
     from monad_notebook.workspace.record import WorkspaceRecord
 
 
@@ -48,6 +49,7 @@ class ToolServices:
     notebook: NotebookFrontend | None = None
     root: str | Path | None = None  # where the file tools may read (``Session(root=...)``); None: configured
     workspace: WorkspaceRecord | None = None  # the record each call's changes to the kernel are noted in
+    rewind: KernelRewind | None = None  # keeps what each call changes, so its turn can be undone
 
 
 class ToolRunner:
@@ -90,6 +92,7 @@ class ToolRunner:
             notebook=services.notebook,
             workspace=services.workspace,
             written=written,
+            cell_keeper=services.rewind.cell_keeper() if services.rewind is not None else None,
         )
 
     def run(self, call: ToolCall, *, sees_images: bool = False, waited: Waited | None = None) -> ToolOutput:
@@ -109,12 +112,24 @@ class ToolRunner:
         )
         if refused is not None:
             return ToolOutput(refused, outcome=ctx.outcome or "refused")
+        change = self._kept_change(call, found)
         try:
             text = run_tool(self.tools, ctx, call.name, call.arguments)
         finally:  # an interrupted call may have bound names or written files too
+            if change is not None:
+                change.finish()
             if self.services.workspace is not None:
                 self.services.workspace.take(call.id, code=argument_text(call.arguments))
+        if change is not None and change.notes:
+            text = "\n".join([text, *(f"note: {note}" for note in change.notes)])
         return ToolOutput(text, redacted=ctx.redacted, outcome=ctx.outcome, images=tuple(ctx.images))
+
+    def _kept_change(self, call: ToolCall, tool: Tool | None) -> Change | None:
+        """Rewind keeps what a call of a tool that may change anything is about to change (None: nothing to keep)."""
+        rewind = self.services.rewind
+        if rewind is None or tool is None or tool.effect == READS:
+            return None
+        return rewind.change(call.id, argument_text(call.arguments))
 
 
 def argument_text(arguments: str) -> str:
