@@ -135,6 +135,26 @@ def test_a_dead_endpoint_is_one_line_and_the_next_cell_works(ip, server, capsys)
     assert "alive" in capsys.readouterr().out
 
 
+def test_a_turn_the_model_never_answered_leaves_the_session_as_it_was(ip, server, capsys, isolated_env):
+    server.queue(tool_call("python", {"code": "print('row ' * 400)"}), tool_call("python", {"code": "x = 1"}), "read")
+    ip.run_cell_magic("monad", "--session failing", "read the rows")
+    configure(isolated_env, context={"eviction": {"atFraction": 0.01, "keepRecentRounds": 1, "clearAtLeast": 0}})
+    server.fail(status=500, times=20)
+    for _ in range(2):
+        ip.run_cell_magic("monad", "--session failing", "What's in the sales data?")
+        out, err = capsys.readouterr()
+        assert err.startswith("monad: ") and err.count("\n") == 1
+        assert "cleared" not in out and "tool result(s)" not in out  # the cascade's notes wait for an answer
+    server.recover()
+    server.queue("sales has 3 rows")
+    ip.run_cell_magic("monad", "--session failing", "What's in the sales data?")
+    assert "by clearing old results" in capsys.readouterr().out  # room was made, by the first failed turn
+    users = [m["content"] for m in conversation(server.chat_requests[-1]["messages"]) if m["role"] == "user"]
+    assert users == ["read the rows", "What's in the sales data?"]
+    ip.run_line_magic("monad", "status")
+    assert "The store keeps 8 messages of this session" in capsys.readouterr().out
+
+
 def test_prompt_inspector_shows_what_the_model_received(ip, server, capsys):
     server.queue(tool_call("list_variables", {}), "seen")
     ip.run_cell_magic("monad", "--session insp", "look around")
@@ -344,14 +364,17 @@ def test_allow_for_this_session_runs_later_code_without_asking_until_a_new_sessi
 def test_a_background_compaction_is_reported_once_in_the_cell_of_the_turn_that_lands_it(ip, server, rich, isolated_env):
     configure(
         isolated_env,
-        models={"fast": {"model": "scripted-demo"}, "main": {"contextWindow": 4000}},
+        models={
+            "fast": {"model": "scripted-demo"},
+            "main": {"model": "gpt-4.1-mini", "baseUrl": server.base_url, "maxRetries": 1, "contextWindow": 4000},
+        },
         context={"summarize": {"softFraction": 0.05, "hardFraction": 0.95, "keepRecent": 2}},
     )
     session = magics(ip).session("bg")
     shown_per_turn = []
     for turn in range(4):
         rich.outputs.clear()
-        server.queue(f"answer {turn}")
+        server.queue(f"answer {turn}: " + "the figures agree " * 40)
         ip.run_cell_magic("monad", "", f"question {turn}")
         shown_per_turn.append([t for t in rich.texts() if "summarized" in t])
         session.wait_for_background()

@@ -54,8 +54,8 @@ def test_parallel_tool_calls_are_stored_before_they_run_and_their_results_in_one
     model = ScriptedModel([parallel, "done"])
     session = Session("par", config=config, store=store, model=model)
     session.ask("go")
-    # the user message, the calls before they run, their 3 results in one write, then the answer
-    assert writes == [1, 1, 3, 1]
+    # the user message with the calls before they run, their 3 results in one write, then the answer
+    assert writes == [2, 3, 1]
     stored = store.load_messages("par")
     assert roles([m.to_openai() for m in stored]) == ["user", "assistant", "tool", "tool", "tool", "assistant"]
     assert len({m.step for m in stored if m.role == "tool"}) == 1
@@ -131,13 +131,15 @@ def test_partial_text_streamed_before_an_interrupt_is_persisted(config, store):
     assert last.content.endswith("[interrupted by the user]")
 
 
-def test_a_model_error_keeps_the_session_usable_and_the_message_stored(config, store):
+def test_a_model_error_keeps_the_session_usable_and_as_it_was(config, store):
     model = ScriptedModel([EndpointError("cannot reach http://127.0.0.1:9/v1"), "back"])
     session = Session("err", config=config, store=store, model=model)
     with pytest.raises(EndpointError):
         session.ask("first")
     assert session.ask("second").text == "back"
-    assert [m.content for m in store.load_messages("err")] == ["first", "second", "back"]
+    assert [m.content for m in store.load_messages("err")] == ["second", "back"]
+    asked = [str(m["content"]) for m in model.calls[-1].messages if m["role"] == "user"]
+    assert len(asked) == 1 and "second" in asked[0] and "first" not in asked[0]
 
 
 def test_max_steps_stops_a_runaway_loop(store):

@@ -90,11 +90,14 @@ class CellView:
         self._last_draw = 0.0
         self._tools: dict[str, tuple[ToolBlock, Any]] = {}
         self.notes: list[str] = []
+        self._held: list[tuple[str, str, str]] = []  # the cascade's notes until the model first answers
+        self._answered = False
         self._show_background()
 
     # --- text ------------------------------------------------------------------------
 
     def on_text(self, delta: str) -> None:
+        self._model_answered()
         self.text += delta
         if not self.rich:
             sys.stdout.write(delta)
@@ -139,7 +142,9 @@ class CellView:
             self._tool_finished(str(data.get("tool_call_id", "")), data)
         else:
             note = note_for(event)
-            if note is not None:
+            if note is not None and note[2] == "info" and not self._answered:
+                self._held.append(note)  # what the cascade did for a request the model may never answer
+            elif note is not None:
                 self._note(*note)
 
     def _keep_prose(self, chars: int) -> None:
@@ -152,7 +157,17 @@ class CellView:
         self._piece_handle.update(_answer(self.redact(text)) if text.strip() else {"text/plain": ""}, raw=True)
         self._piece, self._piece_handle = "", None
 
+    def _model_answered(self) -> None:
+        """The model answered: what the cascade did to make room for its request is worth a note. A turn that
+        fails before (no key, a dead endpoint) shows its error alone."""
+        if not self._answered:
+            self._answered = True
+            for note in self._held:
+                self._note(*note)
+            self._held = []
+
     def _tool_started(self, call_id: str, block: ToolBlock) -> None:
+        self._model_answered()
         self._end_piece()
         _flush_streams()
         handle = None
@@ -198,6 +213,7 @@ class CellView:
     # --- the end ---------------------------------------------------------------------
 
     def finish(self, footer: Footer) -> None:
+        self._model_answered()
         self._show_background()
         self._end_piece()
         _flush_streams()

@@ -35,6 +35,7 @@ from monad_notebook.context.occupancy.tokens import TokenCounter
 from monad_notebook.context.prompt import Prompt
 from monad_notebook.context.recall.service import RecallService
 from monad_notebook.context.settings import CascadeSettings
+from monad_notebook.context.transcript_writer import TranscriptWriter
 from monad_notebook.context.turn_stages import TurnStages
 from monad_notebook.context.window import CRASHED_RESULT, Window
 from monad_notebook.errors import ContextLengthError, StoreError
@@ -88,8 +89,7 @@ class Cascade:
         self.lossless: LosslessStage | None = None
         self.context_window = 0
         self.images_refused_by: str | None = None  # the model whose endpoint refused images
-        self.announced: dict[str, bool] = {}  # in the window before their step's commit (``announce``) -> stored
-        self.unsaved: dict[str, Message] = {}  # results whose write failed, by call id: written with the next turn
+        self.writer = TranscriptWriter(window, store)
 
     def reconfigure(self, given: CascadeSettings) -> None:
         """A configuration is in force: follow it.
@@ -123,10 +123,14 @@ class Cascade:
     @contextlib.contextmanager
     def turn(self) -> Iterator[None]:
         """Around a turn: what the provider's counts taught and the pending events are written at its end,
-        whatever ended it (a failure's own error is the one reported)."""
+        whatever ended it (a failure's own error is the one reported). A turn that failed before the model said
+        anything leaves the conversation as it was."""
         try:
             yield
         except BaseException:
+            stored = self.writer.withdraw()
+            if stored is not None:
+                self.recall.index([stored], {})
             with contextlib.suppress(Exception):
                 self.meter.save_calibration()
             with contextlib.suppress(Exception):
@@ -142,14 +146,19 @@ class Cascade:
     # --- per turn -------------------------------------------------------------------
 
     def begin_turn(self, text: str) -> Message:
-        """A new turn: the user's message, redacted, stored, and the turn's blocks in place (once per turn)."""
+        """A new turn: the user's message, redacted, in the window, and the turn's blocks in place (once per turn).
+
+        The message is stored with the step the model first answers: a turn the model never answered (no key,
+        a dead endpoint, an interrupt while it was asked) leaves no question behind to be asked twice."""
         self.window.begin_turn()
         if self.workspace is not None:
             self.workspace.turn = self.window.turn
             self.workspace.take(BETWEEN_TURNS)  # what code run outside a cell (a thread, a script) changed
         crashed = self.answer_crashed()
+        if crashed:
+            self.commit(crashed)
         user = self.window.new_message("user", self.redact(text))
-        self.commit([*crashed, user])
+        self.writer.ask(user)
         self.emit(ev.TURN_STARTED, turn=self.window.turn, text=user.content)
         blocks = self.stages.blocks(self.window, user, self.meter.counter.count_text)
         related = blocks.get("related_context")
@@ -171,7 +180,7 @@ class Cascade:
         written with the turn's first message: the next request holds each call and what became of it. A result
         this kernel has but could not write (the store failed, an interrupt) is written as it was."""
         found = self.window.take_in_results(self.store)
-        unsaved, self.unsaved = self.unsaved, {}
+        unsaved, self.writer.unsaved = self.writer.unsaved, {}
         if found is None:
             return []
         assistant, calls = found
@@ -209,37 +218,14 @@ class Cascade:
         images = {m.tool_call_id: m.images for m in messages if m.images}
         if images:
             self.store.save_images(session, images)
-        self._store_messages(messages)
+        messages = self.writer.store_step(messages)
         self.recall.index(messages, spilled)
         self._save_workspace()
         self.events.flush()
 
     def announce(self, assistant: Message) -> None:
-        """Store an assistant message whose calls are about to run, and put it in the window, before they run: a
-        kernel that dies during one leaves the call on record (``answer_crashed``); ``commit`` writes it no more.
-
-        A write stopped midway (an interrupt) is looked up: if it did not land, the commit writes it."""
-        self.window.extend([assistant])
-        self.announced[assistant.id] = False
-        try:
-            self.window.wrote(self.store.append_messages([assistant]))
-            self.announced[assistant.id] = True
-        except BaseException:
-            after = self.store.load_messages(self.window.session, after_seq=assistant.seq - 1)
-            self.announced[assistant.id] = any(m.id == assistant.id for m in after)
-            raise
-
-    def _store_messages(self, messages: list[Message]) -> None:
-        """Write the messages not stored already, in one write; those not in the window yet join it."""
-        early = {m.id: self.announced.pop(m.id) for m in messages if m.id in self.announced}
-        fresh = [m for m in messages if not early.get(m.id, False)]
-        if fresh:
-            try:
-                self.window.wrote(self.store.append_messages(fresh))
-            except BaseException:
-                self.unsaved.update({m.tool_call_id: m for m in fresh if m.role == "tool"})
-                raise
-        self.window.extend([m for m in messages if m.id not in early])
+        """Store an assistant message whose calls are about to run, before they run (``TranscriptWriter``)."""
+        self.writer.announce(assistant)
 
     def _save_workspace(self) -> None:
         """What the step's calls changed in the kernel, in one write; a failed write is said and tried again later."""

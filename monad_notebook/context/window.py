@@ -185,6 +185,15 @@ class Window:
         """Messages just persisted join the window."""
         self.messages.extend(messages)
 
+    def withdraw(self, question: Message) -> None:
+        """A turn that never reached the model leaves the window as it was: its question, never stored, goes."""
+        self.messages = [m for m in self.messages if m.id != question.id]
+        self.related.pop(question.id, None)
+        if self.next_seq == question.seq + 1:
+            self.next_seq = question.seq
+        if self.turn == question.turn:
+            self.turn -= 1
+
     def apply_eviction(self, placeholders: Mapping[str, str]) -> None:
         """Placeholders (message id -> text) replace the cleared results (``Message.clear``)."""
         apply_placeholders(self.messages, placeholders)

@@ -184,7 +184,7 @@ def test_a_request_over_the_configured_window_is_refused_not_sent(small_llama, s
     with pytest.raises(ContextLengthError) as caught:
         session.ask(f"Read all of this. {PARAGRAPH * 20}")
     assert "not sent" in str(caught.value)
-    assert [m.role for m in store.load_messages("real")] == ["user", "assistant", "user"]
+    assert [m.role for m in store.load_messages("real")] == ["user", "assistant"]  # refused: not kept either
 
 
 def test_a_server_killed_mid_stream_gives_one_line_and_the_session_stays_consistent(own_llama, store) -> None:
@@ -201,7 +201,7 @@ def test_a_server_killed_mid_stream_gives_one_line_and_the_session_stays_consist
     message = str(caught.value)
     assert shown and "\n" not in message and "broke after text was shown" in message
     stored = store.load_messages("real")
-    assert [m.role for m in stored] == ["user", "assistant", "user"]  # the partial answer is not kept
+    assert [m.role for m in stored] == ["user", "assistant"]  # neither the partial answer nor its question is kept
     assert consistent(session, store)
     own_llama.start()
     assert session.ask("Are you back?").text is not None

@@ -73,7 +73,7 @@ def test_a_stream_cut_off_in_a_tool_round_leaves_no_orphaned_call(server, store)
     server.queue(tool_call("python", {"code": "x = 1"}))
     server.break_stream_after(2)
     one_line_model_error(session, "compute")
-    assert [m.role for m in store.load_messages("faults")] == ["user"]
+    assert store.load_messages("faults") == []  # the model never finished an answer: the turn left nothing
     server.queue("recovered")
     assert session.ask("again").text == "recovered"
     assert_paired(server.chat_requests[-1]["messages"])
@@ -101,7 +101,7 @@ def test_context_length_errors_that_compaction_cannot_fix_end_in_one_line(server
     server.queue("fits now")
     assert session.ask("again").text == "fits now"
     contents = [m.content for m in LanceStore(store.uri).load_messages("faults")]
-    assert {"hi", "short", "too long", "again", "fits now"} <= set(contents)
+    assert {"hi", "short", "again", "fits now"} <= set(contents) and "too long" not in contents  # refused: not kept
 
 
 def test_garbage_instead_of_json_is_one_line_and_the_next_turn_works(server, store):
