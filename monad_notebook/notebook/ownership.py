@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from monad_notebook.branching import clone_session
 from monad_notebook.notebook.document import MAX_NOTEBOOK_BYTES, saved_path
 from monad_notebook.store.base import Sessions, Store
 from monad_notebook.store.rows import is_text
@@ -122,7 +123,7 @@ def own_session(store: Sessions, identity: Identity) -> Owned:
         return Owned(mine[0].name)
     if claimed is not None and owner:  # a copy: the original notebook is still where its session says
         name = free_name(store, here)
-        store.clone_session(claimed.name, name)
+        clone_session(store, claimed.name, name)
         store.set_session_meta(name, {**claimed.meta, NOTEBOOK: here})
         return Owned(name, f"this notebook is a copy of {shown_path(owner)}: its session {name!r} "
                      f"starts as a branch of {claimed.name!r}")  # fmt: skip

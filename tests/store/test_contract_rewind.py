@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from monad_notebook.branching import clone_session
 from monad_notebook.store.base import RewindRow, Store
 
 
@@ -24,7 +25,7 @@ def test_rows_come_back_in_journal_order_once_and_a_branch_shares_them(store: St
     assert [(r.kind, r.seq) for r in store.rewind.load_rewind("s")] == [("epoch", 1), ("file", 2), ("file", 3)]
     assert store.rewind.load_rewind("s")[1] == kept(2, "d2")
 
-    store.clone_session("s", "branch")
+    clone_session(store, "s", "branch")
     store.reset_session("s")
     assert store.rewind.load_rewind("s") == [] and len(store.rewind.load_rewind("branch")) == 3
     assert store.rewind.kept_digests() == {"d2", "d3"}
