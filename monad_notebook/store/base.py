@@ -251,6 +251,9 @@ class ToolOutputs(Protocol):
     def call_messages(self, session: str, tool_call_id: str) -> list[Message]:
         """The assistant message that made this tool call and the call's result, whichever are stored, in seq order."""
 
+    def message_at(self, session: str, seq: int) -> Message | None:
+        """The session's message numbered ``seq`` (a branch keeps the numbers), or None; one read."""
+
 
 class Images(Protocol):
     """Images tool results carry, as bytes, keyed by (session, tool_call_id, image id).
