@@ -322,6 +322,13 @@ def endpoint_of(servers: ExitStack, args: argparse.Namespace) -> tuple[str, str]
     return url, model
 
 
+def report(questions: list[Question], label: str, args: argparse.Namespace) -> None:
+    """The tables of one half (printed as soon as it is measured) or of all ten."""
+    print("\n" + "\n".join(table(questions, sorted(set(args.k)), label)), flush=True)
+    if args.sides or args.ablate:
+        print("\n" + "\n".join(other_rankings(questions)), flush=True)
+
+
 def run(args: argparse.Namespace, samples: dict, chosen: dict, endpoint: tuple[str, str] | None) -> None:
     print(f"embedder: {endpoint[1] if endpoint else 'all-MiniLM-L6-v2 (offline)'}; steps: {', '.join(args.steps)}")
     print(f"load average at start: {' '.join(f'{x:.1f}' for x in os.getloadavg())}\n")
@@ -336,13 +343,9 @@ def run(args: argparse.Namespace, samples: dict, chosen: dict, endpoint: tuple[s
                 halves[half] += conv.questions
                 if conv.left_out:
                     print(f"    ({conv.left_out} question(s) left out: their evidence names no turn)")
-    ks = sorted(set(args.k))
-    everything = [q for qs in halves.values() for q in qs]
-    parts = [*halves.items(), *([("all ten", everything)] if len(halves) == 2 else [])]
-    for label, questions in parts:
-        print("\n" + "\n".join(table(questions, ks, label)))
-        if args.sides or args.ablate:
-            print("\n" + "\n".join(other_rankings(questions)))
+            report(halves[half], half, args)
+    if len(halves) == 2:
+        report([q for qs in halves.values() for q in qs], "all ten", args)
     p50, p95 = statistics.median(latencies), statistics.quantiles(latencies, n=20)[18]
     print(f"\nrecall at k = 10: p50 {p50:.0f} ms, p95 {p95:.0f} ms per question ({len(latencies):,} questions)")
     print(f"load average at end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")

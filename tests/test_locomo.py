@@ -2,9 +2,25 @@
 
 from __future__ import annotations
 
+import argparse
+
 import pytest
 
-from benchmarks.locomo import HELD_OUT, LICENSE, SOURCE, TUNING, Question, conversation, load, table
+from benchmarks.locomo import (
+    HELD_OUT,
+    LICENSE,
+    SOURCE,
+    TUNING,
+    VECTORS,
+    WORDS,
+    Question,
+    conversation,
+    load,
+    measure,
+    other_rankings,
+    table,
+)
+from monad_notebook.context.recall.search import STEPS
 
 SAMPLE = {
     "sample_id": "conv-x",
@@ -25,6 +41,64 @@ SAMPLE = {
         {"question": "Unanswerable?", "answer": "", "evidence": [], "category": 5},
     ],
 }
+
+
+def said(speaker: str, dialog: str, text: str, **photo: str) -> dict:
+    return {"speaker": speaker, "dia_id": dialog, "text": text, **photo}
+
+
+TWO_WEEKS = {
+    "sample_id": "conv-y",
+    "conversation": {
+        "speaker_a": "Ann",
+        "speaker_b": "Bo",
+        "session_1_date_time": "1:56 pm on 8 May, 2023",
+        "session_1": [
+            said(
+                "Ann", "D1:1", "I adopted a beagle puppy last week, his name is Biscuit!", blip_caption="a dog asleep"
+            ),
+            said("Bo", "D1:2", "Congratulations! I finally finished painting my kitchen yellow."),
+            said("Ann", "D1:3", "Lovely. I start my new job at the bakery on Monday."),
+        ],
+        "session_2_date_time": "3:00 pm on 19 May, 2023",
+        "session_2": [
+            said("Bo", "D2:1", "How was your first week at the bakery?"),
+            said("Ann", "D2:2", "Exhausting: the ovens are lit at four in the morning."),
+            said("Bo", "D2:3", "I signed up for the Chicago marathon in October."),
+        ],
+    },
+    "qa": [
+        {"question": "What is the name of Ann's puppy?", "evidence": ["D1:1"], "category": 4},
+        {"question": "What colour did Bo paint his kitchen?", "evidence": ["D1:2"], "category": 4},
+        {
+            "question": "Where does Ann work, and when are the ovens lit there?",
+            "evidence": ["D1:3", "D2:2"],
+            "category": 1,
+        },
+        {"question": "Which marathon did Ann sign up for?", "evidence": ["D2:3"], "category": 5},
+    ],
+}
+
+
+@pytest.mark.slow
+def test_each_question_is_asked_of_the_recall_service_over_a_real_store_and_scored_by_the_turns_it_returns(tmp_path):
+    conv = conversation(TWO_WEEKS)
+    args = argparse.Namespace(k=[1, 10], steps=list(STEPS), sides=True, ablate=False)
+
+    latencies = measure(conv, args, None, tmp_path)
+
+    puppy, kitchen, bakery, marathon = conv.questions
+    assert puppy.found[1] == ["D1:1"] and kitchen.found[1] == ["D1:2"] and marathon.found[1] == ["D2:3"]
+    assert bakery.found[1][0] in bakery.evidence and bakery.recall(10) == 1.0  # two turns: half of it at k = 1
+    assert set(puppy.found[10]) == set(conv.dialog_of.values())  # six turns: all of them at k = 10
+    assert puppy.found[WORDS][0] == "D1:1" and puppy.found[VECTORS][0] == "D1:1"
+    rows = table(conv.questions, [1, 10], "tuning")
+    assert rows[2] == "| k = 1, monad `recall` | 100.0 | 50.0 | – | – | 100.0 | 83.3 | 87.5 |"
+    assert (
+        "Evidence turns in one side's top 10: 5; of them not in recall's top 10: 0."
+        in other_rankings(conv.questions)[-1]
+    )
+    assert len(latencies) == len(conv.questions)  # timed at k = 10 only
 
 
 def test_a_conversation_is_stored_in_session_order_with_speaker_a_as_the_user_and_its_photos_described():
