@@ -10,9 +10,10 @@ request's prefix is served from its cache at a discount ``d`` (OpenAI 0.5 or les
 between turns a person reading, sometimes longer than the cache lifetime.
 
 The provider's cache is simulated: a request's cached part is the longest prefix (tools and
-leading messages, counted in o200k tokens, message by message) it shares with any request
-answered within the last ``ttl`` seconds. Billed input = uncached + d x cached. A request
-over the window is refused: it counts as an overflow, is not billed and caches nothing.
+leading messages, counted in o200k tokens, message by message, then the text the first message
+that differs shares with its counterpart when both are of one role and answer one call) it shares
+with any request answered within the last ``ttl`` seconds. Billed input = uncached + d x cached. A
+request over the window is refused: it counts as an overflow, is not billed and caches nothing.
 
 Strategies, each meeting the trace as an agent loop would (one request per step and per answer):
 
@@ -171,20 +172,37 @@ class PrefixCache:
 
     def bill(self, log: Log, discount: float, ttl: float) -> Bill:
         bill = Bill()
-        live: list[tuple[float, list[str]]] = []
+        live: list[tuple[float, list[str], Messages]] = []
         for request in log.requests:
             if request.refused:
                 bill.overflows += 1
                 continue
             keys = [self._key(m) for m in request.messages]
-            live = [(at, old) for at, old in live if request.at - at <= ttl]
-            shared = max((_common(keys, old) for _, old in live), default=0)
-            cached = min(request.tokens, self.head + sum(self._tokens[k] for k in keys[:shared])) if shared else 0
+            live = [entry for entry in live if request.at - entry[0] <= ttl]
+            best = max(live, key=lambda entry: _common(keys, entry[1]), default=None)
+            shared = _common(keys, best[1]) if best is not None else 0
+            cached = 0
+            if shared:
+                partial = self._shared_text(request.messages, best[2], shared) if best is not None else 0
+                cached = min(request.tokens, self.head + sum(self._tokens[k] for k in keys[:shared]) + partial)
             bill.sent += request.tokens
             bill.cached += cached
             bill.billed += request.tokens - cached + discount * cached
-            live.append((request.at, keys))
+            live.append((request.at, keys, request.messages))
         return bill
+
+    def _shared_text(self, messages: Messages, earlier: Messages, index: int) -> int:
+        """Tokens of the text the first differing message shares with the earlier request's, as a provider's
+        token-level cache keeps them (less one: the token at the edge may differ)."""
+        if index >= len(messages) or index >= len(earlier):
+            return 0
+        new, old = messages[index], earlier[index]
+        same_slot = new.get("role") == old.get("role") and new.get("tool_call_id") == old.get("tool_call_id")
+        if not same_slot or not isinstance(new.get("content"), str) or not isinstance(old.get("content"), str):
+            return 0
+        a, b = new["content"], old["content"]
+        length = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+        return max(0, self.counter.count_text(a[:length]) - 1) if length else 0
 
 
 def _prompt_text(messages: Messages) -> str:

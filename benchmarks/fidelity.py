@@ -71,7 +71,7 @@ from monad_notebook.agent.tools.base import Tool, ToolContext, tool
 from monad_notebook.agent.tools.recall import recall as recall_tool
 from monad_notebook.agent.tools.registry import run_tool
 from monad_notebook.config import Config
-from monad_notebook.context.compaction.ledger import parse_ledger
+from monad_notebook.context.compaction.ledger_text import parse_ledger
 from monad_notebook.context.compaction.summarize import SECTIONS, parse_sections, render_sections
 from monad_notebook.context.occupancy.tokens import TokenCounter
 from monad_notebook.context.recall.search import STEPS, Recall, query_terms
@@ -264,7 +264,7 @@ def run(
     for turn in script.turns:
         model.queue(*turn_script(turn))
         session.ask(turn.user)
-    session.cascade.background.wait()
+    session.cascade.compaction.background.wait()
     waited = time.perf_counter()
     session.cascade.wait()
     result.index_wait = time.perf_counter() - waited

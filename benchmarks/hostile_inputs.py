@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests import hostile  # noqa: E402
+from tests.agent import text_call_replies  # noqa: E402
 from tests.context import hostile_corpus  # noqa: E402
 from tests.memory import corpus as memory_corpus  # noqa: E402
 from tests.reliability import test_hostile_config, test_hostile_files, test_tool_call_ids  # noqa: E402
@@ -36,6 +37,7 @@ class Group:
 
 def groups() -> list[Group]:
     secrets = sum(len(v) for v in hostile_corpus.HOSTILE_SECRETS.values())
+    shown = [*text_call_replies.TUNING, *text_call_replies.HELD_OUT]
     return [
         Group(
             "code shown for approval with hidden lines or characters",
@@ -91,6 +93,19 @@ def groups() -> list[Group]:
             "tool-call ids repeated, reused, empty or unportable",
             f"{len(test_tool_call_ids.HOSTILE_IDS)} id shapes, within a step, across steps and turns",
             ["tests/reliability/test_tool_call_ids.py"],
+        ),
+        Group(
+            "replies that show a tool call without making it (an example, a call disowned)",
+            f"{sum(not call for _, call in shown)} such replies, and {sum(call for _, call in shown)} written "
+            f"calls plus {len(text_call_replies.REAL)} a real small model wrote, which must stay calls",
+            ["tests/agent/test_text_calls.py"],
+        ),
+        Group(
+            "cells the agent asks to run that would start a turn (the running cell, magics, the API)",
+            "the running cell, 5 cells calling monad; with --slow, a magic named at run time and Session.ask in a "
+            "queued cell",
+            ["tests/notebook/test_cell_tools.py", "tests/e2e/test_notebook_kernel.py"],
+            "execute_cell or queued",
         ),
     ]
 

@@ -6,7 +6,9 @@ The model is Qwen2.5-Coder-1.5B-Instruct (Q4_K_M), fetched once into the fixture
 hashes (``fixtures.py``), served by llama.cpp's ``llama-server --jinja`` on one thread, as a user
 would start it. It is the main tier (the agent) and the fast tier (summaries) at once. Every setting
 is the default but two, in agents.json: ``contextWindow``, the server's ``-c`` (``--ctx``), and,
-since nobody is there to click, ``tools.python.approval`` "auto".
+since nobody is there to click, ``tools.python.approval`` "auto". A call the model writes as text
+asks first whatever that setting says (``agent/tools/consent.py``): here a user who answers yes to
+every such question stands in (``approve_all``).
 
 (a) ``monad demo`` through its own command-line entry point. (b) Ten questions on the bundled sales
 data that need Python, each checked against the answer computed here from the same CSV: a variable
@@ -14,8 +16,10 @@ or file it had to make, or a figure its answer had to state. Per turn: the tool 
 the API, those written as text and run, those written as text that could not run, whether it did the
 work asked, tokens and seconds. After the ten turns the session is compacted once, as
 ``%monad compact`` does, so the fast tier writes at least one summary: the summaries it wrote, kept
-or replaced by the extractive one (and why), and the forms the agent's raw replies took. Not in
-CI: the fake server scripts the same text forms for the tests.
+or replaced by the extractive one (and why), and the forms the agent's raw replies took.
+``--replies FILE`` writes every raw reply the agent's requests got, as sent, with the form each
+was read as: the forms the tests script (``tests/agent/text_call_replies.py``) come from there.
+Not in CI: the fake server scripts the same text forms for the tests.
 """
 
 from __future__ import annotations
@@ -40,14 +44,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import pandas as pd
 from fixtures import chat_server, fetch
+from raw_replies import RawReplies
 
 from monad_notebook import Session, cli
 from monad_notebook import events as ev
 from monad_notebook.agent.instructions import SYSTEM_PROMPT
-from monad_notebook.agent.text_calls import find_calls
 from monad_notebook.config import Config
 from monad_notebook.demo import dataset_path
-from monad_notebook.provider import chat
 from monad_notebook.store.lance import LanceStore
 
 MODEL = "qwen2.5-coder-1.5b"
@@ -71,53 +74,20 @@ class Turn:
     note: str = ""
 
 
+def approve_all(text: str, subject: str = "python") -> bool:
+    """A user who answers yes to every question (nobody sits at this run)."""
+    return True
+
+
 @dataclass
 class Run:
     name: str
+    replies: list[dict[str, Any]] = field(default_factory=list)  # every raw reply (``RawReplies.dump``)
     turns: list[Turn] = field(default_factory=list)
     summaries: list[dict[str, Any]] = field(default_factory=list)
     rejected: list[dict[str, Any]] = field(default_factory=list)
     forms: Counter[str] = field(default_factory=Counter)
     summary: str = ""  # the session's rolling summary at the end, as saved
-
-
-# --- what the raw replies looked like -------------------------------------------------------------
-
-
-class RawReplies:
-    """Every reply the endpoint sent, as sent (before the turn reads calls out of its text)."""
-
-    def __init__(self) -> None:
-        self.replies: list[tuple[str, int]] = []  # (text, API tool calls)
-        self._original = chat.OpenAIChatModel.complete
-
-    def __enter__(self) -> RawReplies:
-        original, replies = self._original, self.replies
-
-        def complete(model, messages, tools, on_text=None):  # type: ignore[no-untyped-def]
-            response = original(model, messages, tools, on_text)
-            if tools:  # the agent's requests; the fast tier's summaries are offered none
-                replies.append((response.content, len(response.tool_calls)))
-            return response
-
-        chat.OpenAIChatModel.complete = complete  # type: ignore[method-assign]
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        chat.OpenAIChatModel.complete = self._original  # type: ignore[method-assign]
-
-    def forms(self, tools: dict[str, Any]) -> Counter[str]:
-        seen: Counter[str] = Counter()
-        for text, api in self.replies:
-            found = find_calls(text, tools) if not api else None
-            if api:
-                seen["API tool_calls"] += 1
-            elif found is None:
-                seen["prose (the answer)"] += 1
-            else:
-                for attempt in found.attempts:
-                    seen[f"written: {attempt.call.recovered}" + ("" if attempt.usable else " (could not run)")] += 1
-        return seen
 
 
 # --- the two runs ---------------------------------------------------------------------------------
@@ -140,6 +110,7 @@ def run_demo(base_url: str, ctx: int, home: Path) -> Run:
 
     class Watched(cli.Session):
         def ask(self, text, **kwargs):  # type: ignore[no-untyped-def]
+            self.approve = approve_all
             started = time.perf_counter()
             reply = super().ask(text, **kwargs)
             watched.append((self, self.turn, text, reply, time.perf_counter() - started))
@@ -158,6 +129,7 @@ def run_demo(base_url: str, ctx: int, home: Path) -> Run:
     for number, (session, turn, question, reply, seconds) in enumerate(watched, 1):
         run.turns.append(turn_of(number, question, reply, seconds, session, turn, None, ""))
     run.forms = raw.forms(watched[-1][0].tools) if watched else Counter()
+    run.replies = raw.dump(watched[-1][0].tools) if watched else []
     store = LanceStore(db)
     read_summaries(run, store, "demo")
     store.close()
@@ -173,7 +145,7 @@ def run_session(base_url: str, ctx: int, home: Path, turns: int, note: str = "")
     store = LanceStore(home / "session-db")
     namespace: dict[str, Any] = {}
     config = Config.model_validate(json.loads(user_config(base_url, ctx, home, note).read_text()))
-    session = Session("local", config=config, store=store, namespace=namespace, root=work)
+    session = Session("local", config=config, store=store, namespace=namespace, root=work, approve=approve_all)
     with RawReplies() as raw:
         for number, (question, check) in enumerate(truth.questions()[:turns], 1):
             print(f"[turn {number}] you: {question}", flush=True)
@@ -191,6 +163,7 @@ def run_session(base_url: str, ctx: int, home: Path, turns: int, note: str = "")
     print("(%monad compact)", flush=True)
     session.compact()
     run.forms = raw.forms(session.tools)
+    run.replies = raw.dump(session.tools)
     read_summaries(run, store, "local")
     summary = store.load_summary("local")
     run.summary = summary.text if summary is not None else ""
@@ -410,6 +383,7 @@ def main() -> int:
     parser.add_argument("--ctx", type=int, default=16384, help="the server's context (llama-server -c)")
     parser.add_argument("--turns", type=int, default=10)
     parser.add_argument("--json", help="also write the measurements here")
+    parser.add_argument("--replies", help="write every raw reply of the agent's requests here (JSON)")
     parser.add_argument("--prompt-note", default="", help="a sentence added to the system prompt (agent.systemPrompt)")
     args = parser.parse_args()
     path = fetch("qwen")
@@ -431,6 +405,8 @@ def main() -> int:
     print(f"({time.perf_counter() - started:.0f} s)")
     if args.json:
         Path(args.json).write_text(json.dumps([{**asdict(r), "forms": dict(r.forms)} for r in runs], indent=2))
+    if args.replies:
+        Path(args.replies).write_text(json.dumps({r.name: r.replies for r in runs}, indent=2, ensure_ascii=False))
     shutil.rmtree(home, ignore_errors=True)
     return 0
 

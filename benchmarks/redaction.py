@@ -2,26 +2,37 @@
 
 Run from the repository root: ``python benchmarks/redaction.py``. Times are the best of a few
 runs; CPU seconds are shown next to wall seconds because a busy machine inflates wall time.
+
+Precision is measured on text that holds no secret: the noise corpus and the glued look-alikes
+(tuning sets, written with the rules), then real text nobody wrote for this test: the Python
+standard library, the file paths, wheel RECORD files (file names and url-safe sha256 digests)
+and Python sources under site-packages, Debian's package file lists and md5sums, npm's cache
+index. Real text holds some real test credentials, so its rows count every placeholder; what a
+rule change adds there is read line by line. The rows say which real text was read while a rule
+was tuned; the rest is held out.
 """
 
 from __future__ import annotations
 
 import base64
+import gzip
 import os
 import platform
 import random
 import sys
 import sysconfig
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from importlib.metadata import version
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from monad_notebook.redaction.redactor import Redactor
+from tests.context.glued_corpus import GLUED, LOOK_ALIKES, RUNS_ON
 from tests.context.hostile_corpus import HOSTILE_NOISE, HOSTILE_SECRETS
 from tests.context.secret_corpus import NOISE, SECRETS, mixed_tool_output
+from tests.context.status_corpus import HELD_OUT_LOGS, HELD_OUT_PASSWORDS, TUNING_LOGS, TUNING_PASSWORDS
 
 MB = 1_000_000
 REDACTOR = Redactor(env={})
@@ -56,6 +67,7 @@ def pathological() -> dict[str, Callable[[], str]]:
         "a=a=a=...": lambda: "a=" * (5 * MB),
         "token: token: ... (dense rejected candidates)": lambda: "token: " * (10 * MB // 7),
         "password=password=... (one 10 MB value)": lambda: "password=" * (10 * MB // 9),
+        "PASS: ... lines (dense test statuses)": lambda: "PASS: abcdefgh1\n" * (10 * MB // 16),
         "worst case: a secret every 19 bytes": lambda: "token=abc123XYZ789 " * (10 * MB // 19),
         "worst case: one 10 MB query string, a=...&a=...": lambda: "password=abcdefgh123&a=" * (10 * MB // 23),
     }
@@ -92,14 +104,104 @@ def precision_table() -> list[str]:
     noise_only = mixed_tool_output(10 * MB, secrets_every=100 * MB)
     fp = sum(REDACTOR.redact(noise_only).counts.values())
     lines.append(f"| 10 MB of the above, shuffled | {len(noise_only.encode())} | {fp} ({fp / 10:.2f} per MB) |")
-    stdlib_bytes, stdlib_finds = stdlib_scan()
-    lines.append(
-        f"| Python stdlib sources and data (not site-packages; real text, test passwords included) "
-        f"| {stdlib_bytes} | {stdlib_finds} ({stdlib_finds / (stdlib_bytes / MB):.2f} per MB) |"
-    )
     caught = sum(REDACTOR.redact(s.text).text == s.expected for s in SECRETS)
     lines.append(f"| fake-secret corpus: exact redactions | {len(SECRETS)} samples | {caught}/{len(SECRETS)} caught |")
-    return lines + hostile_rows()
+    return lines + glued_rows() + hostile_rows() + status_rows() + real_text_rows()
+
+
+def glued_rows() -> list[str]:
+    """Every prefix rule's key glued to a word (tuning set), and the glued look-alikes that must survive."""
+    exact = sum(REDACTOR.redact(s.text).text == s.expected for s in GLUED)
+    leaked = sum(s.value in REDACTOR.redact(s.text).text for s in [*GLUED, *RUNS_ON])
+    look_alikes = "\n".join(LOOK_ALIKES.values())
+    fp = sum(REDACTOR.redact(look_alikes).counts.values())
+    return [
+        f"| glued keys: every prefix rule after a letter, digit or `_`, and before `_` "
+        f"| {len(GLUED) + len(RUNS_ON)} samples | {exact}/{len(GLUED)} exact, {leaked} leaked |",
+        f"| glued look-alikes: file, pod and task names, identifiers, glued hashes, RECORD-like digests "
+        f"| {len(look_alikes.encode())} | {fp} |",
+    ]
+
+
+def status_rows() -> list[str]:
+    """Test-run logs that must survive (``PASS: <test>``) and the passwords written with the same words, each set
+    as chosen on (tuning) and as written apart (held out)."""
+    rows = []
+    for label, logs, passwords in (
+        ("tuning", TUNING_LOGS, TUNING_PASSWORDS),
+        ("held out", HELD_OUT_LOGS, HELD_OUT_PASSWORDS),
+    ):
+        text = "\n".join(logs.values())
+        fp = sum(REDACTOR.redact(text).counts.values())
+        rows.append(f"| {label}: test-run logs (DejaGnu, automake, Go, pytest, TAP...) | {len(text.encode())} | {fp} |")
+        redacted = [REDACTOR.redact(s.text).text for s in passwords]
+        caught = sum(text == s.expected for text, s in zip(redacted, passwords, strict=True))
+        leaked = sum(s.value in text for text, s in zip(redacted, passwords, strict=True))
+        rows.append(
+            f"| {label}: passwords beside the same words (`PASS: ...`, `DB_PASS=`, `pass:`) "
+            f"| {len(passwords)} samples | {caught}/{len(passwords)} caught, {leaked} leaked |"
+        )
+    return rows
+
+
+def real_text_rows() -> list[str]:
+    """Real text on this machine, each row's placeholders and their rate per MB; rows read while a rule was tuned
+    say so, the others are held out."""
+    rows = []
+    for name, texts in real_texts().items():
+        size = finds = 0
+        for text in texts:
+            size += len(text.encode())
+            finds += sum(REDACTOR.redact(text).counts.values())
+        rows.append(f"| {name} | {size} | {finds} ({finds / (size / MB):.2f} per MB) |")
+    return rows
+
+
+def real_texts() -> dict[str, Iterator[str]]:
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    site = Path(sysconfig.get_paths()["purelib"])
+    dpkg, npm = Path("/var/lib/dpkg/info"), Path.home() / ".npm/_cacache/index-v5"
+    docs, jdk = Path("/usr/share/doc"), Path("/usr/share/doc/openjdk-17-jre-headless/test-amd64")
+    seen = "real text, read while the glued rules were tuned:"
+    return {
+        "held out: Python stdlib sources and data (test passwords included)": _texts(_stdlib_files(stdlib)),
+        f"{seen} file paths under site-packages": iter(
+            ["\n".join(sorted(str(p) for p in site.rglob("*") if p.is_file()))]
+        ),
+        f"{seen} wheel RECORD files (file names, url-safe sha256 digests)": _texts(
+            sorted(site.glob("*.dist-info/RECORD"))
+        ),
+        f"{seen} Python sources under site-packages (test credentials included)": _texts(sorted(site.rglob("*.py"))),
+        "held out: Debian package file lists and md5sums": _texts(
+            sorted(dpkg.glob("*.list")) + sorted(dpkg.glob("*.md5sums"))
+        ),
+        "held out: npm cache index (urls, sha512 integrity)": _texts(sorted(p for p in npm.rglob("*") if p.is_file())),
+        "real text, read while the status rule was tuned: binutils' test summary (DejaGnu)": _texts(
+            [docs / "binutils/test-summary-amd64.gz"]
+        ),
+        "held out: gdb's test log (DejaGnu, `make check`)": _texts([docs / "gdb/check.log.gz"]),
+        "held out: OpenJDK's test logs (jtreg)": _texts(sorted(jdk.glob("*.log*"))),
+    }
+
+
+def _texts(paths: list[Path]) -> Iterator[str]:
+    for path in paths:
+        try:
+            yield gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text("utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+
+
+def _stdlib_files(stdlib: Path) -> list[Path]:
+    """The interpreter's own library (site-packages left out): text nobody wrote for this test."""
+    found = []
+    for folder, subfolders, files in os.walk(stdlib):
+        subfolders[:] = [d for d in subfolders if d != "site-packages"]
+        found += [Path(folder, name) for name in files if name.endswith(_TEXT_SUFFIXES)]
+    return sorted(found)
+
+
+_TEXT_SUFFIXES = (".py", ".txt", ".json", ".rst", ".cfg", ".toml", ".ini", ".html", ".xml")
 
 
 def hostile_rows() -> list[str]:
@@ -116,22 +218,6 @@ def hostile_rows() -> list[str]:
         leaked = sum(s.value in text for text, s in zip(redacted, secrets, strict=True))
         rows.append(f"| hostile: {kind} | {len(secrets)} samples | {caught}/{len(secrets)} caught, {leaked} leaked |")
     return rows
-
-
-def stdlib_scan() -> tuple[int, int]:
-    """Bytes scanned and placeholders written over the interpreter's own library: text nobody wrote for this test."""
-    total = finds = 0
-    for folder, subfolders, files in os.walk(sysconfig.get_paths()["stdlib"]):
-        subfolders[:] = [d for d in subfolders if d != "site-packages"]
-        for name in files:
-            if name.endswith((".py", ".txt", ".json", ".rst", ".cfg", ".toml", ".ini", ".html", ".xml")):
-                try:
-                    text = Path(folder, name).read_text(encoding="utf-8")
-                except (UnicodeDecodeError, OSError):
-                    continue
-                total += len(text.encode())
-                finds += sum(REDACTOR.redact(text).counts.values())
-    return total, finds
 
 
 def main() -> None:

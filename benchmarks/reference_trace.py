@@ -452,7 +452,7 @@ def run_monad(trace: Trace, window: int, counter: TokenCounter, tmp: Path) -> Re
     )
     tools = [t.schema() for t in session.tools.values()]
     provider.tools_tokens = counter.count_messages([], tools) - counter.count_messages([])
-    background = session.cascade.background
+    background = session.cascade.compaction.background
     for turn in trace.turns:
         provider.start_turn(turn)
         try:

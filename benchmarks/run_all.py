@@ -35,6 +35,7 @@ HELPERS = {
     "trace",
     "fidelity_session",
     "recall_lag_facts",
+    "raw_replies",
     "fixtures",
     "fixture_server",
     "fixture_check",
@@ -65,6 +66,7 @@ ORDER = [
     "images",
     "panel_latency",
     "hostile_inputs",
+    "cell_diff",
     "reliability_long",
 ]
 QUICK: dict[str, dict[str, list[str]]] = {
@@ -89,6 +91,7 @@ QUICK: dict[str, dict[str, list[str]]] = {
     "recall_lag": {"--sessions": ["2"], "--paced-sessions": ["1"], "--turns": ["5"], "--sets": ["tuning"]},
     "reference_trace": {"--steps": ["60"], "--windows": ["32000"], "--sizes": ["1000"], "--turns": ["5"]},
     "panel_latency": {"--events": ["300"]},
+    "cell_diff": {"--sizes": ["1200"]},
     "reliability_long": {"--kills": ["10"], "--compactions": ["3"], "--procs": ["2"], "--seconds": ["15"]},
     "local_model": {"--part": ["session"], "--turns": ["2"]},
     "locomo": {"--split": ["tuning"], "--k": ["10"]},

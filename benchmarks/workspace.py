@@ -160,7 +160,7 @@ def run(turns: int, quality: str, block: bool, window: int, tmp: Path) -> Run:
             for user, steps in script(turns):
                 model.queue(*steps)
                 session.ask(user)
-        session.cascade.background.wait()
+        session.cascade.compaction.background.wait()
         result.compactions = len(store.list_events("bench", kind=COMPACTION_FINISHED))
         session.close()
     finally:

@@ -47,18 +47,24 @@ def load_ipython_extension(ipython: Any) -> None:
     while the user writes the first cell, which then finds them ready (or waits for the rest).
     """
     from monad_notebook.magics import MonadMagics
+    from monad_notebook.notebook.agent_runs import AGENT_RUNS
 
     magics = MonadMagics(ipython)
     ipython.register_magics(magics)
     ipython.events.register("post_run_cell", magics.after_cell)
+    ipython.events.register("pre_run_cell", AGENT_RUNS.before_cell)
     threading.Thread(target=_warm_up, name="monad-warm-up", daemon=True).start()
 
 
 def unload_ipython_extension(ipython: Any) -> None:
     """``%unload_ext``: cells the user runs are no longer noted in the sessions' workspace records."""
+    from monad_notebook.notebook.agent_runs import AGENT_RUNS
+
     magics = ipython.magics_manager.registry.get("MonadMagics")
     if magics is not None and magics.after_cell in ipython.events.callbacks["post_run_cell"]:
         ipython.events.unregister("post_run_cell", magics.after_cell)
+    if AGENT_RUNS.before_cell in ipython.events.callbacks["pre_run_cell"]:
+        ipython.events.unregister("pre_run_cell", AGENT_RUNS.before_cell)
 
 
 def _warm_up() -> None:

@@ -11,10 +11,13 @@ import time
 from pathlib import Path
 
 from monad_notebook import events as ev
+from monad_notebook.approval.gate import stdin_approver
+from monad_notebook.cell.screen import say_error
 from monad_notebook.config import SCRIPTED_DEMO_MODEL, ConfigWatcher
 from monad_notebook.demo import DEMO_QUESTIONS, dataset_path
 from monad_notebook.errors import MonadError
 from monad_notebook.events import Event
+from monad_notebook.redaction.redactor import builtin_redactor
 from monad_notebook.session import Session
 from monad_notebook.store.lance import open_store
 
@@ -66,7 +69,10 @@ def run_demo(args: argparse.Namespace) -> int:
         store.delete_session(args.session)
     namespace: dict = {}
     print(f"monad demo: {label}")
-    print(f"working directory {workdir}, python tool approval: auto (demo), session {args.session!r}\n")
+    print(
+        f"working directory {workdir}, python tool approval: auto (demo; a call read from the model's text asks "
+        f"first, at this prompt), session {args.session!r}\n"
+    )
     totals = {"turns": 0, "steps": 0, "tool calls": 0, "prompt tokens sent": 0}
     estimated = False
     written = 0  # tool calls the model wrote as text, run as calls
@@ -76,7 +82,9 @@ def run_demo(args: argparse.Namespace) -> int:
             print("(reopening the session from the store, as a restarted kernel would)\n")
             namespace = {}
         if session is None or number == len(DEMO_QUESTIONS):
-            session = Session(args.session, config=watcher, store=store, namespace=namespace, root=workdir)
+            session = Session(
+                args.session, config=watcher, store=store, namespace=namespace, root=workdir, approve=stdin_approver()
+            )
             session.events.subscribe(_print_event)
         print(f"[turn {number}] you: {question}")
         previous = Path.cwd()
@@ -138,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         code = run_demo(args)
     except MonadError as exc:
-        print(f"monad: {exc}", file=sys.stderr)
+        say_error(str(exc), lambda text: builtin_redactor().redact(text).text)
         return 1
     except KeyboardInterrupt:
         print("monad: interrupted", file=sys.stderr)

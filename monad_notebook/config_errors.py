@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import functools
 import json
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, get_args
@@ -32,6 +33,10 @@ _PHRASES = {
     "url": "must be an http:// or https:// URL",
 }
 _BOUNDS = {"greater_than": "greater than", "greater_than_equal": "at least", "less_than_equal": "at most"}
+_NOT_ECHOED = frozenset({"env_name"})  # a key pasted where a name belongs is never shown back, not even in part
+_SHOWN_CHARS = 40
+_WORD = re.compile(r"[A-Za-z0-9_+/=.-]")
+_LONG_WORD = 16  # a run this long may be a key: a cut never leaves part of one
 
 
 def describe_error(error: Mapping[str, Any], data: Any, root: type[BaseModel]) -> str:
@@ -47,6 +52,8 @@ def describe_error(error: Mapping[str, Any], data: Any, root: type[BaseModel]) -
         label = f' (pattern "{named["name"]}")' if isinstance(named, Mapping) and "name" in named else ""
         return f"{path} {error['msg']}{label}"
     if kind in ("fraction", "order"):
+        return f"{path} {error['msg']}"
+    if kind in _NOT_ECHOED:
         return f"{path} {error['msg']}"
     if kind in _BOUNDS:
         bound = plain_number(next(iter(ctx.values()), "?"))
@@ -66,7 +73,7 @@ def key_path(loc: tuple[Any, ...]) -> str:
             path += f"[{part}]"
             continue
         text = str(part) if str(part).isprintable() else json.dumps(str(part), ensure_ascii=False)[1:-1]
-        text = text if len(text) <= 40 else text[:37] + "..."
+        text = clipped(text) if clipped(text) != "..." else f"<a key of {len(text):,} characters>"
         path += f".{text}" if path else text
     return path
 
@@ -76,7 +83,33 @@ def _shown(value: Any) -> str:
         text = json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError):
         text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
+    shown = clipped(text)
+    return shown if shown not in ("...", '"...') else f"a {type(value).__name__} of {len(text):,} characters"
+
+
+def _key_like(word: str) -> bool:
+    """Two of upper case, lower case and digits: a key's mix (``kkkk...`` or ``region_name_of_table`` is none)."""
+    return sum(bool(re.search(pattern, word)) for pattern in ("[A-Z]", "[a-z]", "[0-9]")) >= 2
+
+
+def clipped(text: str, limit: int = _SHOWN_CHARS) -> str:
+    """``text``, or its start and "...": a long run that could be a key, which the cut would split, is left out whole.
+
+    Messages are redacted where they are shown, and a cut key is no longer recognised as one:
+    so the cut never keeps part of a run that could be a key.
+    """
+    if len(text) <= limit:
+        return text
+    end = limit - 3
+    start = end
+    while start > 0 and _WORD.match(text[start - 1]):
+        start -= 1
+    stop = end
+    while stop < len(text) and _WORD.match(text[stop]):
+        stop += 1
+    if stop - start >= _LONG_WORD and _key_like(text[start:stop]):
+        end = start
+    return text[:end] + "..."
 
 
 def _lookup(data: Any, loc: tuple[Any, ...]) -> Any:

@@ -64,12 +64,33 @@ def _http_url(value: str) -> str:
     return value
 
 
+_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_DIGIT = re.compile(r"[0-9]")
+_KEYLIKE_CHARS = 20
+
+
+def _variable_name(value: str) -> str:
+    """``apiKeyEnv`` names a variable; a key pasted here (what a newcomer does) is refused, and never shown back.
+
+    Some keys are letters and digits only, which a variable's name may be too; a long one with a
+    digit and no ``_`` is taken for a key (names are words joined by ``_``: ``MISTRAL_API_KEY``).
+    """
+    if not _VARIABLE.fullmatch(value) or (len(value) >= _KEYLIKE_CHARS and "_" not in value and _DIGIT.search(value)):
+        raise PydanticCustomError(
+            "env_name",
+            "must be the name of the environment variable that holds the key (letters, digits and _), "
+            "never the key itself: set the variable, and give its name here",
+        )
+    return value
+
+
 Fraction = Annotated[float, AfterValidator(_fraction)]
 PositiveInt = Annotated[int, Field(gt=0)]
 NonNegativeInt = Annotated[int, Field(ge=0)]
 Seconds = Annotated[float, Field(gt=0, le=86_400)]
 Name = Annotated[str, Field(min_length=1)]
 Url = Annotated[str, AfterValidator(_http_url)]
+VariableName = Annotated[str, AfterValidator(_variable_name)]
 
 
 class _Section(BaseModel):
@@ -97,7 +118,7 @@ class ModelConfig(_Section):
 
     model: Name = "gpt-4.1-mini"
     base_url: Url | None = None
-    api_key_env: Name = "OPENAI_API_KEY"
+    api_key_env: VariableName = "OPENAI_API_KEY"
     context_window: PositiveInt | None = None
     max_output_tokens: PositiveInt | None = None
     temperature: Annotated[float, Field(ge=0, le=2)] | None = None
@@ -128,7 +149,7 @@ class EmbeddingConfig(_Section):
     provider: Literal["local", "openai", "none"] = "local"
     model: Name | None = None
     base_url: Url | None = None
-    api_key_env: Name = "OPENAI_API_KEY"
+    api_key_env: VariableName = "OPENAI_API_KEY"
     dimensions: PositiveInt | None = None
     query_prefix: Annotated[str, Field(max_length=200)] | None = None  # None: the model's known prefix, if any
     document_prefix: Annotated[str, Field(max_length=200)] | None = None
@@ -176,6 +197,12 @@ class PythonToolConfig(_Section):
     timeout_seconds: Seconds | None = None
 
 
+class NamespaceToolConfig(_Section):
+    """``list_variables`` and ``describe``: how long they may spend in the user's own code (a repr, a property)."""
+
+    timeout_seconds: Seconds = 10.0
+
+
 class FilesToolConfig(_Section):
     root: Name | None = None
 
@@ -188,6 +215,7 @@ class NotebookToolConfig(_Section):
 
 class ToolsConfig(_Section):
     python: PythonToolConfig = Field(default_factory=PythonToolConfig)
+    namespace: NamespaceToolConfig = Field(default_factory=NamespaceToolConfig)
     files: FilesToolConfig = Field(default_factory=FilesToolConfig)
     notebook: NotebookToolConfig = Field(default_factory=NotebookToolConfig)
 
@@ -279,7 +307,7 @@ class HandoffConfig(_Section):
 
 class WorkspaceConfig(_Section):
     enabled: bool = True
-    max_tokens: PositiveInt | None = None  # None: about 8% of the context window, at least 800
+    max_tokens: PositiveInt | None = None  # None: about 8% of the context window, at least 800 and at most 4,000
 
 
 class RedactionPattern(_Section):
@@ -352,6 +380,10 @@ class McpServerConfig(_Section):
         """``tools.<name>.approval`` where the user set it, else the server's."""
         own = self.tools.get(tool)
         return own.approval if own is not None else self.approval
+
+    def turned_on(self) -> bool:
+        """Whether any of its tools may be offered: a server "off" stays unstarted unless a tool of it is turned on."""
+        return self.approval != "off" or any(tool.approval != "off" for tool in self.tools.values())
 
 
 class Config(_Section):

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from monad_notebook.config import SCRIPTED_DEMO_MODEL
+from monad_notebook.context.prompt import own_text
 from monad_notebook.messages import ToolCall, new_id
 from monad_notebook.provider import ChatResponse, TextCallback
 
@@ -92,11 +93,15 @@ def _answer_summary(results: list[str], _: list[dict[str, Any]]) -> str:
     )
 
 
+def _text(message: dict[str, Any]) -> str:
+    """What the user asked or the tool returned, without the blocks the cascade ends a request with."""
+    content = message.get("content")
+    return own_text(content) if isinstance(content, str) else ""
+
+
 def _answer_recap(_: list[str], messages: list[dict[str, Any]]) -> str:
-    asked = [m["content"] for m in messages if m["role"] == "user"][:-1]
-    growth = next(
-        (m["content"] for m in messages if m["role"] == "tool" and "revenue growth" in (m["content"] or "")), ""
-    )
+    asked = [q for m in messages if m["role"] == "user" and (q := _text(m))][:-1]
+    growth = next((text for m in messages if m["role"] == "tool" and "revenue growth" in (text := _text(m))), "")
     lines = [f"From the {len(asked)} earlier question(s) in this session's history:"]
     lines += [f"{i}. {q.strip().splitlines()[-1]}" for i, q in enumerate(asked, 1)]
     if growth:
@@ -127,11 +132,6 @@ def _plan_for(question: str) -> _Plan:
     return _Plan([("list_variables", {})], _answer_generic)
 
 
-def _injected(content: Any) -> bool:
-    """A block the cascade adds at the end of a request (``<plan>``, ``<workspace>``), not the user's question."""
-    return isinstance(content, str) and content.startswith(("<plan>", "<workspace>"))
-
-
 @dataclass
 class DemoModel:
     """Follows the demo script one step at a time, reading the real tool results it is sent."""
@@ -145,11 +145,11 @@ class DemoModel:
         tools: list[dict[str, Any]],
         on_text: TextCallback | None = None,
     ) -> ChatResponse:
-        asked = [i for i, m in enumerate(messages) if m["role"] == "user" and not _injected(m["content"])]
+        asked = [i for i, m in enumerate(messages) if m["role"] == "user" and _text(m)]
         last_user = asked[-1]
-        question = messages[last_user]["content"] or ""
+        question = _text(messages[last_user])
         plan = _plan_for(question.split("</summary>")[-1])
-        results = [m["content"] or "" for m in messages[last_user + 1 :] if m["role"] == "tool"]
+        results = [_text(m) for m in messages[last_user + 1 :] if m["role"] == "tool"]
         available = {t["function"]["name"] for t in tools}
         step = len(results)
         if step < len(plan.calls) and plan.calls[step][0] in available:

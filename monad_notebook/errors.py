@@ -9,6 +9,7 @@
     │   ├── EndpointError        unreachable endpoint, or retries exhausted
     │   │   └── EndpointNotFoundError   the server has no such URL path (a wrong baseUrl)
     │   ├── ContextLengthError   the prompt did not fit the model's window
+    │   ├── TemplateRefusedError the server's chat template refused the conversation (its roles, its content)
     │   └── ImagesRefusedError   the endpoint does not take images (the session stops sending them)
     ├── StoreError           the database cannot be opened or written
     ├── SessionBusyError     another kernel is running a turn in the same session
@@ -54,6 +55,14 @@ class EndpointNotFoundError(EndpointError):
 
 class ContextLengthError(ModelError):
     """The provider said the prompt exceeds the model's context window."""
+
+
+class TemplateRefusedError(ModelError):
+    """The server's chat template raised on the request: a conversation shape the model's template does not take."""
+
+    def __init__(self, message: str, said: str = "") -> None:
+        super().__init__(message)
+        self.said = said  # the template's own words
 
 
 class ImagesRefusedError(ModelError):

@@ -4,15 +4,19 @@ Names follow the cascade spec. Transient kinds are notices, not history: they re
 listeners but are never written to the store. Everything the panel draws as history
 (usage per step, eviction, compaction, reinjection) is persisted, so a panel opened later,
 or after a restart, replays it; ``session.reset`` marks where a forgotten conversation ends.
+
+Every event passes the session's redactor once, in ``EventBus.clean``, before any listener, the
+store or the panel sees it: each text in its data is redacted whole, and a field an emitter wants
+short is given as an ``Excerpt``, cut only after its whole text was redacted.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
 
 TURN_STARTED = "turn.started"
 TURN_FINISHED = "turn.finished"
@@ -48,26 +52,82 @@ class Event:
     session: str
     data: dict[str, Any] = field(default_factory=dict)
     ts: float = field(default_factory=time.time)
+    clean: bool = field(default=False, compare=False, repr=False)  # passed the bus's redaction already
 
     @property
     def persisted(self) -> bool:
         return self.kind not in TRANSIENT_KINDS
 
 
+@dataclass(frozen=True)
+class Excerpt:
+    """The first ``limit`` characters of ``text``, cut after the whole of it was redacted (``EventBus.clean``)."""
+
+    text: str
+    limit: int
+
+
+class Redacts(Protocol):
+    """The session's redactor, as the bus uses it (``Redactor.redact_each``)."""
+
+    def redact_each(self, texts: Sequence[str]) -> list[str]: ...
+
+
 Listener = Callable[[Event], None]
 Emit = Callable[..., None]  # emit(kind, **data): how a stage tells its listeners
+
+
+def _redacted(event: Event, redactor: Redacts | None) -> Event:
+    """``event`` with every text in its data redacted whole (in one pass) and each ``Excerpt`` then cut."""
+    texts: list[str] = []
+    _collect(event.data, texts)
+    if not texts:
+        return event
+    redacted = iter(redactor.redact_each(texts) if redactor is not None else texts)
+    return replace(event, data=_rebuild(event.data, redacted))
+
+
+def _collect(value: Any, texts: list[str]) -> None:
+    if isinstance(value, str):
+        texts.append(value)
+    elif isinstance(value, Excerpt):
+        texts.append(value.text)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _collect(item, texts)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _collect(item, texts)
+
+
+def _rebuild(value: Any, redacted: Any) -> Any:
+    if isinstance(value, str):
+        return next(redacted)
+    if isinstance(value, Excerpt):
+        return next(redacted)[: value.limit]
+    if isinstance(value, dict):
+        return {key: _rebuild(item, redacted) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_rebuild(item, redacted) for item in value]
+    return value
 
 
 class EventBus:
     """Fan-out of events to listeners; safe to emit from the session's worker thread.
 
-    A failing listener is dropped from this emit's fan-out only: a broken panel must
-    never fail a turn.
+    ``redactor`` is the configuration's (the session pushes it): ``clean`` passes every event
+    through it, and whoever writes events to the store writes the cleaned ones. A failing
+    listener is dropped from this emit's fan-out only: a broken panel must never fail a turn.
     """
 
     def __init__(self) -> None:
         self._listeners: list[Listener] = []
         self._lock = threading.Lock()
+        self.redactor: Redacts | None = None
+
+    def clean(self, event: Event) -> Event:
+        """The event as it may be stored and shown: its texts redacted, its excerpts cut (once)."""
+        return event if event.clean else replace(_redacted(event, self.redactor), clean=True)
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         with self._lock:
@@ -80,7 +140,9 @@ class EventBus:
 
         return unsubscribe
 
-    def emit(self, event: Event) -> None:
+    def emit(self, event: Event) -> Event:
+        """Tell every listener the cleaned event, and return it."""
+        event = self.clean(event)
         with self._lock:
             listeners = list(self._listeners)
         for listener in listeners:
@@ -88,6 +150,7 @@ class EventBus:
                 listener(event)
             except Exception:  # a listener's bug is not the turn's problem
                 continue
+        return event
 
 
 class EventLog:
@@ -105,7 +168,7 @@ class EventLog:
         self._lock = threading.Lock()
 
     def emit(self, kind: str, **data: Any) -> None:
-        event = Event(kind=kind, session=self.session, data=data)
+        event = self.bus.clean(Event(kind=kind, session=self.session, data=data))
         if event.persisted:
             with self._lock:
                 self._pending.append(event)

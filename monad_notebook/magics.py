@@ -21,12 +21,14 @@ from monad_notebook.approval.gate import ApprovalGate
 from monad_notebook.cell.background import Inbox
 from monad_notebook.cell.heap import settle_heap
 from monad_notebook.cell.html import one_line
+from monad_notebook.cell.screen import say_error, screened
 from monad_notebook.cell.status import footer_for, notebook_sentence, status_sentences
 from monad_notebook.cell.view import CellView
 from monad_notebook.config import ConfigWatcher
 from monad_notebook.errors import MonadError, UsageError
 from monad_notebook.events import Event
 from monad_notebook.export import export_notebook, last_turn_code
+from monad_notebook.redaction.redactor import builtin_redactor
 
 if TYPE_CHECKING:  # the session pulls in LanceDB and openai: loaded on the first cell, or warmed up in the background
     from monad_notebook.session import Session
@@ -157,7 +159,7 @@ class MonadMagics(Magics):
             try:
                 session.workspace.after_cell(result)
             except MonadError as exc:  # the store could not be written: say so, keep the cell's own result
-                print(f"monad: the workspace record was not saved: {exc}", file=sys.stderr)
+                say_error(f"the workspace record was not saved: {exc}", self.redact)
 
     @property
     def rich(self) -> bool:
@@ -165,14 +167,20 @@ class MonadMagics(Magics):
 
     # --- the magic ------------------------------------------------------------------
 
+    def redact(self, text: str) -> str:
+        """What the cell may show of ``text``: the session's redaction, or the built-in one before any session."""
+        session = self._sessions.get(self.current)
+        return session.cascade.redact(text) if session is not None else builtin_redactor().redact(text).text
+
     @line_cell_magic
     def monad(self, line: str, cell: str | None = None) -> Any:
         try:
             if cell is None:
-                return self._line(line)
+                with screened(self.redact):
+                    return self._line(line)
             return self._cell(line, cell)
         except MonadError as exc:
-            print(f"monad: {exc}", file=sys.stderr)
+            say_error(str(exc), self.redact)
         except KeyboardInterrupt:
             print(
                 "monad: interrupted. The session is consistent; run another %%monad cell to continue.",
@@ -191,7 +199,7 @@ class MonadMagics(Magics):
                 raise UsageError(f"session {name!r} already exists; pick another name or %monad reset it")
             args.session = name
         session = self.session(args.session)
-        view = CellView(self.rich, inbox=self.inbox)
+        view = CellView(self.rich, inbox=self.inbox, redact=self.redact)
         unsubscribe = session.events.subscribe(view.on_event)
         message = cell.rstrip().lstrip("\n")  # the cell's blank edges
         if session.notebook is not None and message.strip():
@@ -390,16 +398,21 @@ class MonadMagics(Magics):
             raise UsageError(f"no session named {name!r}; see %monad sessions")
         if name in self._sessions:
             self._sessions[name].flush_events()
-        path, code_cells = export_notebook(self.store, name, args.path)
+        path, code_cells = export_notebook(self.store, name, args.path, self._history(), self.redact)
         print(f"exported session {name!r} to {path} ({code_cells} code cell(s) to run top to bottom)")
 
     def _cmd_code(self, rest: list[str]) -> None:
         self._want(rest, 0, "code")
         session = self.session()
         session.flush_events()
-        code = last_turn_code(self.store, session.name)
+        code = last_turn_code(self.store, session.name, self._history(), self.redact)
         self.shell.set_next_input(code, replace=False)
         print("the last turn's code is in the next cell" if self.rich else code)
+
+    def _history(self) -> list[str]:
+        """This kernel's inputs by execution count, where an export finds the user's own cells."""
+        manager = getattr(self.shell, "history_manager", None)
+        return list(getattr(manager, "input_hist_raw", None) or [])
 
     # The %monad subcommands: each takes the words after its name.
     COMMANDS: ClassVar[dict[str, Callable[[MonadMagics, list[str]], Any]]] = {

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from monad_notebook.agent.loop import Reply, Turn
 from monad_notebook.agent.text_calls import TextCallReader, tally
 from monad_notebook.agent.tools.base import Tool, ToolOutput
+from monad_notebook.agent.tools.mcp_approval import turned_off
 from monad_notebook.agent.tools.runner import ToolRunner, ToolServices
 from monad_notebook.branching import branch_session, check_session_name
 from monad_notebook.config import Config, ConfigWatcher, watch_config
@@ -24,13 +26,14 @@ from monad_notebook.events import ERROR, RESET, TEXT_CALLS, EventBus, EventLog
 from monad_notebook.foreground import FOREGROUND
 from monad_notebook.memory import MemoryPromotion, MemoryService, resolve_scope
 from monad_notebook.messages import Message, ToolCall
+from monad_notebook.notebook.agent_runs import AGENT_RUNS
 from monad_notebook.provider import ChatModel, TextCallback
 from monad_notebook.provider.local_embedder import Embedder, make_embedder
 from monad_notebook.session_setup import FollowedConfig, Setup
 from monad_notebook.store.base import SessionRecord, Store, Summary, ensure_session
 from monad_notebook.store.lance import open_store
 from monad_notebook.store.lease import TurnLease
-from monad_notebook.workspace.record import WorkspaceRecord
+from monad_notebook.workspace.record import Interrupted, WorkspaceRecord
 
 if TYPE_CHECKING:
     from monad_notebook.notebook.frontend import NotebookFrontend
@@ -44,6 +47,9 @@ class Session:
     instead. ``model`` / ``fast_model`` / ``embedder`` fix the main and fast tiers and recall's embedder
     (tests, demos) whatever the configuration says. ``extra_tools`` join the configured tools (one of the
     same name replaces the built-in one). ``notebook``: the open notebook the notebook tools work in.
+    ``approve(text)`` answers "run this code?" (True, False, or None: nobody can answer); any other
+    question comes with ``subject=`` ("mcp:<server>", "tool:<name>", and "text:..." for a call read
+    from the model's text, which is asked about whatever the approval setting).
     """
 
     def __init__(
@@ -57,7 +63,7 @@ class Session:
         shell: Any = None,
         namespace: dict[str, Any] | None = None,
         root: str | Path | None = None,
-        approve: Callable[[str], bool | None] | None = None,
+        approve: Callable[..., bool | None] | None = None,
         extra_tools: list[Tool] | None = None,
         embedder: Embedder | None = None,
         notebook: NotebookFrontend | None = None,
@@ -83,13 +89,15 @@ class Session:
         ensure_session(self.store, name, self.model.name)
         self.window = Window(name)
         self.window.load(self.store)
-        self.memory = MemoryService(self.store, notify=self.events.emit)
+        self.memory = MemoryService(self.store, events=self.events)
         self.recall = RecallService(self.window, self.store, make_embedder if embedder is None else lambda _: embedder)
         self.promotion = MemoryPromotion(self.memory)
         user_ns = namespace if namespace is not None else (shell.user_ns if shell is not None else {})
         self.workspace = WorkspaceRecord(self.store, name, user_ns, shell, root, notify=self.events.emit)
+        self.workspace.interrupted = interrupted(self.window)
+        self.event_log = EventLog(name, self.events, self.store.append_events)
         self.cascade = Cascade(
-            window=self.window, store=self.store, events=EventLog(name, self.events, self.store.append_events),
+            window=self.window, store=self.store, events=self.event_log,
             lease=self.lease, counter=setup.cascade.counter, memory=self.memory, promotion=self.promotion,
             recall=self.recall, workspace=self.workspace,
         )  # fmt: skip
@@ -103,6 +111,7 @@ class Session:
     def _apply(self, setup: Setup) -> None:
         """Put a prepared configuration in force, all at once, pushing to each part what it follows."""
         config, redactor = setup.config, setup.cascade.lossless.redactor
+        self.events.redactor = redactor  # first: every event from here on passes it
         self.config, self.model, self.context_window = config, setup.model, setup.cascade.context_window
         self.memory.redactor = redactor
         self.promotion.reconfigure(config.context.memory_promotion, setup.fast_model)
@@ -179,7 +188,7 @@ class Session:
 
     def flush_events(self) -> None:
         """Write the pending events; if the write fails they stay pending for the next flush."""
-        self.cascade.flush()
+        self.event_log.flush()
 
     # --- public API ----------------------------------------------------------------
 
@@ -187,11 +196,13 @@ class Session:
         """Run one turn: the model answers ``text``, calling tools as it needs."""
         if not text.strip():
             raise UsageError("the message is empty: write what you want the agent to do")
+        AGENT_RUNS.refuse_turn()  # a cell the agent queued never starts a turn
         with FOREGROUND.held(), self.lease.hold():  # set aside while the model answers, tools run or the lease waits
             self.cascade.catch_up()
             with self.cascade.turn():
                 self.reload_config()
-                reader = TextCallReader(self.tools, self.config.models.main.text_tool_calls)
+                off = partial(turned_off, self.config.mcp_servers)
+                reader = TextCallReader(self.tools, self.config.models.main.text_tool_calls, turned_off=off)
                 turn = Turn(self.cascade, self.runner, self.model, max_steps=self.config.agent.max_steps)
                 return turn.run(text, on_text, text_calls=reader)
 
@@ -203,12 +214,19 @@ class Session:
         return self.cascade.usage()
 
     def status(self) -> dict[str, Any]:
+        """What ``%monad status`` says: the session, its window and summary, recall's index, the occupancy, the
+        workspace record, the MCP servers, the calls read from text."""
+        summary = self.window.summary
         return {
             "session": self.name,
             "model": self.model.name,
             "config": str(self.watcher.source) if self.watcher.source else "(defaults)",
             "stored_messages": self.store.count_messages(self.name),
-            **self.cascade.status(),
+            "window_messages": len(self.window.messages),
+            "summary": bool(summary and summary.text),
+            **self.recall.indexing(),
+            **self.cascade.usage(),
+            "images": self.window.frame.image_detail or "",
             **self.workspace.status(),
             "mcp_servers": self.settings.mcp.statuses(),
             "text_calls": tally(
@@ -258,3 +276,12 @@ class Session:
         """Let a compaction in flight land, write what is pending, and stop the user's MCP servers."""
         self.cascade.close()
         self.settings.mcp.close()
+
+
+def interrupted(window: Window) -> Interrupted | None:
+    """The calls a kernel that died left running in this session, for the record to give the files they wrote."""
+    cut = window.unanswered()
+    if cut is None:
+        return None
+    assistant, calls = cut
+    return Interrupted(" or ".join(call.id for call in calls), assistant.turn, assistant.created_at)

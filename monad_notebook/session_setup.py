@@ -18,10 +18,10 @@ from monad_notebook.agent.tools.mcp import McpServers
 from monad_notebook.agent.tools.registry import configured_tools
 from monad_notebook.config import SCRIPTED_DEMO_MODEL, Config, ConfigWatcher
 from monad_notebook.config_errors import working_dir
-from monad_notebook.context.cascade import CascadeSettings
 from monad_notebook.context.lossless.stage import LosslessStage
 from monad_notebook.context.occupancy.cost import pricing_for
 from monad_notebook.context.occupancy.tokens import TokenCounter
+from monad_notebook.context.settings import CascadeSettings
 from monad_notebook.context.window import Frame
 from monad_notebook.demo import DemoModel
 from monad_notebook.errors import ConfigError
@@ -111,13 +111,14 @@ def prepare_setup(
         extra=[*(mcp.tools(cfg.mcp_servers) if mcp is not None else []), *extra_tools],
     )
     window = cfg.models.main.context_window or getattr(model, "context_window", None)
+    lossless = LosslessStage(cfg.context, counter)
     cascade = CascadeSettings(
         context=cfg.context,
         agent=cfg.agent.name,
-        lossless=LosslessStage(cfg.context, counter),
+        lossless=lossless,
         counter=counter,
         frame=Frame(
-            cfg.agent.system_prompt or SYSTEM_PROMPT,
+            lossless.redactor.redact(cfg.agent.system_prompt).text if cfg.agent.system_prompt else SYSTEM_PROMPT,
             [t.schema() for t in tools.values()],
             image_detail=cfg.context.images.detail if sees else None,
         ),

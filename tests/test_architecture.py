@@ -152,3 +152,15 @@ def test_only_the_provider_package_imports_openai_and_only_the_lance_store_impor
         "monad_notebook.store.tables",
         "monad_notebook.store.indexes",
     }
+
+
+def test_only_the_cascade_changes_the_window():
+    """Stages return what they decided (an eviction plan, a durable compaction, the turn's blocks); the cascade
+    alone applies it to the window, so what a step did to the window is read in one place."""
+    changes = {"apply_eviction", "apply_compaction", "set_blocks"}
+    callers: set[str] = set()
+    for name, path in package_modules().items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in changes:
+                callers.add(name)
+    assert callers == {"monad_notebook.context.cascade"}

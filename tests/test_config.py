@@ -178,6 +178,33 @@ def test_a_bad_value_is_one_line_naming_the_key(data, message):
     assert "\n" not in error
 
 
+KEY = "sk-proj-" + "T4kW9qZ2vB7xR1mN8pL3sD6f" * 3
+SHORT_KEY = "Zq8Lr2Xw9Kp4Tn7VaB3dYc6"  # a provider's key with no known prefix: no rule would redact it
+
+
+def pieces(secret: str, size: int = 8) -> list[str]:
+    return [secret[i : i + size] for i in range(len(secret) - size + 1)]
+
+
+@pytest.mark.parametrize("tier", ["main", "fast"])
+@pytest.mark.parametrize("key", [KEY, SHORT_KEY])
+def test_a_key_pasted_where_the_variable_name_belongs_is_refused_and_never_shown_back(tier, key):
+    error = config_error({"models": {tier: {"apiKeyEnv": key}}})
+    assert error.startswith(f"agents.json: models.{tier}.apiKeyEnv must be the name of the environment variable")
+    assert "never the key itself" in error and "\n" not in error
+    assert not any(piece in error for piece in pieces(key))
+    assert parse_config({"models": {tier: {"apiKeyEnv": "MY_OPENAI_KEY"}}}).models.main is not None
+
+
+def test_a_long_value_or_key_is_cut_before_any_run_that_could_be_a_key_never_inside_it():
+    error = config_error({"models": {"main": {"baseUrl": f"ftp://{KEY}"}}})
+    assert error.endswith('(got "ftp:...)') and not any(piece in error for piece in pieces(KEY))
+    error = config_error({"models": {KEY: {}}})
+    assert error.startswith("agents.json: unknown key models.<a key of 80 characters> (expected one of")
+    short_words = config_error({"agent": {"maxSteps": "many " * 12}})
+    assert short_words.endswith('(got "many many many many many many many m...)')
+
+
 def test_an_unknown_key_suggests_the_close_one():
     assert (
         config_error({"context": {"evicton": {}}})

@@ -18,6 +18,7 @@ from monad_notebook import Session
 from monad_notebook import events as ev
 from monad_notebook.config import ConfigWatcher, deep_merge
 from monad_notebook.context.compaction.summarize import SECTIONS
+from monad_notebook.context.prompt import own_text
 from monad_notebook.errors import AuthError, EndpointError
 from monad_notebook.testing import FakeOpenAIServer, tool_call
 from tests.conversation import conversation
@@ -260,6 +261,6 @@ def test_a_python_time_limit_set_between_turns_stops_the_next_turns_code(isolate
     agents.edit({"tools": {"python": {"timeoutSeconds": 0.5}}})
     server.queue(nap, "stopped")
     session.ask("second")
-    results = [m["content"] for m in server.chat_requests[-1]["messages"] if m["role"] == "tool"]
+    results = [own_text(m["content"]) for m in server.chat_requests[-1]["messages"] if m["role"] == "tool"]
     stopped = "error: stopped after 0.5 s (tools.python.timeoutSeconds); the output it printed before that is kept"
     assert results == ["stdout:\nwoke up", f"{stopped} above"]

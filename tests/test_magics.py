@@ -407,7 +407,7 @@ def test_code_puts_the_last_turns_code_into_the_next_cell(ip, server, monkeypatc
     ip.run_cell_magic("monad", "--session code", "first")
     ip.run_cell_magic("monad", "", "second")
     ip.run_line_magic("monad", "code")
-    assert ip.rl_next_input == "b = a + 1\n\nc = b * 10\nc"
+    assert ip.rl_next_input == "# uses what it does not make: a (an earlier turn)\nb = a + 1\n\nc = b * 10\nc"
     for name in ("a", "b", "c"):
         ip.user_ns.pop(name, None)
 
@@ -425,3 +425,62 @@ def test_export_writes_the_session_and_a_bad_path_is_one_line(ip, server, capsys
     err = capsys.readouterr().err
     assert "give a path ending in .ipynb" in err and err.count("\n") == 1
     ip.user_ns.pop("total", None)
+
+
+GITHUB = "ghp_" + "Zq8Lr2Xw9Kp4Tn7V" * 2 + "aB3d"
+OPENAI = "sk-proj-" + "T4kW9qZ2vB7xR1mN8pL3sD6f" * 3
+
+
+def pieces(secret: str, size: int = 8) -> list[str]:
+    return [secret[i : i + size] for i in range(len(secret) - size + 1)]
+
+
+def test_a_key_pasted_as_apikeyenv_is_one_line_in_the_cell_that_shows_no_piece_of_it(ip, server, capsys, isolated_env):
+    configure(isolated_env, models={"main": {"model": "gpt-4.1-mini", "baseUrl": server.base_url, "apiKeyEnv": OPENAI}})
+    server.queue("never")
+    ip.run_cell_magic("monad", "--session pasted", "hello")
+    captured = capsys.readouterr()
+    shown = captured.out + captured.err
+    assert captured.err.startswith("monad: ") and "apiKeyEnv must be the name of the environment variable" in shown
+    assert not any(piece in shown for piece in pieces(OPENAI))
+
+
+def test_a_provider_error_that_quotes_a_key_is_shown_redacted(ip, server, capsys):
+    server.fail(status=401, message=f"Invalid token creds_{GITHUB} for this project", times=5)
+    ip.run_cell_magic("monad", "--session quoted", "hello")
+    err = capsys.readouterr().err
+    assert "creds_[REDACTED:github]" in err and GITHUB not in err and err.count("\n") == 1
+
+
+def test_what_a_line_command_prints_is_redacted_whole(ip, server, capsys, isolated_env):
+    configure(isolated_env, mcpServers={"gh": {"command": "gh-mcp", "env": {"GITHUB_TOKEN": GITHUB}}})
+    ip.run_line_magic("monad", "config")
+    out = capsys.readouterr().out
+    assert '"GITHUB_TOKEN": "[REDACTED:github]"' in out and GITHUB not in out
+
+
+def test_a_background_warning_that_quotes_a_key_is_noted_redacted(ip, server, rich):
+    server.queue("first", "second")
+    ip.run_cell_magic("monad", "--session warned", "hello")
+    worker = threading.Thread(
+        target=lambda: logging.getLogger("monad_notebook.store").warning("cannot write backup_%s.json", GITHUB)
+    )
+    worker.start()
+    worker.join()
+    rich.outputs.clear()
+    ip.run_cell_magic("monad", "", "again")
+    notes = [t for t in rich.texts() if t.startswith("background")]
+    assert notes == ["background warning cannot write backup_[REDACTED:github].json"]
+
+
+def test_a_key_the_model_writes_in_its_answer_is_drawn_stored_and_sent_back_redacted(ip, server, rich):
+    server.queue(f"The chart's title reads backup_{GITHUB}.json", "ok")
+    ip.run_cell_magic("monad", "--session read-off", "what does the chart say?")
+    drawn = "\n".join(json.dumps(output.data) for output in rich.outputs)
+    assert "backup_[REDACTED:github].json" in drawn and GITHUB not in drawn
+    session = magics(ip).session()
+    assert [m.content for m in session.history() if m.role == "assistant"] == [
+        "The chart's title reads backup_[REDACTED:github].json"
+    ]
+    ip.run_cell_magic("monad", "", "thanks")
+    assert GITHUB not in json.dumps(server.chat_requests[-1]["messages"])

@@ -8,7 +8,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from monad_notebook.errors import AuthError, EndpointError, EndpointNotFoundError, ModelError, ModelNotFoundError
+from monad_notebook.errors import (
+    AuthError,
+    EndpointError,
+    EndpointNotFoundError,
+    ModelError,
+    ModelNotFoundError,
+    TemplateRefusedError,
+)
 from monad_notebook.provider import OpenAIChatModel, OpenAIEmbedder
 from monad_notebook.testing import FakeOpenAIServer
 
@@ -75,6 +82,40 @@ def test_a_404_is_read_by_what_the_server_says(message, expected):
         server.fail(404, message=message)
         error = failure("llama9", server.base_url)
     assert type(error) is expected and message.rstrip(".") in str(error)
+
+
+@pytest.mark.parametrize(
+    ("status", "message"),
+    [
+        (
+            400,
+            "Unable to generate parser for this template. Automatic parser generation failed: \n---\nWhile "
+            "executing CallExpression at line 15, column 32 in source:\n...raise_exception('After the optional system "
+            "message, con...\n ^\nError: Jinja Exception: Conversation roles must alternate "
+            "user/assistant/user/assistant/...",
+        ),  # llama.cpp
+        (
+            500,
+            "Template error: syntax error: Conversation roles must alternate user/assistant/user/assistant/...",
+        ),  # TGI
+        (
+            400,
+            'Error rendering prompt with jinja template: "Conversation roles must alternate user/assistant/user/'
+            "assistant/...\".\n\nThis is usually an issue with the model's prompt template.",
+        ),  # LM Studio
+        (400, "Conversation roles must alternate user/assistant/user/assistant/..."),  # vLLM
+    ],
+)
+def test_a_chat_template_that_raises_is_named_in_one_line_with_its_words_and_not_retried(status, message):
+    with FakeOpenAIServer() as server:
+        server.fail(status, message=message, times=3)
+        chat = OpenAIChatModel("gemma", base_url=server.base_url, max_retries=2, backoff_base=0.001)
+        with pytest.raises(TemplateRefusedError) as caught:
+            chat.complete(MESSAGES, [])
+        assert len(server.log) == 1
+    told = str(caught.value)
+    assert "\n" not in told and "its chat template raised" in told and "--chat-template-file" in told
+    assert caught.value.said.lower().startswith("conversation roles must alternate user/assistant")
 
 
 @pytest.mark.parametrize("status", [401, 403])

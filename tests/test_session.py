@@ -44,7 +44,7 @@ def test_tool_result_reaches_the_model_and_runs_in_the_namespace(config, store):
     assert (reply.steps, reply.tool_calls, reply.tool_names) == (2, 1, ["python"])
 
 
-def test_parallel_tool_calls_are_one_round_persisted_in_one_write(config, store, monkeypatch):
+def test_parallel_tool_calls_are_stored_before_they_run_and_their_results_in_one_write(config, store, monkeypatch):
     writes: list[int] = []
     original = store.append_messages
     monkeypatch.setattr(store, "append_messages", lambda ms: (writes.append(len(ms)), original(ms)))
@@ -54,8 +54,8 @@ def test_parallel_tool_calls_are_one_round_persisted_in_one_write(config, store,
     model = ScriptedModel([parallel, "done"])
     session = Session("par", config=config, store=store, model=model)
     session.ask("go")
-    # the user message, then the round (assistant + 3 results) in one write, then the answer
-    assert writes == [1, 4, 1]
+    # the user message, the calls before they run, their 3 results in one write, then the answer
+    assert writes == [1, 1, 3, 1]
     stored = store.load_messages("par")
     assert roles([m.to_openai() for m in stored]) == ["user", "assistant", "tool", "tool", "tool", "assistant"]
     assert len({m.step for m in stored if m.role == "tool"}) == 1

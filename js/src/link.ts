@@ -10,7 +10,7 @@ import type { NotebookPanel } from '@jupyterlab/notebook';
 import type { Kernel, KernelMessage } from '@jupyterlab/services';
 import type { JSONObject } from '@lumino/coreutils';
 
-import { findCell, readCells } from './document';
+import { findCell, readCells, sourceOf } from './document';
 import { type IDecided, type IProposal, Reviews } from './review';
 
 export const TARGET = 'monad-notebook';
@@ -99,17 +99,23 @@ export class NotebookLink {
         return shown;
       }
       case 'run':
-        return this.run(String(request.cell_id ?? ''));
+        return this.run(String(request.cell_id ?? ''), String(request.source ?? ''));
       default:
         return { error: `unknown request ${String(request.op)}` };
     }
   }
 
-  /** Queue a cell to run: the kernel is busy with the agent's turn, so it runs after the turn ends. */
-  private run(cellId: string): JSONObject {
+  /**
+   * Queue a cell to run: the kernel is busy with the agent's turn, so it runs after the turn ends. Only
+   * while the cell still holds the source the kernel checked and the user approved: that is what runs.
+   */
+  private run(cellId: string, source: string): JSONObject {
     const found = findCell(this.panel, cellId);
     if (!found) {
       return { error: `no cell with id ${cellId} in the notebook: read_notebook lists the ids` };
+    }
+    if (sourceOf(found.cell.model) !== source) {
+      return { error: `cell ${cellId} changed since it was read: read it again` };
     }
     if (found.cell.model.type === 'markdown') {
       (found.cell as MarkdownCell).rendered = true;

@@ -1,7 +1,9 @@
 """The turn: per-turn stages once, then steps until the model answers without tool calls.
 
-Each step's new messages (the assistant message and its tool results) are persisted in
-one batched write, so an interrupt or a crash never leaves half a step in the store.
+An assistant message that calls tools is stored before they run, and their results in one
+batched write once they all have one; a step without calls is one write. So an interrupt leaves
+every call answered, and a kernel killed while a call runs leaves the call on record: the next
+turn answers it as interrupted by a crash (``Cascade.begin_turn``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from monad_notebook.agent.tools.runner import ToolRunner
 from monad_notebook.approval.gate import QuestionInterrupted
 from monad_notebook.context.cascade import Cascade
 from monad_notebook.errors import ContextLengthError, ImagesRefusedError
+from monad_notebook.events import Excerpt
 from monad_notebook.foreground import FOREGROUND
 from monad_notebook.messages import Message, ToolCall
 from monad_notebook.provider import ChatModel, ChatResponse, TextCallback
@@ -103,12 +106,19 @@ class Turn:
         cascade.run_step()
         response, prompt_tokens = self._call_model()
         calls = unique_tool_calls(
-            cascade.window, cascade.saved_outputs, response.tool_calls or self._written_calls(response)
+            cascade.window, cascade.spill.saved, response.tool_calls or self._written_calls(response)
         )
         if response.finish_reason == "length":
             response.content = f"{response.content}\n\n{self._cut_note()}".lstrip()
             cascade.emit(ev.ANSWER_TRUNCATED, tool_calls=len(calls), chars=len(response.content))
-        assistant = cascade.new_message("assistant", response.content, tool_calls=calls)
+        response.content = cascade.redact(response.content)  # a key read off an image is not written down
+        assistant = cascade.window.new_message("assistant", response.content, tool_calls=calls)
+        if calls:
+            try:
+                cascade.announce(assistant)
+            except KeyboardInterrupt:
+                cascade.commit([assistant, *(cascade.tool_message(c, NOT_RUN_RESULT) for c in calls)])
+                raise
         results = self._run_tools(assistant, calls)
         cascade.commit([assistant, *results])
         self.reply.prompt_tokens += prompt_tokens
@@ -128,7 +138,9 @@ class Turn:
         if found is None:
             return []
         response.content, response.tool_calls = found.prose, [a.call for a in found.attempts]
-        written = [{"name": a.call.name[:100], "form": a.call.recovered, "problem": a.problem} for a in found.attempts]
+        written = [
+            {"name": Excerpt(a.call.name, 100), "form": a.call.recovered, "problem": a.problem} for a in found.attempts
+        ]
         self.cascade.emit(ev.TEXT_CALLS, calls=written, run=found.usable, prose_chars=len(found.prose))
         return response.tool_calls
 
@@ -178,7 +190,7 @@ class Turn:
                     raise
                 continue
             real = response.usage.prompt_tokens if response.usage and response.usage.prompt_tokens else None
-            cascade.answered(real, estimate, response.usage.cached_tokens if response.usage else 0)
+            cascade.meter.answered(real, estimate, response.usage.cached_tokens if response.usage else 0)
             if real is None:
                 self.reply.estimated = True
             return response, real if real is not None else estimate
@@ -186,14 +198,15 @@ class Turn:
 
     def _persist_interrupted_text(self, text: str) -> None:
         if text:
-            self.cascade.commit([self.cascade.new_message("assistant", text + "\n\n[interrupted by the user]")])
+            said = self.cascade.redact(text)
+            self.cascade.commit([self.cascade.window.new_message("assistant", said + "\n\n[interrupted by the user]")])
 
     def _run_tools(self, assistant: Message, calls: list[ToolCall]) -> list[Message]:
         cascade = self.cascade
         results: list[Message] = []
         for index, call in enumerate(calls):
             written = {"recovered": call.recovered} if call.recovered else {}
-            arguments = call.arguments[:ARGUMENTS_SHOWN]
+            arguments = Excerpt(call.arguments, ARGUMENTS_SHOWN)
             cascade.emit(ev.TOOL_STARTED, tool_call_id=call.id, name=call.name, arguments=arguments, **written)
             started = time.perf_counter()
             try:
@@ -214,7 +227,7 @@ class Turn:
                 ev.TOOL_FINISHED,
                 tool_call_id=call.id,
                 name=call.name,
-                preview=result.content[:PREVIEW_SHOWN],
+                preview=Excerpt(result.content, PREVIEW_SHOWN),
                 outcome=output.outcome,
                 seconds=round(time.perf_counter() - started, 3),
             )

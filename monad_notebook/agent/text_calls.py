@@ -18,21 +18,25 @@ Inside a tag, ``<function name="..." arguments='{...}'/>`` elements stand for th
 holding the object; a string between Python's triple quotes inside the JSON (how a small model
 writes code) is taken verbatim. A block may hold several calls (a list, or objects one after another).
 
-Carefully: the calls must end the reply (words before them are kept as the assistant's text) or
-open it (words after them are dropped: the model was seen describing or making up the call's
-result there); JSON with words on both sides was shown, not called. An object with any other key
-is not a call. What is found becomes a :class:`ToolCall` marked ``recovered``, which the turn runs like
-any call. An unknown name, arguments the tool's schema refuses, or the very call already run in
-this turn never reach the tool: the model gets one ``error:`` line instead. A turn reads at most
-``NEAR_MISS_STEPS`` replies whose calls could none run; after that the reply is the answer, and
-the user is told in one line what to change.
+Carefully, since an answer may show a call without making it: the calls must be the whole reply,
+or end it after a short lead-in (kept as the assistant's text), or open it before a short remark
+(dropped: the model was seen describing or making up the call's result there). Words that
+present the calls as an example or disown them ("for example", "would look like", "I am not
+running it"), or that are more than a short lead-in (``beside_calls``), make the reply prose; so
+does JSON with words on both sides. An object with any other key is not a call. What is found
+becomes a :class:`ToolCall` marked ``recovered``, which runs with every check an API call gets, and
+more: one that can change anything asks the user first whatever its approval setting
+(``agent/tools/consent.py``). An unknown name, arguments the tool's schema refuses, or the very
+call already run in this turn never reach the tool: the model gets one ``error:`` line instead. A
+turn reads at most ``NEAR_MISS_STEPS`` replies whose calls could none run; after that the reply is
+the answer, and the user is told in one line what to change.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +49,24 @@ JSON_BLOCK = "json block"
 BARE_JSON = "json"
 REPEATED = "this exact call already ran in this turn and its result is above: answer from it, or make another call"
 NEAR_MISS_STEPS = 2  # replies of a turn whose written calls could none be run, before the text is the answer
+LEAD_CHARS = 240  # the most characters of words beside calls that still leave them calls
+LEAD_SENTENCES = 2  # and the most sentences
+_SENTENCE_END = re.compile(r"[.!?]+(?=\s|$)")
+# words that present a call rather than make it: an example, a format, what one would or could send
+_PRESENTED = re.compile(
+    r"\b(?:examples?|e\.g\.|for instance|such as|samples?|illustrat\w*|demonstrat\w*|hypothetical\w*|suppose|"
+    r"imagine|template|syntax|placeholder|schema|for reference|the format|this format|format (?:is|of|for)|"
+    r"would (?!like\b)\w+|could (?:call|send|write|use|run|look|be)|you(?:'d| can| could| would| might| may| "
+    r"should| need to)|one (?:can|could|would)|how (?:to|you|a|the|it)\b|looks? like (?:this|so|that)|like so|"
+    r"if (?:i|we) (?:were|had)|(?:were|was) to)",
+    re.I,
+)
+# words that say the call is not made: "I am not running it", "won't execute this", "without calling it"
+_NOT_RUN = re.compile(
+    r"\b(?:not|never|no|won't|wont|don't|dont|didn't|didnt|doesn't|haven't|cannot|can't|cant|without|instead of)"
+    r"(?:\s+[\w']+){0,3}?\s+(?:run|running|ran|execut\w*|call|calling|called|invok\w*|perform\w*|sen[dt]|sending)\b",
+    re.I,
+)
 _ARGUMENT_KEYS = ("arguments", "parameters")
 _FENCE = re.compile(r"```[ \t]*(json|tool_call)?[ \t]*\n(.*?)\n?[ \t]*```", re.S | re.I)
 _TRIPLE = re.compile(r'"""(.*?)"""', re.S)
@@ -83,8 +105,9 @@ class Found:
 
 def find_calls(text: str, tools: Mapping[str, Tool]) -> Found | None:
     """The calls that end ``text``, or else open it, each checked against the offered ``tools``;
-    None for plain prose. Words before calls that end it are kept; words after calls that open
-    it are dropped (the model was seen describing, or making up, the call's result there)."""
+    None for prose, and for calls the prose presents (``beside_calls``). Words before calls that
+    end it are kept; words after calls that open it are dropped (the model was seen describing,
+    or making up, the call's result there)."""
     stripped = text.strip()
     if not stripped:
         return None
@@ -94,10 +117,29 @@ def find_calls(text: str, tools: Mapping[str, Tool]) -> Found | None:
     spans = _segments(stripped)
     trailing = _run(spans, stripped, from_end=True)
     written = _written(trailing)
-    if written is not None:
+    if written is not None and beside_calls(stripped[: trailing[0][0]]):
         return _checked(stripped[: trailing[0][0]].rstrip(), written, tools)
-    written = _written(_run(spans, stripped, from_end=False) or _leading_json(stripped))
-    return _checked("", written, tools) if written is not None else None
+    leading = _run(spans, stripped, from_end=False) or _leading_json(stripped)
+    written = _written(leading)
+    if written is not None and beside_calls(stripped[leading[-1][1] :]):
+        return _checked("", written, tools)
+    return None
+
+
+def beside_calls(words: str) -> bool:
+    """Whether words beside calls (before calls that end a reply, after calls that open it) leave them calls.
+
+    They do when they are a short lead-in or remark (``LEAD_CHARS``, ``LEAD_SENTENCES``) that
+    neither presents the calls ("for example", "would look like", "you can") nor says they are
+    not run ("I am not running it"): an answer that explains something and shows a call, or
+    shows one and then disowns it, is prose.
+    """
+    words = words.strip()
+    if not words:
+        return True
+    if len(words) > LEAD_CHARS or len(_SENTENCE_END.findall(words.rstrip(".!?:;") + ".")) > LEAD_SENTENCES:
+        return False
+    return not (_PRESENTED.search(words) or _NOT_RUN.search(words))
 
 
 Span = tuple[int, int, str, str]  # start, end, form, body
@@ -271,6 +313,7 @@ class TextCallReader:
 
     tools: Mapping[str, Tool]
     mode: str = "auto"  # "auto": found calls run; "off": replies are answers, a written call only noted
+    turned_off: Callable[[str], str | None] = lambda name: None  # the line a call of a tool turned off gets
     written: list[Attempt] = field(default_factory=list)  # every call found this turn, run or not
     near_misses: int = 0  # replies whose written calls could none be run
     recovered: int = 0  # written calls handed to the tool runner this turn
@@ -300,7 +343,8 @@ class TextCallReader:
                 self.recovered += 1
                 self._ran.add((attempt.call.name, attempt.call.arguments))
             else:
-                self._refused[attempt.call.id] = _refusal_line(attempt, self.tools)
+                off = self.turned_off(attempt.call.name) if attempt.call.name not in self.tools else None
+                self._refused[attempt.call.id] = off or _refusal_line(attempt, self.tools)
         return found
 
     def _unrepeated(self, attempts: tuple[Attempt, ...]) -> tuple[Attempt, ...]:

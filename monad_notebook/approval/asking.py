@@ -73,7 +73,9 @@ class PanelApprover:
         self.timeout = timeout
         self.fallback = fallback
 
-    def __call__(self, code: str) -> bool | None:
+    def __call__(self, code: str, subject: str = PYTHON) -> bool | None:
         if not self.panel.answers_while_busy:
-            return self.fallback(code) if self.fallback is not None else None
-        return self.panel.request_approval(code, timeout=self.timeout)
+            if self.fallback is None:
+                return None
+            return self.fallback(code) if subject == PYTHON else self.fallback(code, subject=subject)
+        return self.panel.request_approval(code, timeout=self.timeout, subject=subject)

@@ -33,8 +33,7 @@ _KINDS = (
 CODE_CSS = """
 .monad-code { font-family: var(--jp-code-font-family, monospace); font-size: var(--jp-code-font-size, 13px);
   line-height: 1.45; background: var(--jp-cell-editor-background, #f5f5f5); color: var(--jp-content-font-color1, #111);
-  border: 1px solid var(--jp-border-color2, #ddd); border-radius: 3px; padding: 4px 0; margin: 4px 0;
-  max-height: 28em; overflow: auto; }
+  border: 1px solid var(--jp-border-color2, #ddd); border-radius: 3px; padding: 4px 0; margin: 4px 0; }
 .monad-line { white-space: pre-wrap; overflow-wrap: anywhere; padding: 0 8px 0 3.6em; text-indent: -2.8em; }
 .monad-line::before { content: attr(data-n); display: inline-block; width: 2.2em; margin-right: 0.6em;
   text-align: right; color: var(--jp-ui-font-color3, #999); text-indent: 0; user-select: none; }

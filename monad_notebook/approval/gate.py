@@ -2,9 +2,12 @@
 
 A question has a subject: ``"python"`` for the python tool's code, ``"mcp:<server>"`` for a call
 to one of the user's MCP servers (the text shown is then the call: server, tool and its exact
-arguments). The gate holds the session's "allow ... for this session" overrides, one per subject
-(set by an answer, shown by ``%monad status``, gone with the Session object), and records every
-decision as a ``tool.approval`` event, so the store keeps who ran what. How the question is put (a widget
+arguments), ``"tool:<name>"`` for another tool that changes things. A call read from the model's
+text (``agent/text_calls.py``) is asked about under its subject marked ``"text:"``: the question
+says where the call came from, and no "allow for this session" covers it. The gate holds the
+session's "allow ... for this session" overrides, one per subject (set by an answer, shown by
+``%monad status``, gone with the Session object), and records every decision as a
+``tool.approval`` event, so the store keeps who ran what. How the question is put (a widget
 in the running cell, the panel, the frontend's input prompt) is the asker's business; the
 input prompt's asker (:func:`stdin_asker`) is here, the notebook's are in ``asking.py``.
 
@@ -24,7 +27,7 @@ from typing import Any
 from monad_notebook.agent.tools.time_limit import CodeTimedOut, TimeLimit
 from monad_notebook.approval.code_view import shown_lines, summary, terminal_view
 from monad_notebook.config_schema import PythonToolConfig
-from monad_notebook.events import APPROVAL, Emit
+from monad_notebook.events import APPROVAL, Emit, Excerpt
 
 RUN, SKIP, ALLOW_SESSION, NO_ANSWER = "run", "skip", "allow for session", "no answer"
 TIMEOUT = PythonToolConfig().approval_timeout_seconds
@@ -39,6 +42,14 @@ class QuestionInterrupted(KeyboardInterrupt):
 
 
 PYTHON = "python"
+TOOL = "tool:"  # another tool that changes things: "tool:remember"
+WRITTEN = "text:"  # the call was read from the model's text: "text:python", "text:mcp:warehouse"
+FIRST_LINE_SHOWN = 120  # characters of the code's first line a tool.approval event keeps, after redaction
+
+
+def written(subject: str) -> str:
+    """The subject of a question about a call the model wrote in its text instead of making it."""
+    return WRITTEN + subject
 
 
 @dataclass(frozen=True)
@@ -52,8 +63,16 @@ class Wording:
 
 
 def wording(subject: str) -> Wording:
+    """The words of a question; ``allow`` is "" where no answer may allow the subject for the session."""
+    if subject.startswith(WRITTEN):
+        words = wording(subject.removeprefix(WRITTEN))
+        action = f"{words.action}, a call read from the model's text rather than made through the API"
+        return Wording(action, "", words.done, words.not_done)
     if subject == PYTHON:
         return Wording("run this code", "python", "the code ran", "the code did not run")
+    if subject.startswith(TOOL):
+        name = subject.removeprefix(TOOL)
+        return Wording(f"call its tool {name}", "", "the tool was called", "the tool was not called")
     server = subject.removeprefix("mcp:")
     return Wording(f"call a tool of the MCP server {server}", server, "the tool was called", "the tool was not called")
 
@@ -108,7 +127,7 @@ class ApprovalGate:
             except KeyboardInterrupt:
                 self._record(code, subject, Answer(False, via="interrupt"))
                 raise QuestionInterrupted(INTERRUPTED_QUESTION) from None
-            if answer.run and answer.always:
+            if answer.run and answer.always and wording(subject).allow:
                 self.allowed.add(subject)
         self._record(code, subject, answer)
         return answer.run
@@ -127,14 +146,15 @@ class ApprovalGate:
             decision=answer.decision,
             via=answer.via,
             summary=summary(code),
-            first_line=(lines[0] if lines else "")[:120],
+            first_line=Excerpt(lines[0] if lines else "", FIRST_LINE_SHOWN),
             code_sha256=hashlib.sha256(code.encode("utf-8", "surrogatepass")).hexdigest(),
             **about,
         )
 
 
 def prompt_choices(subject: str) -> str:
-    return f"[y/N, a = allow {wording(subject).allow} for this session]"
+    allow = wording(subject).allow
+    return f"[y/N, a = allow {allow} for this session]" if allow else "[y/N]"
 
 
 def stdin_asker(shell: Any = None, timeout: Seconds = lambda: TIMEOUT) -> Asker:
@@ -168,7 +188,7 @@ def stdin_asker(shell: Any = None, timeout: Seconds = lambda: TIMEOUT) -> Asker:
             return Answer(None, via="prompt")
         except (StdinNotImplementedError, EOFError):
             return Answer(None, via="prompt")
-        if reply in {"a", "always", "allow"}:
+        if reply in {"a", "always", "allow"} and words.allow:
             return Answer(True, always=True, via="prompt")
         return Answer(reply in {"y", "yes"}, via="prompt")
 

@@ -53,6 +53,7 @@ function approvalView(request) {
   const always = h("button", { class: "monad-ask-btn", "data-role": "allow-session" }, [
     `Allow ${request.allow || "python"} for this session`,
   ]);
+  const allows = request.allow !== ""; // a call read from the model's text is asked about each time
   const limit = request.limit ? ` · no answer in ${request.limit}: not run` : "";
   const note = h("div", { class: "monad-ask-note", "data-role": "status" }, [`Enter runs · Esc skips${limit}`]);
   const code = h("div", { "data-role": "approval-code" });
@@ -64,11 +65,12 @@ function approvalView(request) {
       h("span", { class: "monad-ask-dim", "data-role": "approval-summary" }, [`(${request.summary || ""})`]),
     ]),
     code,
-    h("div", { class: "monad-ask-actions" }, [run, skip, always]),
+    h("div", { class: "monad-ask-actions" }, allows ? [run, skip, always] : [run, skip]),
     note,
   ]);
   /** @type {[HTMLElement, boolean, boolean][]} */
-  const choices = [[run, true, false], [skip, false, false], [always, true, true]];
+  const choices = [[run, true, false], [skip, false, false]];
+  if (allows) choices.push([always, true, true]);
   return { box, note, choices, keys: true, done: DONE };
 }
 

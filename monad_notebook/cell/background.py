@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from monad_notebook import events as ev
 from monad_notebook.events import Event
+from monad_notebook.redaction.redactor import builtin_redactor
 
 MAX_KEPT = 20
 LOGGER = "monad_notebook"
@@ -45,6 +46,7 @@ class Inbox(logging.Handler):
         except Exception:  # a bad format string must not become a traceback on stderr
             text = str(record.msg)
         kind = "error" if record.levelno >= logging.ERROR else "warning"
+        text = builtin_redactor().redact(text).text  # whole, before its first line is taken
         self.add(Notice(kind, text.splitlines()[0] if text else ""))
 
     def on_event(self, event: Event) -> None:

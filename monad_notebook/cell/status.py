@@ -39,6 +39,7 @@ KNOWN = {
     "workspace_names",
     "workspace_files",
     "workspace_lost",
+    "workspace_unseen",
 }
 
 
@@ -62,6 +63,8 @@ def workspace_sentence(status: dict[str, Any]) -> str:
         return "The workspace record is off (context.workspace.enabled is false)."
     names, files = int(status.get("workspace_names") or 0), int(status.get("workspace_files") or 0)
     held = f"The kernel holds {_plural(names, 'name')} the workspace record follows; {_plural(files, 'file')} written."
+    unseen = str(status.get("workspace_unseen") or "")
+    held = f"{held} {unseen}" if unseen else held
     lost = status.get("workspace_lost") or []
     if not lost:
         return held
@@ -143,6 +146,8 @@ def mcp_sentence(server: Any, allowed: bool = False) -> str:
         if server.left_out:
             shown = ", ".join(server.left_out[:5]) + (" ..." if len(server.left_out) > 5 else "")
             said += f" Left out (a schema the model cannot be given, or a name taken): {shown}."
+        if server.off:
+            said += f' Turned off (approval "off", not offered): {", ".join(server.off)}.'
         if allowed:
             said += f' Its calls run without asking for the rest of this session ("allow {server.name}").'
         return said
@@ -161,7 +166,7 @@ def text_calls_sentence(written: dict[str, Any]) -> str:
     said += f"{run:,} ran as calls" if run else "none could run"
     if run and refused:
         said += f", {refused:,} could not (an unknown tool or arguments its schema refuses)"
-    return said + ' (models.main.textToolCalls is "auto").'
+    return said + ' (models.main.textToolCalls is "auto"; such a call that can change anything asks first).'
 
 
 def images_sentence(detail: str) -> str:

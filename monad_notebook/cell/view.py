@@ -71,10 +71,19 @@ def _answer(text: str) -> dict[str, str]:
 class CellView:
     """One turn's output. ``rich``: a Jupyter frontend (HTML and Markdown); else plain text on stdout."""
 
-    def __init__(self, rich: bool, inbox: Inbox | None = None, show: Callable[..., Any] = display) -> None:
+    def __init__(
+        self,
+        rich: bool,
+        inbox: Inbox | None = None,
+        show: Callable[..., Any] = display,
+        redact: Callable[[str], str] = lambda text: text,
+    ) -> None:
+        """``redact``: the session's redaction, applied to the whole answer so far at each drawing (the model may
+        write a key it read off an image; a stream's pieces are too short to judge alone)."""
         self.rich = rich
         self.inbox = inbox
         self.show = show
+        self.redact = redact
         self.text = ""  # the whole answer so far (every text piece)
         self._piece = ""  # the text piece being streamed
         self._piece_handle: Any = None
@@ -102,7 +111,7 @@ class CellView:
         if self._piece_handle is None or (not force and now - self._last_draw < DRAW_EVERY):
             return
         self._last_draw = now
-        self._piece_handle.update(_answer(self._piece), raw=True)
+        self._piece_handle.update(_answer(self.redact(self._piece)), raw=True)
 
     def _end_piece(self) -> None:
         """Whatever comes next is drawn below the text streamed so far."""
@@ -140,7 +149,7 @@ class CellView:
             return
         text = self._piece.strip()[:chars]
         self.text = self.text[: len(self.text) - len(self._piece)] + text
-        self._piece_handle.update(_answer(text) if text.strip() else {"text/plain": ""}, raw=True)
+        self._piece_handle.update(_answer(self.redact(text)) if text.strip() else {"text/plain": ""}, raw=True)
         self._piece, self._piece_handle = "", None
 
     def _tool_started(self, call_id: str, block: ToolBlock) -> None:

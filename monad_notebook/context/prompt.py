@@ -8,7 +8,7 @@ was sent, and the occupancy estimate can reuse per-message counts.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from monad_notebook.images.image import Image
@@ -16,6 +16,7 @@ from monad_notebook.messages import Message
 
 PLAN_NOTE = "(a reminder from your own running summary, not a new request)"
 IMAGES_NOTE = "(the images the tool results above displayed to the user)"
+END_TAGS = ("<plan>", "<workspace>")  # how each block that ends a request begins
 
 
 @dataclass
@@ -23,7 +24,7 @@ class PromptPart:
     # system | memory | summary | message | tool_result | placeholder | image | related_context | plan | workspace
     # | tools
     kind: str
-    role: str
+    role: str  # of the message the part is sent in
     text: str
     source: Message | None = None  # the window message, when the part is one sent unchanged
     tokens: int = 0
@@ -99,7 +100,8 @@ def assemble(
     """System prompt (+ memory), the window with the summary folded into the first user message,
     each related-context block on the user message it was found for (``related``: message id ->
     block), then the plan anchor and the ``<workspace>`` block, last: they change at every step, and
-    last they leave the prefix the provider cached from the previous request intact.
+    last they leave the prefix the provider cached from the previous request intact (``end_with``
+    says on which message they ride).
 
     With ``image_detail`` (a model that sees), the images of the tool results not evicted follow
     their round's results as one user message: a tool message carries text only.
@@ -128,10 +130,36 @@ def assemble(
     tail = [PromptPart("plan", "user", f"<plan>\n{PLAN_NOTE}\n{plan}\n</plan>")] if plan else []
     if workspace:
         tail.append(PromptPart("workspace", "user", workspace))
-    if tail:
-        groups.append(tail)
+    end_with(groups, tail)
     messages = [_message(g, image_detail) for g in groups]
     return Prompt(messages=messages, tools=tools, groups=groups, image_detail=image_detail)
+
+
+def end_with(groups: list[list[PromptPart]], blocks: list[PromptPart]) -> None:
+    """Put the blocks that end a request on its last message when that message is the user's side of the
+    exchange (the user's question, the round's last tool result, the images the round displayed), else in a
+    user message of their own (after an assistant's answer, or with no message at all).
+
+    A strict chat template (Mistral's, Gemma's tool-calling ones) refuses a user message right after the
+    user's own or after tool results: the user's messages and the assistant's answers must alternate. On
+    the last message the blocks still leave the provider's cache whole: the next step's request repeats
+    everything before their first character.
+    """
+    if not blocks:
+        return
+    last = groups[-1]
+    if len(groups) > 1 and last[0].role in ("user", "tool"):
+        last.extend(replace(block, role=last[0].role) for block in blocks)
+    else:
+        groups.append(blocks)
+
+
+def own_text(content: str) -> str:
+    """A message's text without the blocks a request ends with: what a scripted model reads as the
+    user's question or a tool's result."""
+    padded = f"\n\n{content}"
+    cut = min((i for tag in END_TAGS if (i := padded.find(f"\n\n{tag}")) >= 0), default=len(padded))
+    return padded[2:cut]
 
 
 def _images_of_results(window: list[Message], last: int) -> list[PromptPart]:

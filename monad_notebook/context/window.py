@@ -20,6 +20,11 @@ from monad_notebook.store.base import Images, Summaries, Summary, Transcript
 
 log = logging.getLogger(__name__)
 
+CRASHED_RESULT = (
+    "interrupted by a crash: the kernel stopped while this tool call ran, so its result was never saved; files it "
+    "wrote under the notebook's directory are in the workspace record, and whatever it held in memory is gone."
+)
+
 
 class WindowStore(Transcript, Summaries, Images, Protocol):
     """What the window reads: the messages after the summary, the summary, the images results carry."""
@@ -149,6 +154,30 @@ class Window:
         )
         self.next_seq += 1
         return message
+
+    def unanswered(self) -> tuple[Message, list[ToolCall]] | None:
+        """The last assistant message's calls that have no result while nothing but results follows it: what a
+        kernel that died during a call left (its calls were stored before they ran, their results never)."""
+        answered = set()
+        for message in reversed(self.messages):
+            if message.role == "tool":
+                answered.add(message.tool_call_id)
+                continue
+            missing = [c for c in message.tool_calls if c.id not in answered] if message.role == "assistant" else []
+            return (message, missing) if missing else None
+        return None
+
+    def take_in_results(self, store: WindowStore) -> tuple[Message, list[ToolCall]] | None:
+        """``unanswered``, once the results the store holds for those calls joined the window (a commit an
+        interrupt stopped after its write landed, before the window heard of it)."""
+        found = self.unanswered()
+        if found is None:
+            return None
+        assistant, calls = found
+        ids = {c.id for c in calls}
+        landed = [m for m in store.load_messages(self.session, after_seq=assistant.seq) if m.tool_call_id in ids]
+        self.extend(landed)
+        return self.unanswered()
 
     # --- applying what the stages decided ---------------------------------------------
 

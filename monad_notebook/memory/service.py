@@ -20,16 +20,15 @@ import time
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from monad_notebook.errors import UsageError
-from monad_notebook.events import MEMORY_SAVED, MEMORY_SUGGESTION, MEMORY_SUGGESTION_RESOLVED, Event
+from monad_notebook.events import MEMORY_SAVED, MEMORY_SUGGESTION, MEMORY_SUGGESTION_RESOLVED, Event, EventBus
 from monad_notebook.memory.instructions import instruction_kind
 from monad_notebook.memory.notes_block import render_notes
 from monad_notebook.memory.secrets import secret_kinds
 from monad_notebook.messages import Message, new_id
-from monad_notebook.redaction.redactor import Redactor
+from monad_notebook.redaction.redactor import Redactor, builtin_redactor
 from monad_notebook.store.base import Events, Facts, MemoryFact
 
 
@@ -140,27 +139,20 @@ def instruction_reason(kind: str) -> str:
 
 def _detector(redactor: Redactor | None) -> Redactor:
     """The caller's detectors, or the built-in ones: memory refuses secrets even when redaction is off."""
-    return redactor if redactor is not None and redactor.enabled else _default_redactor()
-
-
-@lru_cache(maxsize=1)
-def _default_redactor() -> Redactor:
-    return Redactor()
+    return redactor if redactor is not None and redactor.enabled else builtin_redactor()
 
 
 class MemoryService:
     """Facts in the store, suggestions as persisted events; every write goes through ``sanitize_fact``.
 
-    ``notify`` receives the events this service persists (pass the session's EventBus.emit so the
-    panel hears them); it must not persist them again.
+    ``events`` is the session's bus: each event this service persists is cleaned by it first (the
+    redaction every event passes) and then told to its listeners, so the panel hears it.
     """
 
-    def __init__(
-        self, store: FactStore, redactor: Redactor | None = None, *, notify: Callable[[Event], None] | None = None
-    ) -> None:
+    def __init__(self, store: FactStore, redactor: Redactor | None = None, *, events: EventBus | None = None) -> None:
         self.store = store
         self.redactor = redactor
-        self.notify = notify
+        self.events = events
 
     def sanitize(self, text: str, scope: str) -> Verdict:
         return sanitize_fact(text, existing=self.store.list_facts([scope]), redactor=self.redactor)
@@ -258,11 +250,15 @@ class MemoryService:
         return next((item for item in self.pending_suggestions(session) if item["id"] == item_id), None)
 
     def record_events(self, events: list[Event]) -> None:
-        """Persist in one write, then tell the listener."""
+        """Persist in one write, as the bus cleans them, then tell its listeners."""
+        bus = self.events
+        if bus is None:
+            self.store.append_events(events)
+            return
+        events = [bus.clean(event) for event in events]
         self.store.append_events(events)
-        if self.notify is not None:
-            for event in events:
-                self.notify(event)
+        for event in events:
+            bus.emit(event)
 
 
 # --- promotion ----------------------------------------------------------------------

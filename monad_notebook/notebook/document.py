@@ -66,8 +66,10 @@ class NotebookFileError(Exception):
 
 def saved_path(namespace: dict[str, Any], root: Path) -> Path | None:
     """The notebook file this kernel runs, when the frontend says: VS Code's variable, else the server's."""
-    named = namespace.get("__vsc_ipynb_file__") or os.environ.get("JPY_SESSION_NAME") or ""
-    if not isinstance(named, str) or not named.endswith(".ipynb"):
+    named = namespace.get("__vsc_ipynb_file__")  # a plain str only: any other value's methods are the user's code
+    if type(named) is not str or not named:
+        named = os.environ.get("JPY_SESSION_NAME") or ""
+    if not named.endswith(".ipynb"):
         return None
     path = Path(named).expanduser()
     if not path.is_absolute():

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from monad_notebook.config_schema import NotebookToolConfig
+from monad_notebook.notebook.agent_runs import AGENT_RUNS
 from monad_notebook.notebook.bridge import HELLO_SECONDS, Bridge, BridgeError
 from monad_notebook.notebook.document import Cell, NotebookFileError, Snapshot, read_saved, saved_path
 from monad_notebook.notebook.fallback import OutputReview
@@ -30,8 +31,8 @@ from monad_notebook.notebook.proposals import (
     NO_ANSWER,
     OUTDATED,
     Decided,
-    Ledger,
     Proposal,
+    ProposalBook,
     decisions_note,
 )
 
@@ -66,7 +67,7 @@ class NotebookFrontend:
         self.shell = shell
         self.kernel = kernel
         self.config: Callable[[], NotebookToolConfig] = NotebookToolConfig
-        self.ledger = Ledger()
+        self.proposals = ProposalBook()
         self.bridge = Bridge(kernel, self._on_frontend)
         self.review = OutputReview(shell, lambda: 600.0)
         self.seen: dict[str, str] = {}  # cell id -> the source the agent last read or had accepted
@@ -78,7 +79,7 @@ class NotebookFrontend:
 
     def attach(self, *, emit: Callable[..., None], config: Callable[[], Any], timeout: Callable[[], float]) -> None:
         """Tie it to a session: its events, its ``tools.notebook`` settings, its question time limit."""
-        self.ledger.emit = emit
+        self.proposals.emit = emit
         self.config = config
         self.review.timeout = timeout
 
@@ -122,9 +123,9 @@ class NotebookFrontend:
 
     def _reconcile(self, shown: list[str]) -> None:
         """Proposals the page no longer shows (it was reloaded) can no longer be accepted."""
-        for proposal_id in [p for p in self.ledger.pending_ids() if p not in shown]:
+        for proposal_id in [p for p in self.proposals.pending_ids() if p not in shown]:
             detail = "the notebook page was reloaded before a decision"
-            self.ledger.decide(proposal_id, OUTDATED, via="reload", detail=detail)
+            self.proposals.decide(proposal_id, OUTDATED, via="reload", detail=detail)
 
     def _ask(self, op: str, **data: Any) -> dict[str, Any]:
         try:
@@ -189,29 +190,32 @@ class NotebookFrontend:
             return self.seen[cell_id]
 
     def submit(self, proposal: Proposal) -> str:
-        """Put the proposal before the user; what happened, in a line for the model."""
-        mode = self.approval
+        """Put the proposal before the user; what happened, in a line for the model.
+
+        A proposal from a call read from the model's text waits for the user whatever the approval setting.
+        """
+        mode = "ask" if proposal.written else self.approval
         if self.path() == EXTENSION:
             return self._submit_to_extension(proposal, mode)
         self._check_saved(proposal)
-        self.ledger.proposed(proposal, path=OUTPUT, mode="auto" if mode == "auto" else "ask")
+        self.proposals.proposed(proposal, path=OUTPUT, mode="auto" if mode == "auto" else "ask")
         try:
             decision, via, how = self.review.decide(proposal, mode=mode, execution=self.execution())
         except KeyboardInterrupt:  # the turn stops; the proposal is over, and nothing changed
-            self.ledger.record(proposal, NO_ANSWER, via="interrupt", tell=False)
+            self.proposals.record(proposal, NO_ANSWER, via="interrupt", tell=False)
             raise
-        decided = self.ledger.record(proposal, decision, via=via, detail=how, tell=False)
+        decided = self.proposals.record(proposal, decision, via=via, detail=how, tell=False)
         if decision in (ACCEPTED, APPLIED):
             self._remember(proposal)
         return decided.told()
 
     def _submit_to_extension(self, proposal: Proposal, mode: str) -> str:
         self._ask("propose", proposal=proposal.wire(mode, _shown_summary(proposal)))
-        self.ledger.proposed(proposal, path=EXTENSION, mode=mode)
+        self.proposals.proposed(proposal, path=EXTENSION, mode=mode)
         if mode == "auto":
             self._remember(proposal)
             done = "shown to the user as a diff at the cell"
-            return self.ledger.record(proposal, APPLIED, via="auto", detail=done, tell=False).told()
+            return self.proposals.record(proposal, APPLIED, via="auto", detail=done, tell=False).told()
         return (
             f"proposed {proposal.id}: {proposal.summary()}, shown to the user as a diff at the cell with "
             "Accept / Reject; it is not in the notebook unless they accept. Their decision comes with a "
@@ -241,12 +245,13 @@ class NotebookFrontend:
                 "or run the code with the python tool"
             )
 
-    def run(self, cell_id: str) -> str:
-        """Queue a cell to run after the turn (the kernel is busy with it now)."""
+    def run(self, cell_id: str, source: str) -> str:
+        """Queue a cell to run after the turn (the kernel is busy with it now), while it still holds ``source``."""
         self.check_can_run(cell_id)
-        reply = self._ask("run", cell_id=cell_id)
+        reply = self._ask("run", cell_id=cell_id, source=source)
         if reply.get("status") == "rendered":
             return f"markdown cell {cell_id} is rendered"
+        AGENT_RUNS.queue(cell_id)
         return (
             f"queued: cell {cell_id} runs when this turn ends (the kernel is busy with the turn until then); "
             "read its outputs with read_cell at the next turn"
@@ -262,12 +267,12 @@ class NotebookFrontend:
         if decision not in (ACCEPTED, "rejected", OUTDATED):
             return
         detail = str(data.get("detail") or "")
-        decided = self.ledger.decide(str(data.get("proposal") or ""), decision, via="cell", detail=detail)
+        decided = self.proposals.decide(str(data.get("proposal") or ""), decision, via="cell", detail=detail)
         if decided is not None and decision == ACCEPTED:
             self._remember(decided.proposal)
 
     def untold(self) -> list[Decided]:
-        return self.ledger.untold()
+        return self.proposals.untold()
 
     def with_decisions(self, message: str) -> str:
         """The user's message, after the decisions the agent has not been told yet."""
@@ -300,7 +305,7 @@ class NotebookFrontend:
 
 
 def _shown_summary(proposal: Proposal) -> str:
-    """The proposal as the user reads it at the cell."""
+    """The proposal as the user reads it at the cell, with its size."""
     if proposal.kind == "change":
-        return f"A change to this cell (+{proposal.added} \u2212{proposal.removed} lines)"
-    return f"A new {proposal.cell_type} cell {proposal.position} this one"
+        return f"A change to this cell ({proposal.size()}){proposal.origin()}"
+    return f"A new {proposal.cell_type} cell {proposal.position} this one ({proposal.size()}){proposal.origin()}"

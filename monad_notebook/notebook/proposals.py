@@ -10,7 +10,6 @@ line counts, never a cell's text: a source may hold a secret.
 
 from __future__ import annotations
 
-import difflib
 import itertools
 import threading
 import uuid
@@ -18,8 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from monad_notebook.approval.code_view import shown_lines
+from monad_notebook.approval.code_view import shown_lines, summary
 from monad_notebook.events import NOTEBOOK_DECIDED, NOTEBOOK_PROPOSED
+from monad_notebook.notebook.line_diff import line_diff
 
 Emit = Callable[..., None]
 
@@ -34,17 +34,10 @@ def diff_lines(base: str, source: str) -> list[tuple[str, str]]:
     """Every line of ``base`` and ``source`` as ("-"|"+"|" ", text); a new cell (no base) is all "+".
 
     Lines are split where Python and IPython split them, with hidden characters shown as markers
-    (``<U+202E>``), so what the user accepts is what they saw.
+    (``<U+202E>``), so what the user accepts is what they saw; the diff takes bounded time
+    (``line_diff.py``), however large the cell.
     """
-    old, new = shown_lines(base), shown_lines(source)
-    rows: list[tuple[str, str]] = []
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes():
-        if tag == "equal":
-            rows.extend((" ", line) for line in old[i1:i2])
-            continue
-        rows.extend(("-", line) for line in old[i1:i2])
-        rows.extend(("+", line) for line in new[j1:j2])
-    return rows
+    return line_diff(shown_lines(base), shown_lines(source))
 
 
 def new_cell_id() -> str:
@@ -65,6 +58,7 @@ class Proposal:
     position: str = "below"
     new_id: str = ""  # insert: the id the new cell gets
     anchor_is_running: bool = False  # insert: placed against the running %%monad cell
+    written: str = ""  # the call was read from the model's text: the user is asked, whatever the approval setting
     lines: list[tuple[str, str]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -79,12 +73,23 @@ class Proposal:
     def removed(self) -> int:
         return sum(1 for sign, _ in self.lines if sign == "-")
 
-    def summary(self) -> str:
-        """What it is, in a few words: "new code cell below this one", "change to this cell"."""
+    def size(self) -> str:
+        """What the cell would hold, as the python approval states code: lines, hidden characters, longest line."""
+        facts = summary(self.source)
         if self.kind == "change":
-            return f"change to cell {self.cell_id} (+{self.added} \u2212{self.removed} lines)"
+            return f"+{self.added} \u2212{self.removed} lines; {facts} in all"
+        return facts
+
+    def summary(self) -> str:
+        """What it is and its size: "new code cell ... below the %%monad cell (3 lines)"."""
+        if self.kind == "change":
+            return f"change to cell {self.cell_id} ({self.size()}){self.origin()}"
         where = "the %%monad cell" if self.anchor_is_running else f"cell {self.cell_id}"
-        return f"new {self.cell_type} cell {self.new_id} {self.position} {where} ({self.added} lines)"
+        return f"new {self.cell_type} cell {self.new_id} {self.position} {where} ({self.size()}){self.origin()}"
+
+    def origin(self) -> str:
+        """Where the call came from, when the user must know: read from the model's text."""
+        return ", a call read from the model's text rather than made through the API" if self.written else ""
 
     def wire(self, mode: str, summary: str) -> dict[str, Any]:
         """The proposal as the notebook extension takes it."""
@@ -123,7 +128,7 @@ class Decided:
         return f"{self.proposal.id} ({what}): rejected by the user; nothing changed"
 
 
-class Ledger:
+class ProposalBook:
     """The session's proposals: pending ones, and decisions not yet told to the agent; thread-safe.
 
     Decisions arrive from the kernel's subshell thread (a click while the turn runs) as well as

@@ -7,6 +7,7 @@ from typing import Any
 
 import openai
 
+from monad_notebook.errors import ImagesRefusedError, TemplateRefusedError
 from monad_notebook.messages import ToolCall, new_id
 from monad_notebook.provider.endpoint import OPENAI_URL, Connection, EndpointClient
 from monad_notebook.provider.failures import Retryable
@@ -79,7 +80,15 @@ class OpenAIChatModel(EndpointClient):
         def attempt(client: openai.OpenAI) -> ChatResponse:
             return self._stream_once(client, params, emit)
 
-        return self._endpoint.call(attempt, may_retry=lambda: not shown)
+        try:
+            return self._endpoint.call(attempt, may_retry=lambda: not shown)
+        except TemplateRefusedError as refused:
+            if not _carries_images(messages):
+                raise
+            raise ImagesRefusedError(
+                f"{self.name} at {self.base_url} does not take images after tool results: its chat template raised "
+                f'"{refused.said}" on the user message that holds them; set models.main.vision to false in agents.json'
+            ) from None
 
     def _params(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
         params: dict[str, Any] = {
@@ -125,3 +134,17 @@ class OpenAIChatModel(EndpointClient):
         if not finish_reason:
             raise Retryable("the stream ended before the answer was complete")
         return ChatResponse("".join(text), tool_calls.calls(), usage, finish_reason)
+
+
+def _carries_images(messages: list[dict[str, Any]]) -> bool:
+    """Whether a request sends image parts: the only user message a strict template refuses after tool results.
+
+    Images can only follow tool results as a user message (a tool message carries text), and a template
+    that insists on alternating roles refuses one there; described in text instead, they ride on the results.
+    """
+    return any(
+        isinstance(part, dict) and part.get("type") == "image_url"
+        for message in messages
+        if isinstance(message.get("content"), list)
+        for part in message["content"]
+    )

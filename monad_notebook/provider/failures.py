@@ -19,6 +19,7 @@ from monad_notebook.errors import (
     ImagesRefusedError,
     ModelError,
     ModelNotFoundError,
+    TemplateRefusedError,
 )
 
 _RETRYABLE_STATUS = frozenset({408, 409, 429})
@@ -32,6 +33,13 @@ _CONTEXT_LENGTH = re.compile(
     r"context[_ ]length|maximum context|context window|context size|prompt is too long|too many tokens", re.I
 )
 
+# Where servers put the words a chat template raised with: llama.cpp ("Jinja Exception: ..."), TGI ("Template
+# error: syntax error: ..."), LM Studio ("Error rendering prompt with jinja template: ..."); vLLM sends them bare.
+_TEMPLATE_RAISED = re.compile(
+    r"(?:jinja exception|template error(?:: syntax error)?|rendering prompt with jinja template)\W*(.+?)(?:\n\n|$)",
+    re.I | re.S,
+)
+_ROLES = re.compile(r"conversation roles must alternate[^\n]*", re.I)
 _IMAGES = re.compile(r"\bimage|\bvision\b|multi-?modal", re.I)
 _NOT_TAKEN = re.compile(
     r"not supported|unsupported|(?:does not|doesn't|cannot|can't) (?:support|accept|process|handle)|only supported"
@@ -77,6 +85,13 @@ def classify(exc: openai.APIError, *, url: str, model: str, api_key_env: str, ti
             f"The prompt does not fit {model}'s context window ({message}); "
             "lower contextWindow for this model in agents.json so compaction starts earlier"
         )
+    said = _template_words(_full_message(exc)) if status in (400, 422, 500) else None
+    if said:
+        return TemplateRefusedError(
+            f'{model} at {url} refused the request: its chat template raised "{said}"; give the server a chat '
+            "template that takes this conversation (llama-server --chat-template-file), or start a new session",
+            said,
+        )
     if status in (400, 415, 422, 500, 501) and _IMAGES.search(message) and _NOT_TAKEN.search(message):
         return ImagesRefusedError(
             f"{model} at {url} does not take images ({message}); set models.main.vision to false in agents.json"
@@ -104,11 +119,22 @@ def exhausted(failure: Retryable, retries: int, url: str) -> EndpointError:
     return EndpointError(f"{url} kept failing ({failure.reason}; {tries}): try again later")
 
 
+def _template_words(message: str) -> str | None:
+    """What a chat template raised with, when the server's error says one did."""
+    found = _TEMPLATE_RAISED.search(message) or _ROLES.search(message)
+    if found is None:
+        return None
+    return _one_line(found.group(found.lastindex or 0))[:200].strip(" \"'.")
+
+
 def _provider_message(exc: openai.APIError) -> str:
+    return " ".join(_full_message(exc).split())[:300].rstrip(".")
+
+
+def _full_message(exc: openai.APIError) -> str:
     body = exc.body
     message = body.get("message") if isinstance(body, dict) else None
-    text = message if isinstance(message, str) and message else exc.message
-    return " ".join(text.split())[:300].rstrip(".")
+    return message if isinstance(message, str) and message else exc.message
 
 
 def _one_line(text: object) -> str:

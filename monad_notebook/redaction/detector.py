@@ -1,6 +1,6 @@
 """One secret detector and its scan: an RE2 pattern, a keyword prefilter and a checker.
 
-The detectors themselves live in ``secret_rules`` and ``key_rules``; the redactor runs them.
+The detectors themselves live in ``token_rules``, ``secret_rules`` and ``key_rules``; the redactor runs them.
 """
 
 from __future__ import annotations

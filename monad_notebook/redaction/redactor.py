@@ -9,7 +9,7 @@ placeholder and existing placeholders are never matched again, so redacting twic
 only a placeholder whose kind a rule writes counts as one, so ``[REDACTED:<a real token>]`` is not
 a hiding place.
 
-The detectors themselves live in ``secret_rules`` and ``key_rules``; this module runs them, plus
+The detectors themselves live in ``token_rules``, ``secret_rules`` and ``key_rules``; this module runs them, plus
 the user's patterns, the values of secret-looking environment variables and the user's hook.
 """
 
@@ -33,6 +33,8 @@ from monad_notebook.redaction.secret_rules import KINDS, MIN_SECRET_CHARS, NUMER
 _MAX_PASSES = 4
 _BUILTIN_KINDS = frozenset(kind.encode() for kind in KINDS) | {b"hook-error"}
 _PLACEHOLDER = re.compile(rb"\[REDACTED:([^\[\]\s]{1,200})\]")
+_JOINT = "\n\x00\n"
+_KEYWORDS = frozenset(k for rule in RULES for k in rule.keywords)  # only built-in rules have prefilter keywords
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,27 @@ def _env_secrets(env: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
         if not (NUMERIC.fullmatch(value) or path_like(value)):
             found.append((name, value))
     return tuple(sorted(found))
+
+
+_last_environment: tuple[dict[Any, Any], tuple[tuple[str, str], ...]] = ({}, ())
+
+
+def _process_env_secrets() -> tuple[tuple[str, str], ...]:
+    """``_env_secrets(os.environ)``, read again only when the environment changed.
+
+    Reading it costs more than redacting a short line; comparing the process's raw environment
+    with the copy taken at the last reading is done in C, in about a microsecond.
+    """
+    global _last_environment
+    raw = getattr(os.environ, "_data", None)
+    if not isinstance(raw, dict):
+        return _env_secrets(os.environ)
+    seen, secrets = _last_environment
+    if raw == seen:
+        return secrets
+    snapshot = dict(raw)  # taken first: a change made while reading is read again next time
+    _last_environment = (snapshot, _env_secrets(os.environ))
+    return _last_environment[1]
 
 
 @lru_cache(maxsize=8)
@@ -176,6 +199,29 @@ class Redactor:
             counts = {**counts, "hook": counts.get("hook", 0) + 1}
         return Redaction(hooked, counts)
 
+    def redact_each(self, texts: Sequence[str]) -> list[str]:
+        """Each text redacted as if alone, in one pass over them joined: an event's fields, a record's names.
+
+        The joint is a line holding only a NUL, which no rule reads as part of a secret; should a
+        redaction still reach across one (a user hook rewrote it), each text is redacted alone.
+        """
+        if len(texts) < 2:
+            return [self.redact(text).text for text in texts]
+        parts = self.redact(_JOINT.join(texts)).text.split(_JOINT)
+        return parts if len(parts) == len(texts) else [self.redact(text).text for text in texts]
+
+    def placeholders(self, text: str) -> list[str]:
+        """The genuine placeholders in ``text`` (of kinds this redactor writes), in order, each as often as it occurs.
+
+        A placeholder copied back into something that is written (a cell's source) would replace
+        the secret it stands for; callers refuse such text.
+        """
+        if not self.enabled or "[REDACTED:" not in text:
+            return []
+        data = text.encode("utf-8", "surrogatepass")
+        _, kinds = self._active_rules()
+        return [data[a:b].decode() for a, b in _placeholders(data, kinds)]
+
     def find(self, text: str) -> list[str]:
         """The kinds of secret in ``text``, sorted: a verdict for callers that must not store secrets at all."""
         return sorted(self.redact(text).counts)
@@ -202,7 +248,10 @@ class Redactor:
 
     def _active_rules(self) -> tuple[list[Rule], frozenset[bytes]]:
         """The rules to run, and the placeholder labels they write (an existing one of these is left alone)."""
-        secrets = _env_secrets(os.environ if self._env is None else self._env) if self.env_secrets else ()
+        if not self.env_secrets:
+            secrets: tuple[tuple[str, str], ...] = ()
+        else:
+            secrets = _process_env_secrets() if self._env is None else _env_secrets(self._env)
         if not secrets:
             return self._rules, self._kinds
         return [_env_rule(secrets), *self._rules], self._kinds | {f"env:{name}".encode() for name, _ in secrets}
@@ -234,6 +283,13 @@ class Redactor:
         return (data.decode("utf-8", "surrogatepass") if counts else text), counts
 
 
+@lru_cache(maxsize=1)
+def builtin_redactor() -> Redactor:
+    """The built-in rules and the environment's secrets: for text shown where no configuration is in force yet (a
+    configuration error, the command line), and for memory, which refuses secrets even with redaction off."""
+    return Redactor()
+
+
 def _find(rules: list[Rule], kinds: frozenset[bytes], data: bytes, a: int, b: int) -> list[tuple[int, int, int, str]]:
     """Every accepted find in ``data[a:b]`` as (start, end, priority, kind), skipping existing placeholders.
 
@@ -244,7 +300,7 @@ def _find(rules: list[Rule], kinds: frozenset[bytes], data: bytes, a: int, b: in
     lowered = window.lower()
     kept = _placeholders(window, kinds) if b"[redacted:" in lowered else []
     kept_starts = [start for start, _ in kept]
-    present = _present(lowered, frozenset(k for rule in rules for k in rule.keywords))
+    present = _present(lowered, _KEYWORDS)
     found = []
     for priority, rule in enumerate(rules):
         if rule.keywords and present.isdisjoint(rule.keywords):

@@ -167,14 +167,23 @@ class LlamaServer:
     """One ``llama-server`` process on 127.0.0.1: ``start`` waits for /health, ``stop`` ends it.
 
     One thread for prompt and generation (faster than two on a busy 2-core machine), one slot.
-    ``port`` may be given to come back on the same address after a stop.
+    ``port`` may be given to come back on the same address after a stop; ``chat_template`` is a Jinja
+    file the server formats requests with instead of the model's own template.
     """
 
-    def __init__(self, *, context: int = 4096, port: int | None = None, model: Path | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        context: int = 4096,
+        port: int | None = None,
+        model: Path | None = None,
+        chat_template: Path | None = None,
+    ) -> None:
         self.binaries = find_binaries()
         self.binary = self.binaries[0]
         self.model = model or find_model()
         self.context = context
+        self.chat_template = chat_template
         self.port = port or free_port()
         self.process: subprocess.Popen[bytes] | None = None
         self.log = Path(tempfile.mkstemp(prefix="llama-server-", suffix=".log")[1])
@@ -212,6 +221,8 @@ class LlamaServer:
         """None once /health says ok, else the exit code of the process that died (or -1 on a timeout)."""
         command = [str(self.binary), "-m", str(self.model), "--host", "127.0.0.1", "--port", str(self.port)]
         command += ["-c", str(self.context), "-t", "1", "-tb", "1", "-fa", "on", "--jinja", "-np", "1"]
+        if self.chat_template is not None:
+            command += ["--chat-template-file", str(self.chat_template)]
         with self.log.open("ab") as log:
             self.process = subprocess.Popen(command, env=server_environment(self.binary), stdout=log, stderr=log)
         deadline = time.monotonic() + timeout

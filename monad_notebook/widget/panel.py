@@ -174,13 +174,13 @@ class MonadPanel(anywidget.AnyWidget):
             for name, value in self._state.snapshot(n for n in FIELDS if n in names).items():
                 setattr(self, name, value)
 
-    def request_approval(self, code: str, *, timeout: float) -> bool | None:
+    def request_approval(self, code: str, *, timeout: float, subject: str = PYTHON) -> bool | None:
         """Show ``code`` with Run / Skip and block until a click, or None after ``timeout`` seconds.
 
         The frontend draws ``lines`` (hidden characters as markers), never the raw ``code``.
         """
         pending = PendingAnswer()
-        clear = self.show_approval(pending, code, timeout=timeout)
+        clear = self.show_approval(pending, code, timeout=timeout, subject=subject)
         try:
             return pending.wait(timeout)
         finally:

@@ -1,6 +1,7 @@
 """An MCP server for the tests, written with the official SDK; run as a script, it speaks stdio.
 
-``PROBE_HANG_AT_START=1`` makes it hang before it serves, as a broken server does.
+``PROBE_HANG_AT_START=1`` makes it hang before it serves, as a broken server does; ``PROBE_STARTED=<path>``
+makes it write its process id there once it starts.
 """
 
 from __future__ import annotations
@@ -10,6 +11,10 @@ import sys
 import time
 
 from mcp.server.mcpserver import MCPServer
+
+if os.environ.get("PROBE_STARTED"):
+    with open(os.environ["PROBE_STARTED"], "w") as marker:
+        marker.write(str(os.getpid()))
 
 if os.environ.get("PROBE_HANG_AT_START"):
     print("probe: waiting forever", file=sys.stderr, flush=True)

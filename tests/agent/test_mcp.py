@@ -15,7 +15,7 @@ import pytest
 from monad_notebook import Session
 from monad_notebook.agent.tools.mcp import result_text, usable_tools
 from monad_notebook.approval.gate import Answer, ApprovalGate
-from monad_notebook.cell.status import status_sentences
+from monad_notebook.cell.status import mcp_sentence, status_sentences
 from monad_notebook.config import Config
 from monad_notebook.testing import MemoryStore, ScriptedModel, tool_call
 from tests.mcp_probe import PROBE_SERVER, alive
@@ -90,6 +90,84 @@ def test_approval_off_and_nobody_to_ask_refuse_with_how_to_allow():
     finally:
         s.close()
     assert "nobody approved this call" in results(model)[0] and "mcpServers.probe.approval" in results(model)[0]
+
+
+def offered_tools(model: ScriptedModel) -> set[str]:
+    return {t["function"]["name"] for t in model.calls[0].tools}
+
+
+def test_a_server_turned_off_is_never_started_and_its_tools_are_not_offered(tmp_path):
+    started = tmp_path / "started"
+    off = config("off", env={"PROBE_STARTED": str(started), "PATH": os.environ.get("PATH", "")})
+    s, model = session(off, [tool_call("mcp__probe__echo", {"text": "x"}), "done"])
+    try:
+        s.ask("echo")
+        (status,) = s.status()["mcp_servers"]
+    finally:
+        s.close()
+    assert not started.exists() and status.state == "off"
+    assert not [name for name in offered_tools(model) if name.startswith("mcp__")]
+    assert results(model) == ['not run: the MCP server probe is turned off (mcpServers.probe.approval is "off")']
+
+
+@pytest.mark.parametrize("approval", ["auto", "ask"])
+def test_a_tool_turned_off_is_not_offered_and_a_call_of_it_names_the_tool(approval):
+    cfg = config(approval, tools={"crash": {"approval": "off"}})
+    s, model = session(cfg, [tool_call("mcp__probe__crash", {}), "done"])
+    try:
+        s.ask("crash it")
+        (status,) = s.status()["mcp_servers"]
+    finally:
+        s.close()
+    assert "mcp__probe__echo" in offered_tools(model) and "mcp__probe__crash" not in offered_tools(model)
+    assert results(model) == [
+        'not run: the tool crash of the MCP server probe is turned off (mcpServers.probe.tools.crash.approval is "off")'
+    ]
+    assert status.off == ("crash",) and 'Turned off (approval "off", not offered): crash.' in mcp_sentence(status)
+
+
+def test_a_call_of_a_tool_turned_off_written_as_text_names_the_tool_too():
+    s, model = session(
+        config("auto", tools={"crash": {"approval": "off"}}), ['{"name": "mcp__probe__crash", "arguments": {}}', "ok"]
+    )
+    try:
+        s.ask("crash it")
+    finally:
+        s.close()
+    assert results(model) == [
+        'not run: the tool crash of the MCP server probe is turned off (mcpServers.probe.tools.crash.approval is "off")'
+    ]
+
+
+def test_a_server_turned_off_but_for_one_tool_offers_that_tool_alone():
+    cfg = config("off", tools={"echo": {"approval": "auto"}})
+    s, model = session(cfg, [tool_call("mcp__probe__echo", {"text": "hi"}), tool_call("mcp__probe__pid", {}), "done"])
+    try:
+        s.ask("echo, then pid")
+    finally:
+        s.close()
+    assert [name for name in offered_tools(model) if name.startswith("mcp__")] == ["mcp__probe__echo"]
+    assert results(model) == [
+        "hi",
+        'not run: the MCP server probe is turned off (mcpServers.probe.approval is "off")',
+    ]
+
+
+def test_a_call_read_from_the_models_text_asks_first_even_on_an_auto_server():
+    written = '{"name": "mcp__probe__echo", "arguments": {"text": "from the text"}}'
+    asked: list[str] = []
+    answers = [written, "declined", written, "done"]
+    s, model = session(config("auto"), answers, approve=lambda text, **kw: bool(asked.append(kw["subject"])))
+    try:
+        s.ask("echo")
+        declined = results(model)
+        s.approve = None
+        s.ask("echo again")
+        nobody = results(model)[-1]
+    finally:
+        s.close()
+    assert asked == ["text:mcp:probe"] and declined == ["not run: the user skipped this call"]
+    assert nobody.startswith("not run: this call was read from the model's text")
 
 
 GARBAGE = "import sys\nfor line in sys.stdin:\n    print('this is not JSON-RPC', flush=True)\n"

@@ -14,11 +14,14 @@ import pytest
 from monad_notebook import Session
 from monad_notebook import events as ev
 from monad_notebook.agent.text_calls import find_calls
+from monad_notebook.agent.tools.consent import NOBODY_FOR_WRITTEN
 from monad_notebook.agent.tools.registry import configured_tools
+from monad_notebook.approval.gate import Answer, ApprovalGate, wording
 from monad_notebook.config import Config
 from monad_notebook.messages import ToolCall
 from monad_notebook.store.rows import message_from_row, message_row
-from monad_notebook.testing import FakeOpenAIServer, text
+from monad_notebook.testing import FakeOpenAIServer, text, tool_call
+from tests.agent.text_call_replies import HELD_OUT, REAL, REAL_PROSE, TUNING
 from tests.conversation import conversation
 
 SALES = "region,date,units\nNorth,2026-01-05,12\nSouth,2026-01-05,9\n"
@@ -196,7 +199,7 @@ def test_the_same_call_written_again_in_the_turn_is_not_run_again(server, store)
     again = '```json\n{"name": "python", "arguments": {"code": "runs = runs + 1"}}\n```'
     server.queue(again, again, "It ran once.")
     namespace = {"runs": 0}
-    answer = local_session(server, store, namespace=namespace).ask("Count.")
+    answer = local_session(server, store, namespace=namespace, approve=lambda code, **_: True).ask("Count.")
     assert namespace["runs"] == 1 and answer.text == "It ran once."
     assert answer.recovered_calls == 1 and answer.text_call_note == ""
     ran, second = tool_results(store)
@@ -262,3 +265,104 @@ def _message():
     from monad_notebook.messages import Message
 
     return Message("assistant", "", session="s", tool_calls=[ToolCall("c1", "python", "{}")])
+
+
+# --- which replies count as calls, and what a call read from the text may do -------------------------
+
+
+OFFERED = configured_tools(python_approval="ask", persist_raw=True)
+
+
+@pytest.mark.parametrize("reply", REAL)
+def test_the_forms_a_small_local_model_really_wrote_are_read_as_calls(reply):
+    found = find_calls(reply, OFFERED)
+    assert found is not None and found.usable == len(found.attempts) >= 1
+
+
+@pytest.mark.parametrize("reply", REAL_PROSE)
+def test_the_answers_a_small_local_model_really_wrote_with_code_for_the_user_are_prose(reply):
+    assert find_calls(reply, OFFERED) is None
+
+
+@pytest.mark.parametrize(("reply", "is_call"), [*TUNING, *HELD_OUT])
+def test_a_call_the_prose_presents_or_disowns_is_not_read_as_one(reply, is_call):
+    assert (find_calls(reply, OFFERED) is not None) is is_call
+
+
+EXPLAINED = (
+    "The read_file tool returns a text file's lines with their numbers; offset and limit page through a long "
+    "file. For example, to read the first lines of data/sales.csv:\n" + FENCED
+)
+DISOWNED = (
+    '```json\n{"name": "python", "arguments": {"code": "open(\'written.txt\', \'w\').write(\'x\')"}}\n```\n'
+    "This is what such a call looks like; I am not running it."
+)
+
+
+def test_an_explanation_ending_with_an_example_call_runs_nothing(server, store):
+    server.queue(EXPLAINED)
+    answer = local_session(server, store).ask("How do I read a file?")
+    assert answer.text == EXPLAINED and answer.tool_calls == 0 and stored_calls(store) == []
+    assert len(server.chat_requests) == 1
+
+
+def test_an_example_the_reply_opens_with_and_then_disowns_runs_nothing_even_on_auto(server, store, isolated_env):
+    asked: list[str] = []
+    server.queue(DISOWNED)
+    answer = local_session(server, store, approve=lambda code, **_: asked.append(code) or True).ask("Show me.")
+    assert answer.text == DISOWNED and answer.tool_calls == 0 and asked == []
+    assert not (isolated_env / "written.txt").exists()
+
+
+def test_a_written_python_call_asks_first_even_on_auto_and_says_it_was_read_from_the_text(server, store):
+    server.queue('```json\n{"name": "python", "arguments": {"code": "ran = True"}}\n```', "Done.")
+    asked: list[tuple[str, str]] = []
+    namespace: dict = {}
+
+    def approve(code: str, subject: str = "python") -> bool:
+        asked.append((code, subject))
+        return True
+
+    local_session(server, store, approval="auto", approve=approve, namespace=namespace).ask("Go.")
+    assert asked == [("ran = True", "text:python")] and namespace["ran"] is True
+    assert "read from the model's text" in wording("text:python").action and wording("text:python").allow == ""
+
+
+def test_where_nobody_can_answer_a_written_call_that_changes_anything_is_refused_in_one_line(server, store):
+    calls = [
+        '```json\n{"name": "python", "arguments": {"code": "ran = True"}}\n```',
+        '<tool_call>\n{"name": "remember", "arguments": {"fact": "the user likes pie charts"}}\n</tool_call>',
+    ]
+    server.queue(calls[0], calls[1], "Neither ran.")
+    namespace: dict = {}
+    session = local_session(server, store, approval="auto", namespace=namespace)
+    answer = session.ask("Go.")
+    assert tool_results(store) == [NOBODY_FOR_WRITTEN, NOBODY_FOR_WRITTEN] and "\n" not in NOBODY_FOR_WRITTEN
+    assert "ran" not in namespace and session.memory.list([session.memory_scope]) == []
+    assert answer.text == "Neither ran."
+
+
+def test_a_written_call_that_only_reads_runs_as_an_api_call_does(server, store):
+    server.queue(FENCED, "Read.")
+    local_session(server, store, approval="auto").ask("What is in data/sales.csv?")
+    assert "North,2026-01-05,12" in tool_results(store)[0]
+
+
+def test_allowing_python_for_the_session_does_not_cover_a_call_read_from_the_text(server, store):
+    asked: list[str] = []
+
+    def ask(code: str, subject: str = "python") -> Answer:
+        asked.append(subject)
+        return Answer(True, always=True, via="cell")
+
+    gate = ApprovalGate(ask)
+    written = '```json\n{"name": "python", "arguments": {"code": "n = n + 1"}}\n```'
+    api = tool_call("python", {"code": "n = n + 10"})
+    server.queue(
+        api, "ok", written, "ok", '```json\n{"name": "python", "arguments": {"code": "n = n + 100"}}\n```', "ok"
+    )
+    session = local_session(server, store, approval="ask", approve=gate, namespace={"n": 0})
+    for message in ("first", "second", "third"):
+        session.ask(message)
+    assert asked == ["python", "text:python", "text:python"]  # python allowed after the first: text still asks
+    assert gate.allowed == {"python"} and session.namespace["n"] == 111

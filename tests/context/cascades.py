@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from monad_notebook.config import Config
-from monad_notebook.context.cascade import Cascade, CascadeSettings
+from monad_notebook.context.cascade import Cascade
 from monad_notebook.context.compaction.summarize import Summarizer
 from monad_notebook.context.lossless.stage import LosslessStage
 from monad_notebook.context.occupancy.cost import pricing_for
 from monad_notebook.context.occupancy.tokens import TokenCounter
 from monad_notebook.context.recall.service import RecallService
+from monad_notebook.context.settings import CascadeSettings
 from monad_notebook.context.window import Frame, Window
 from monad_notebook.events import EventBus, EventLog
 from monad_notebook.memory import MemoryPromotion, MemoryService
@@ -74,5 +75,5 @@ def make_cascade(
         summarizer_model=None,
     )
     cascade.reconfigure(settings)
-    cascade.summarizer = summarizer  # the summaries these tests write, whatever model would
+    cascade.compaction.summarizer = summarizer  # the summaries these tests write, whatever model would
     return cascade, events

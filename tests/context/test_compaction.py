@@ -13,7 +13,7 @@ from monad_notebook import events as ev
 from monad_notebook.context.compaction.background import Background
 from monad_notebook.context.compaction.compactor import Compaction, Compactor, choose_span
 from monad_notebook.context.compaction.extractive import ExtractiveSummarizer
-from monad_notebook.context.compaction.ledger import parse_ledger
+from monad_notebook.context.compaction.ledger_text import parse_ledger
 from monad_notebook.context.compaction.summarize import SECTIONS, LLMSummarizer, parse_sections
 from monad_notebook.context.occupancy.tokens import TokenCounter
 from monad_notebook.errors import EndpointError
@@ -222,7 +222,7 @@ def test_a_short_summary_is_not_reflected(store):
     assert result.summary.reflections == 0
 
 
-# --- what the cascade keeps of it ----------------------------------------------------------
+# --- what the policy keeps of it, applied by the cascade ----------------------------------
 
 
 def test_compaction_saves_a_durable_summary_and_reports_what_it_folded(store, tmp_path):
@@ -230,7 +230,7 @@ def test_compaction_saves_a_durable_summary_and_reports_what_it_folded(store, tm
     model = ScriptedModel([briefing(Objective="- answer the questions", **{"Next Step": "- question 3"})])
     cascade, events = make_cascade(store, SESSION, window, summarizer=LLMSummarizer(model))
 
-    assert cascade.compact_now("soft", keep_recent=4)
+    assert cascade.compact("soft", keep_recent=4)
 
     reopened = LanceStore(tmp_path / "db").load_summary(SESSION)
     assert reopened is not None and reopened.boundary_seq == window[-5].seq
@@ -254,7 +254,7 @@ def test_the_previous_summary_is_merged_and_the_boundary_advances(store):
     model = ScriptedModel([briefing(Objective="- the first goal, refined")])
     cascade, _ = make_cascade(store, SESSION, first_window, summarizer=LLMSummarizer(model), summary=previous)
 
-    assert cascade.compact_now("hard", keep_recent=2)
+    assert cascade.compact("hard", keep_recent=2)
 
     assert "the first goal" in model.calls[0].messages[-1]["content"]
     assert "the first goal, refined" in store.load_summary(SESSION).text
@@ -265,7 +265,7 @@ def test_the_extractive_summary_is_used_when_the_fast_model_is_down(store):
     model = ScriptedModel([EndpointError("Cannot reach http://127.0.0.1:9")])
     cascade, events = make_cascade(store, SESSION, conversation(3), summarizer=LLMSummarizer(model))
 
-    assert cascade.compact_now("soft", keep_recent=2)
+    assert cascade.compact("soft", keep_recent=2)
 
     assert [line for line in store.load_summary(SESSION).text.splitlines() if line.startswith("## ")] == [
         f"## {name}" for name in SECTIONS
@@ -277,7 +277,7 @@ def test_the_extractive_summary_is_used_when_the_fast_model_is_down(store):
 def test_nothing_to_fold_means_no_compaction_and_no_events(store):
     cascade, events = make_cascade(store, SESSION, conversation(1), summarizer=UselessSummarizer())
 
-    assert not cascade.compact_now("soft", keep_recent=10)
+    assert not cascade.compact("soft", keep_recent=10)
 
     assert events.seen == []
     assert store.load_summary(SESSION) is None
@@ -295,7 +295,7 @@ def test_planted_identifiers_survive_five_compactions_with_a_useless_summarizer(
     for n in range(5):
         window = cascade.window.messages
         cascade.window.extend(conversation(3, start_seq=(window[-1].seq + 1), tag=f"c{n}-"))
-        assert cascade.compact_now("soft", keep_recent=3)
+        assert cascade.compact("soft", keep_recent=3)
 
     summary = store.load_summary(SESSION)
     assert summary is not None
@@ -312,7 +312,7 @@ def test_a_crashing_summarizer_keeps_the_previous_summary_and_reports_an_error(s
     window = conversation(3, start_seq=4)
     cascade, events = make_cascade(store, SESSION, window, summarizer=CrashingSummarizer(), summary=previous)
 
-    assert not cascade.compact_now("soft", keep_recent=2)
+    assert not cascade.compact("soft", keep_recent=2)
 
     assert store.load_summary(SESSION).text == previous.text
     assert len(cascade.window.messages) == len(window)
@@ -333,7 +333,7 @@ def test_memory_promotion_reads_the_folded_span_once_the_summary_is_saved(store)
     promotion = Recording(MemoryService(store))
     cascade, _ = make_cascade(store, SESSION, window, summarizer=UselessSummarizer(), promotion=promotion)
 
-    assert cascade.compact_now("soft", keep_recent=2)
+    assert cascade.compact("soft", keep_recent=2)
 
     span = choose_span(window, 2)
     assert seen == [([m.content for m in span], span[-1].seq)]
@@ -358,10 +358,10 @@ def test_background_compaction_does_not_block_and_lands_durably_at_the_next_step
     cascade.run_step()
     assert time.monotonic() - started < 0.5
     assert slow.started.wait(5)
-    assert cascade.background.in_flight
+    assert cascade.compaction.background.in_flight
     assert len(cascade.window.messages) == len(window)
 
-    cascade.background.wait(10)
+    cascade.compaction.background.wait(10)
     reopened = LanceStore(tmp_path / "db").load_summary(SESSION)
     keep = cascade.settings.summarize.keep_recent
     assert reopened is not None and reopened.boundary_seq == choose_span(window, keep)[-1].seq
@@ -384,7 +384,7 @@ def test_background_compaction_works_on_a_snapshot_of_the_window(store):
     cascade.window.messages[0].content = "changed while compacting"
     cascade.window.extend(conversation(1, start_seq=window[-1].seq + 1))
     grown = len(cascade.window.messages)
-    cascade.background.wait(10)
+    cascade.compaction.background.wait(10)
     cascade.catch_up()
 
     assert slow.received == original_contents
@@ -395,12 +395,12 @@ def test_a_failing_background_compaction_never_raises_and_reports_an_error(store
     cascade, events = soft_pressure(store, conversation(3), CrashingSummarizer())
 
     cascade.run_step()
-    cascade.background.wait(10)
+    cascade.compaction.background.wait(10)
     cascade.catch_up()
 
     assert store.load_summary(SESSION) is None
     assert len(events.of(ev.ERROR)) == 1
-    assert cascade.background.start(lambda: None)  # nothing left waiting: the next one may start
+    assert cascade.compaction.background.start(lambda: None)  # nothing left waiting: the next one may start
 
 
 def test_one_background_job_at_a_time_its_result_taken_once_and_none_once_closed():

@@ -1,113 +1,203 @@
+"""The ledger keeps what matters, not what is newest: salience, token budget, where each item was seen."""
+
 from __future__ import annotations
 
 import json
-import time
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from monad_notebook.context.compaction.ledger import (
-    LEDGER_HEADING,
-    MAX_ITEMS_PER_OUTPUT,
-    SCAN_CAP_CHARS,
-    extract_handles,
-    extract_identifiers,
-    message_items,
-    parse_ledger,
-    parse_notes,
-    render_ledger,
-    strip_ledger,
-)
+from monad_notebook.context.compaction.ledger import IdentifierLedger, extract_handles, note
+from monad_notebook.context.compaction.ledger_text import LEDGER_HEADING, ledger_line, parse_ledger, parse_notes
+from monad_notebook.context.occupancy.tokens import TokenCounter
 from monad_notebook.messages import Message, ToolCall
+from tests.context.cascades import make_cascade
+
+COUNTER = TokenCounter("gpt-4o")
 
 
-def run_python(code: str, call_id: str = "call_1") -> Message:
-    return Message("assistant", "", tool_calls=[ToolCall(call_id, "run_python", json.dumps({"code": code}))])
+class Transcript:
+    def __init__(self) -> None:
+        self.messages: list[Message] = []
+        self.turn = 0
+        self.calls = 0
+
+    def add(self, message: Message) -> Message:
+        message.session, message.seq, message.turn = "s", len(self.messages), self.turn
+        self.messages.append(message)
+        return message
+
+    def user(self, text: str) -> Transcript:
+        self.turn += 1
+        self.add(Message("user", text))
+        return self
+
+    def python(self, code: str, output: str, tool: str = "python") -> Transcript:
+        self.calls += 1
+        call_id = f"call_{self.calls}"
+        self.add(Message("assistant", "", tool_calls=[ToolCall(call_id, tool, json.dumps({"code": code}))]))
+        self.add(Message("tool", output, tool_call_id=call_id, name=tool))
+        return self
+
+    def answer(self, text: str) -> Transcript:
+        self.add(Message("assistant", text))
+        return self
 
 
-def test_extracts_paths_columns_urls_errors_and_numbers_with_units_from_prose():
-    message = Message(
-        "user",
-        "Load data/sales.csv and /tmp/out/report.parquet, docs at https://example.com/api/v2.html. "
-        'The `revenue` column and df["region"] matter. We hit a ValueError: bad shape. '
-        "The file is 12.5 MB, it took 3 s, growth was 20.9% and it cost $1,200.",
+def shown(ledger: IdentifierLedger, budget: int = 400, items: int = 200) -> list[str]:
+    return ledger.top(budget, items, COUNTER.count_text)[0]
+
+
+def test_a_file_the_user_named_outlives_two_hundred_files_read_one_per_step():
+    t = Transcript().user("The churn raw extract is data/raw/churn_extract_q3.parquet, start there.")
+    for i in range(200):
+        t.python(f'part_{i} = pd.read_parquet("data/parts/part_{i:03d}.parquet")', f"part_{i}: DataFrame")
+    ledger = IdentifierLedger()
+
+    ledger.add_span(t.messages)
+
+    top = shown(ledger, budget=300)
+    assert top[0] == "data/raw/churn_extract_q3.parquet"
+    assert len(top) < 50
+
+
+def test_names_that_differ_only_in_digits_share_one_line_and_leave_room_for_the_rest():
+    t = Transcript().user("go")
+    for i in range(200):
+        t.python(f'part_{i} = pd.read_parquet("data/parts/part_{i:03d}.parquet")', f"part_{i}: DataFrame")
+    t.python("holdout_frame = pd.read_parquet('data/holdout.parquet')", "holdout_frame: DataFrame")
+    ledger = IdentifierLedger()
+    ledger.add_span(t.messages)
+
+    items, notes = ledger.top(600, 200, COUNTER.count_text)
+
+    assert "data/parts/part_*.parquet" in items
+    assert notes["data/parts/part_*.parquet"] == "200 file names like this, turns 1-1"
+    assert sum(i.startswith("data/parts/part_") for i in items) == 2
+    assert {"holdout_frame", "data/holdout.parquet"} <= set(items)
+
+
+def test_what_the_user_named_ranks_over_reported_results_over_code_over_what_tools_printed():
+    t = Transcript().user("Use `orders_v2` please.")
+    t.python("df_clean = orders_v2.dropna()", "  tenure_days: int64\nmemory usage: 3.2 MB")
+    t.answer("The holdout AUC came out at 0.8731.")
+    ledger = IdentifierLedger()
+
+    ledger.add_span(t.messages)
+
+    top = shown(ledger)
+    order = [top.index(i) for i in ("orders_v2", "0.8731", "df_clean", "tenure_days", "3.2 MB")]
+    assert order == sorted(order)
+
+
+def test_an_open_error_ranks_high_until_a_clean_run_of_the_same_tool_closes_it():
+    t = Transcript().user("go").python("load()", "Traceback ...\nSchemaMismatchError: column count differs")
+    t.python("x_1 = 1", "ok").python("y_2 = 2", "ok")
+    ledger = IdentifierLedger()
+    ledger.add_span(t.messages[:3])
+    error = ledger.entries["SchemaMismatchError"]
+    assert error.open and error.score > ledger.entries["load()"].score
+    assert note(error).endswith("id call_1; open")
+
+    ledger.add_span(t.messages[3:5])
+
+    assert not ledger.entries["SchemaMismatchError"].open
+    assert ledger.entries["SchemaMismatchError"].score < ledger.entries["x_1"].score
+
+
+def test_a_recurring_identifier_gains_on_one_seen_once():
+    t = Transcript().user("go")
+    for i in range(4):
+        t.python(f"a_{i} = pd.read_csv('data/shared.csv')", "ok")
+    t.python("b = pd.read_csv('data/once.csv')", "ok")
+    ledger = IdentifierLedger()
+
+    ledger.add_span(t.messages)
+
+    assert ledger.entries["data/shared.csv"].count == 4
+    assert ledger.entries["data/shared.csv"].score > ledger.entries["data/once.csv"].score
+
+
+def test_the_shown_part_fits_its_token_budget_and_handles_take_at_most_a_quarter():
+    t = Transcript().user("go")
+    for i in range(60):
+        t.python(f"frame_{i} = load({i})", f"loaded table_{i} from data/t_{i}.csv")
+    ledger = IdentifierLedger()
+    ledger.add_span(t.messages)
+
+    items, notes = ledger.top(500, 500, COUNTER.count_text)
+
+    lines = [ledger_line(i, notes[i]) for i in items]
+    assert sum(COUNTER.count_text(line) + 1 for line in lines) <= 500
+    handles = [line for line in lines if "read_tool_output id=" in line]
+    assert 0 < sum(COUNTER.count_text(line) + 1 for line in handles) <= 125
+
+
+def test_an_item_written_out_inside_another_of_the_same_message_is_shown_once():
+    t = Transcript().user("To retrain, run python jobs/retrain_payment.py --since 2024-09-01 and report.")
+    ledger = IdentifierLedger()
+    ledger.add_span(t.messages)
+
+    items = shown(ledger)
+
+    assert "python jobs/retrain_payment.py --since 2024-09-01" in items
+    assert "jobs/retrain_payment.py" not in items
+    assert "jobs/retrain_payment.py" in ledger.entries
+
+
+def test_each_item_says_where_it_was_seen():
+    t = Transcript().user("Load data/a.csv").python("b_frame = 1", "  net_margin: float64", tool="describe")
+    ledger = IdentifierLedger()
+    ledger.add_span(t.messages)
+
+    _, notes = ledger.top(400, 50, COUNTER.count_text)
+
+    assert notes["data/a.csv"] == "file; user, turn 1"
+    assert notes["b_frame"] == "variable; describe call, turn 1"
+    assert notes["net_margin"] == "column; describe output, turn 1, id call_1"
+
+
+class UselessSummarizer:
+    def summarize(self, previous: str | None, span: list[Message]) -> str:
+        return "## Objective\n- keep going\n"
+
+    def reflect(self, summary: str, target_tokens: int) -> str:
+        return summary
+
+
+def test_the_full_ledger_lives_in_the_store_and_the_summary_shows_its_most_salient_part(store):
+    t = Transcript().user("The churn raw extract is data/raw/churn_q3.parquet.")
+    for i in range(120):
+        t.python(f"step_frame_{i} = load('data/steps/s_{i}.csv')", f"rows_{i}: DataFrame")
+    settings = {"summarize": {"reflectAtTokens": 8000, "ledgerMaxItems": 400, "ledgerMaxTokens": 600}}
+    cascade, _ = make_cascade(store, "s", t.messages, summarizer=UselessSummarizer(), context=settings)
+    for keep in (160, 80, 10):
+        assert cascade.compact("soft", keep_recent=keep)
+    summary = cascade.window.summary
+
+    shown_items = parse_ledger(summary.text)
+    stored = {e.item for e in store.load_ledger("s")}
+    block = summary.text.split(LEDGER_HEADING, 1)[1]
+    assert COUNTER.count_text(block) <= 600 + 10
+    assert shown_items[0] == "data/raw/churn_q3.parquet"
+    assert parse_notes(summary.text)[shown_items[0]] == "file; user, turn 1"
+    assert {i for i in shown_items if "*" not in i} < stored and len(stored) > 3 * len(shown_items)
+    assert "step_frame_0" in stored
+
+
+def test_what_truncation_hid_is_read_from_the_saved_output_and_ranks_that_outputs_handle():
+    hidden = (
+        "\n".join(f"[etl] batch {i}: ok" for i in range(200)) + "\nsaved churn holdout -> data/holdout_q3.parquet\n"
     )
+    t = Transcript().user("go").python("run()", "[etl] batch 0: ok\n[... 4000 characters omitted ...]\ndone")
+    t.python("other()", "[etl] batch 9: ok")
+    ledger = IdentifierLedger()
 
-    items = extract_identifiers([message])
+    ledger.add_span(t.messages, raw={"call_1": hidden})
 
-    for expected in (
-        "data/sales.csv",
-        "/tmp/out/report.parquet",
-        "https://example.com/api/v2.html",
-        "revenue",
-        "region",
-        "ValueError",
-        "12.5 MB",
-        "3 s",
-        "20.9%",
-        "$1,200",
-    ):
-        assert expected in items
-
-
-def test_method_calls_are_not_mistaken_for_files_but_bare_data_files_are():
-    items = extract_identifiers([Message("assistant", "I used df.head and np.mean on sales.csv and run.py.")])
-
-    assert "sales.csv" in items
-    assert "run.py" in items
-    assert "df.head" not in items
-    assert "np.mean" not in items
-
-
-def test_reads_commands_variables_and_columns_from_code_arguments():
-    code = (
-        "import pandas as pd\n"
-        "# load the data\n"
-        'sales = pd.read_csv("data/sales.csv")\n'
-        "!pip install pyarrow\n"
-        'top = sales.groupby("region")["revenue"].sum()\n'
-        "x = 1\n"
-    )
-
-    items = extract_identifiers([run_python(code)])
-
-    assert 'sales = pd.read_csv("data/sales.csv")' in items
-    assert "!pip install pyarrow" in items
-    assert 'top = sales.groupby("region")["revenue"].sum()' in items
-    assert {"sales", "top", "region", "revenue", "data/sales.csv"} <= set(items)
-    assert "# load the data" not in items
-    assert "x" not in items
-
-
-def test_tool_output_gives_errors_paths_numbers_variables_columns_and_pins_and_other_names_last():
-    output = Message(
-        "tool",
-        'Traceback (most recent call last):\nKeyError: \'revenue\'\n{"some_key": "some_value"}\n'
-        "memory usage: 3.2 MB\nwrote out/summary.json\n"
-        "orders: DataFrame, 4812 rows x 3 columns\n  order_id: int64\n  net_margin: float64\n"
-        "Index(['cust_tenure', 'region'], dtype='object')\nSuccessfully installed lightgbm-4.3.0\n",
-        tool_call_id="call_1",
-        name="describe",
-    )
-
-    kinds = dict(message_items(output)[0])
-
-    assert {k: kinds.get(k) for k in ("KeyError", "out/summary.json", "3.2 MB", "orders", "order_id")} == {
-        "KeyError": "error",
-        "out/summary.json": "file",
-        "3.2 MB": "number",
-        "orders": "variable",
-        "order_id": "column",
-    }
-    assert (kinds["net_margin"], kinds["cust_tenure"], kinds["lightgbm-4.3.0"]) == ("column", "column", "package")
-    assert (kinds["some_key"], kinds["some_value"]) == ("name", "name")
-
-
-def test_a_chatty_log_cannot_flood_the_ledger_and_keeps_its_errors():
-    log = "\n".join(f"step {i} took 512 ms, wrote out/part_{i}.csv, Value{i}Error" for i in range(100))
-    items = dict(message_items(Message("tool", log, tool_call_id="c", name="python"))[0])
-    assert len(items) == MAX_ITEMS_PER_OUTPUT
-    assert {f"Value{i}Error" for i in range(MAX_ITEMS_PER_OUTPUT)} == set(items)
+    entry = ledger.entries["data/holdout_q3.parquet"]
+    assert (entry.kind, entry.tool_call_id) == ("file", "call_1")
+    handles = sorted((e for e in ledger.entries.values() if e.kind == "output"), key=lambda e: -e.score)
+    assert handles[0].item == "read_tool_output id=call_1"
+    assert handles[0].score > handles[1].score
+    assert note(handles[0]) == "python output; holds data/holdout_q3.parquet, turn 1"
 
 
 def test_folded_results_leave_a_handle_naming_their_exact_id():
@@ -119,115 +209,3 @@ def test_folded_results_leave_a_handle_naming_their_exact_id():
         Message("tool", "[REDACTED:github]", tool_call_id="call_43", name="python", redacted=True),
     ]
     assert extract_handles(span) == [("read_tool_output id=call_42", result)]
-
-
-def test_prose_gives_the_names_ids_and_result_numbers_a_user_or_an_answer_states():
-    said = Message("assistant", "Holdout AUC is 0.8731 on 4,812,337 rows; churn_flag_90d drives it (see ORD-48213).")
-
-    kinds = dict(message_items(said)[0])
-
-    assert kinds == {
-        "0.8731": "number",
-        "4,812,337 rows": "number",
-        "churn_flag_90d": "name",
-        "ORD-48213": "id",
-    }
-
-
-def test_code_names_packages_apart_from_shell_commands_and_assignments_apart_from_commands():
-    code = 'df = pd.read_csv("a.csv")\n!pip install lightgbm==4.3.0\n!ls data/raw\n%timeit df.sum()\n'
-
-    kinds = dict(message_items(run_python(code))[1])
-
-    assert kinds['df = pd.read_csv("a.csv")'] == "code"
-    assert kinds["!pip install lightgbm==4.3.0"] == "package"
-    assert (kinds["!ls data/raw"], kinds["%timeit df.sum()"], kinds["df"]) == ("command", "command", "variable")
-
-
-def test_identifiers_come_in_order_of_first_appearance_without_duplicates():
-    messages = [
-        Message("user", "Open `a.csv` then `b.csv`."),
-        Message("assistant", "Done with b.csv and a.csv; next c.csv."),
-    ]
-
-    assert extract_identifiers(messages) == ["a.csv", "b.csv", "c.csv"]
-    assert extract_identifiers(messages) == extract_identifiers(messages)
-
-
-def test_scanning_stops_at_the_per_message_cap():
-    late = Message("tool", "x" * SCAN_CAP_CHARS + " late/file.csv", name="run_python")
-
-    assert extract_identifiers([late]) == []
-
-
-def test_pathological_text_is_scanned_in_linear_time():
-    nasty = [
-        Message("user", "a/" * 100_000),
-        Message("user", "A" * 200_000 + "Error"),
-        Message("user", "1," * 100_000),
-        Message("tool", "`" * 150_000 + "." * 50_000, name="t"),
-        run_python("f(" * 100_000),
-    ]
-
-    started = time.perf_counter()
-    extract_identifiers(nasty)
-
-    assert time.perf_counter() - started < 3
-
-
-def test_ledger_round_trips_through_a_summary_section():
-    items = ["data/sales.csv", "KeyError", "df[`weird`]", "`ticked`", "12.5 MB"]
-    summary = "## Files & State\n- loaded the data\n\n" + render_ledger(items) + "\n\n## Open Tasks\n- plot it\n"
-
-    assert parse_ledger(summary) == items
-    assert render_ledger([]) == ""
-
-
-def test_notes_say_where_an_item_was_seen_and_survive_a_round_trip():
-    notes = {"data/sales.csv": "file; user, turn 3", "KeyError": "error; python output, turn 4, id call_1; open"}
-    block = render_ledger(["data/sales.csv", "KeyError", "plain"], notes)
-
-    assert block.splitlines()[1] == "- `data/sales.csv` (file; user, turn 3)"
-    assert parse_ledger(block) == ["data/sales.csv", "KeyError", "plain"]
-    assert parse_notes(block) == {**notes, "plain": ""}
-
-
-def test_lists_outside_the_ledger_are_not_read_as_identifiers():
-    summary = f"## Decisions & Facts\n- North grew fastest\n\n## Files & State\n{LEDGER_HEADING}\n- `a.csv`\n\n- other"
-
-    assert parse_ledger(summary) == ["a.csv"]
-
-
-def test_strip_ledger_keeps_the_rest_of_the_section():
-    section = "- loaded `sales`\n" + render_ledger(["a.csv", "b.csv"]) + "\n\n- wrote out.csv"
-
-    assert strip_ledger(section) == "- loaded `sales`\n\n- wrote out.csv"
-    assert parse_ledger(section) == ["a.csv", "b.csv"]
-
-
-single_line = st.text(st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp")), min_size=1, max_size=60).map(
-    lambda s: " ".join(s.split())
-)
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.lists(single_line.filter(bool), max_size=20, unique=True))
-def test_any_ledger_survives_render_and_parse(items):
-    assert parse_ledger("## Files & State\n" + render_ledger(items)) == items
-
-
-def test_a_command_written_out_in_a_sentence_is_kept_whole_up_to_where_prose_resumes():
-    said = Message("user", "To backfill the refund data, run make job-126 TARGET=wd. Then python is fine.")
-    answered = Message("assistant", "I ran python jobs/export_churn.py --since 2024-05-01 to export the churn data.")
-
-    assert ("make job-126 TARGET=wd", "command") in message_items(said)[0]
-    assert ("python jobs/export_churn.py --since 2024-05-01", "command") in message_items(answered)[0]
-    assert not any(kind == "command" for _, kind in message_items(Message("user", "We use python for it."))[0])
-
-
-def test_a_command_echoed_in_a_tool_output_is_a_command():
-    output = Message("tool", "$ make job-42 TARGET=w1    # backfill: ok\n>>> df.shape\n(10, 2)", name="python")
-
-    kinds = dict(message_items(output)[0])
-
-    assert (kinds["make job-42 TARGET=w1"], kinds["df.shape"]) == ("command", "command")

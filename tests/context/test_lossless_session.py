@@ -9,6 +9,7 @@ import pytest
 from monad_notebook import Session
 from monad_notebook import events as ev
 from monad_notebook.config import Config
+from monad_notebook.context.prompt import own_text
 from monad_notebook.testing import FakeOpenAIServer, tool_call
 
 FAKE_KEY = "sk-proj-" + "Q7vR2mX9kL4pT8wZ3nB6yH1cF5jD0sAe"
@@ -32,7 +33,8 @@ def session_for(server, store, name="lossless", **context) -> Session:
 
 
 def tool_contents(request: dict) -> list[str]:
-    return [m["content"] for m in request["messages"] if m["role"] == "tool"]
+    """The tool results a request carried, without the blocks that end it (they ride on the last result)."""
+    return [own_text(m["content"]) for m in request["messages"] if m["role"] == "tool"]
 
 
 def test_a_large_output_is_truncated_for_the_model_and_reads_back_byte_exact(server, store):

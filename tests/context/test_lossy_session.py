@@ -53,12 +53,12 @@ def test_background_compaction_does_not_block_the_turn_and_lands_durably(store, 
     session = make(store, model, fast_model=slow, softFraction=0.3, hardFraction=0.99, recall=False)
     for i in range(3):
         session.ask(f"question {i}: {FILLER}")
-    assert session.cascade.background.in_flight  # the soft threshold kicked it off
+    assert session.cascade.compaction.background.in_flight  # the soft threshold kicked it off
     assert session.summary is None and store.load_summary("lossy") is None
     started = time.perf_counter()
     session.ask(f"question 3: {FILLER}")
     assert time.perf_counter() - started < 3.0  # the turn went on at full width, not waiting 4 s
-    session.cascade.background.wait()
+    session.cascade.compaction.background.wait()
     reopened = LanceStore(tmp_path / "db")
     assert reopened.load_summary("lossy").text.startswith("## Objective\nexplore")
     reopened.close()

@@ -31,7 +31,7 @@ def test_summary_is_folded_into_the_first_user_message_not_a_second_system_messa
     assert prompt.messages[1]["content"] == "<summary>\n## Objective\nship it\n</summary>\n\nfirst question"
 
 
-def test_related_context_rides_on_the_user_message_it_was_found_for_and_the_plan_comes_last():
+def test_related_context_rides_on_the_user_message_it_was_found_for_and_the_plan_follows_it_last():
     msgs = window()
     prompt = assemble(
         system="sys",
@@ -48,8 +48,11 @@ def test_related_context_rides_on_the_user_message_it_was_found_for_and_the_plan
     assert prompt.messages[0]["content"] == "sys\n\nfacts"
     first = "<summary>\n## Objective\nx\n</summary>\n\nfirst question\n\n<related_context>a</related_context>"
     assert prompt.messages[1]["content"] == first
-    assert prompt.messages[-2]["content"] == "latest question\n\n<related_context>b</related_context>"
-    assert prompt.messages[-1] == {"role": "user", "content": f"<plan>\n{PLAN_NOTE}\n## Next Step\nplot it\n</plan>"}
+    plan = f"<plan>\n{PLAN_NOTE}\n## Next Step\nplot it\n</plan>"
+    assert prompt.messages[-1] == {
+        "role": "user",
+        "content": f"latest question\n\n<related_context>b</related_context>\n\n{plan}",
+    }
 
 
 def test_evicted_results_are_sent_as_placeholders_and_labelled_so():

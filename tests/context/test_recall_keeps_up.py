@@ -109,7 +109,7 @@ def test_a_fact_from_turn_one_is_found_by_its_words_in_turn_two_though_no_vector
     )
     quick = session(store, model, embedder, ip, retrieval={"enabled": True}, summarize={"keepRecent": 2})
     quick.ask(FACT + " Now print the readings table.")
-    quick.cascade.background.wait()  # the compaction turn one started has folded the fact away
+    quick.cascade.compaction.background.wait()  # the compaction turn one started has folded the fact away
     quick.ask(QUESTION)
     embedder.released.set()
     quick.close()

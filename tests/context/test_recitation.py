@@ -62,4 +62,5 @@ def test_only_the_plan_sections_are_pinned_whatever_their_order() -> None:
 def test_the_prompt_ends_with_the_same_anchor_the_session_passes_as_plan() -> None:
     window = [Message(role="user", content="next?")]
     prompt = assemble(system="sys", memory="", summary=SUMMARY, window=window, tools=[], plan=plan_body(SUMMARY))
-    assert prompt.messages[-1] == {"role": "user", "content": f"<plan>\n{PLAN_NOTE}\n{plan_body(SUMMARY)}\n</plan>"}
+    plan = f"<plan>\n{PLAN_NOTE}\n{plan_body(SUMMARY)}\n</plan>"
+    assert prompt.messages[-1] == {"role": "user", "content": f"<summary>\n{SUMMARY}\n</summary>\n\nnext?\n\n{plan}"}

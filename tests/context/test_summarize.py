@@ -5,7 +5,7 @@ import json
 import pytest
 
 from monad_notebook.context.compaction.extractive import ExtractiveSummarizer
-from monad_notebook.context.compaction.ledger import parse_ledger, render_ledger
+from monad_notebook.context.compaction.ledger_text import parse_ledger, render_ledger
 from monad_notebook.context.compaction.summarize import (
     SECTIONS,
     LLMSummarizer,

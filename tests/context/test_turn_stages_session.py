@@ -34,7 +34,7 @@ def test_plan_and_memory_appear_once_per_step_call_and_the_plan_comes_last(store
     for call in model.calls:
         contents = [str(m["content"]) for m in call.messages]
         assert sum("<plan>" in c for c in contents) == 1
-        assert contents[-1].startswith("<plan>") and "plot residuals of `model_fit`" in contents[-1]
+        assert contents[-1].split("\n\n<plan>\n")[1].endswith("plot residuals of `model_fit`\n</plan>")
         assert "Revenue is in euros" in contents[0]
         assert sum("Revenue is in euros" in c for c in contents) == 1
     assert "<plan>" not in "".join(m.content for m in store.load_messages("stages"))

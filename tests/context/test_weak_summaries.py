@@ -13,7 +13,7 @@ from monad_notebook import events as ev
 from monad_notebook.cell.view import note_for
 from monad_notebook.config import Config
 from monad_notebook.context.compaction.extractive import ExtractiveSummarizer
-from monad_notebook.context.compaction.ledger import parse_ledger
+from monad_notebook.context.compaction.ledger_text import parse_ledger
 from monad_notebook.context.compaction.summarize import (
     SECTIONS,
     LLMSummarizer,

@@ -122,6 +122,18 @@ def jupyter_server(
                 server.kill()
 
 
+def notebook_page(browser: Any, url: str, *, width: int, height: int) -> Any:
+    """A page on ``url`` once its kernel is idle, the side panels closed so the notebook has the width."""
+    page = browser.new_page(viewport={"width": width, "height": height})
+    page.goto(url)
+    page.wait_for_function(
+        "window.jupyterapp?.shell?.currentWidget?.context?.sessionContext?.session?.kernel?.status === 'idle'",
+        timeout=60_000,
+    )
+    page.evaluate("() => { const s = window.jupyterapp.shell; s.collapseLeft?.(); s.collapseRight?.(); }")
+    return page
+
+
 def execute(notebook: Path, workdir: Path):
     import nbformat
     from nbclient import NotebookClient

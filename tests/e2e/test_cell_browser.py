@@ -10,7 +10,7 @@ import pytest
 from monad_notebook import events as ev
 from monad_notebook.testing import FakeOpenAIServer, tool_call
 from tests.e2e.browser import ARTIFACTS
-from tests.e2e.jupyter import DARK_THEME, NO_NEWS, jupyter_server, write_notebook
+from tests.e2e.jupyter import DARK_THEME, NO_NEWS, jupyter_server, notebook_page, write_notebook
 from tests.e2e.panel_page import AUDIT, THEMES
 from tests.mcp_probe import PROBE_SERVER
 
@@ -158,3 +158,34 @@ def test_the_cell_question_is_readable_in_light_and_dark_at_narrow_and_wide_widt
         assert {"run", "skip", "allow-session", "status", "approval-summary"} <= roles, (width, roles)
         unreadable = [m for m in texts if m["contrast"] < m["need"] or m["size"] < 11]
         assert unreadable == [], (theme, width, unreadable)
+
+
+@pytest.mark.slow
+def test_a_python_call_read_from_the_models_text_is_asked_about_on_auto_saying_where_it_came_from(
+    browser, isolated_env, tmp_path
+):
+    pytest.importorskip("jupyterlab", reason="jupyterlab is not installed (pip install jupyterlab)")
+    with FakeOpenAIServer() as model:
+        written = json.dumps({"name": "python", "arguments": printing("WRITTEN")})
+        model.queue(f"```json\n{written}\n```", "Ran it.")
+        config = {
+            "models": {"main": {"model": "qwen2.5-coder-1.5b", "baseUrl": model.base_url, "maxRetries": 0}},
+            "tools": {"python": {"approval": "auto"}},
+        }
+        (isolated_env / "agents.json").write_text(json.dumps(config))
+        write_notebook(isolated_env / "written.ipynb", ["%load_ext monad_notebook", "%%monad\nRun it."])
+        with jupyter_server("lab", isolated_env, tmp_path, "written.ipynb", settings=NO_NEWS) as url:
+            page = notebook_page(browser, url, width=1200, height=1000)
+            page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+            question = wait_for_question(page, "WRITTEN")
+            words = question.inner_text()
+            buttons = question.get_by_role("button").all_inner_texts()
+            ARTIFACTS.mkdir(exist_ok=True)
+            question.screenshot(path=str(ARTIFACTS / "cell-approval-written.png"))
+            question.locator("[data-role=run]").click()
+            page.locator(".jp-OutputArea-output").filter(has_text="Ran it.").wait_for(timeout=30_000)
+            shown = "\n".join(page.locator(".jp-OutputArea-output").all_inner_texts())
+            page.close()
+    assert "run this code, a call read from the model's text rather than made through the API" in words
+    assert buttons == ["Run", "Skip"]  # no "allow for this session": such a call is asked about each time
+    assert "RAN-WRITTEN" in shown

@@ -127,3 +127,52 @@ def test_after_the_first_monad_cell_full_collections_skip_what_the_kernel_loaded
     assert after["scanned"] < after["frozen"] / 5  # what a full collection still scans
     assert after["cycle_freed"] and later["cycle_freed"]  # garbage made after the freeze is still collected
     assert later["frozen"] <= after["frozen"]  # once per kernel; reference counting still frees frozen objects
+
+
+TOKEN = "ghp_" + "Zq8Lr2Xw9Kp4Tn7V" * 2 + "aB3d"
+SHOWS_THE_TOKEN = """\
+import os, time
+print(os.environ)
+token = os.environ["GITHUB_TOKEN"]
+for step in range(3):
+    print(f"progress {step}")
+    time.sleep(0.5)
+print(token[:9], end="")
+print(token[9:])
+from IPython.display import Markdown, display
+display(Markdown(f"the token is `{token}`"))
+raise ValueError(f"rejected {token}")
+"""
+
+
+def test_what_the_agents_code_shows_reaches_a_real_frontend_with_no_key_and_its_progress_arrives_live(isolated_env):
+    from jupyter_client.manager import start_new_kernel
+
+    from monad_notebook.testing import FakeOpenAIServer, tool_call
+
+    seen: list[tuple[float, dict]] = []
+    with FakeOpenAIServer() as server:
+        agents = {
+            "models": {"main": {"model": "m", "baseUrl": server.base_url, "maxRetries": 0}},
+            "tools": {"python": {"approval": "auto"}},
+        }
+        (isolated_env / "agents.json").write_text(json.dumps(agents))
+        server.queue(tool_call("python", {"code": SHOWS_THE_TOKEN}), "shown")
+        km, kc = start_new_kernel(kernel_name="python3", cwd=str(isolated_env))
+        try:
+            run(kc, f"%load_ext monad_notebook\nimport os\nos.environ['GITHUB_TOKEN'] = {TOKEN!r}")
+            kc.execute_interactive(
+                "%%monad --session shown\nshow me", timeout=90, output_hook=lambda m: seen.append((time.monotonic(), m))
+            )
+        finally:
+            kc.stop_channels()
+            km.shutdown_kernel(now=True)
+    sent = json.dumps([message["content"] for _, message in seen])
+    errors = [message["content"] for _, message in seen if message["msg_type"] == "error"]
+    assert TOKEN not in sent and sent.count("[REDACTED:env:GITHUB_TOKEN]") >= 4
+    assert errors[0]["ename"] == "ValueError" and errors[0]["evalue"] == "rejected [REDACTED:env:GITHUB_TOKEN]"
+    arrived = [
+        next(at for at, m in seen if m["msg_type"] == "stream" and f"progress {n}" in m["content"]["text"])
+        for n in range(3)
+    ]
+    assert arrived[1] - arrived[0] > 0.3 and arrived[2] - arrived[1] > 0.3  # each line as it was printed

@@ -1,4 +1,5 @@
-"""Real kernels (nbclient): an exported session reruns to the same results, and nobody there means no approval."""
+"""Real kernels (nbclient): an exported session reruns to the same results, with the user's cells it needs
+carried in or a one-line check of what nobody can make; and nobody there means no approval."""
 
 from __future__ import annotations
 
@@ -6,12 +7,15 @@ import json
 
 import pytest
 
+from monad_notebook import Session
 from monad_notebook import events as ev
 from monad_notebook.agent.tools.python import DECLINED
+from monad_notebook.config import Config
 from monad_notebook.export import export_notebook
 from monad_notebook.store.lance import LanceStore
-from monad_notebook.testing import FakeOpenAIServer, tool_call
+from monad_notebook.testing import FakeOpenAIServer, ScriptedModel, tool_call
 from tests.e2e.jupyter import write_notebook
+from tests.e2e.test_cell_kernel import run
 from tests.export_script import run_session
 
 pytestmark = pytest.mark.slow
@@ -77,3 +81,49 @@ def test_a_notebook_run_by_nbclient_asks_nobody_and_the_code_does_not_run(isolat
         assert [e.data["decision"] for e in store.list_events("batch", kind=ev.APPROVAL)] == ["no answer"]
     finally:
         store.close()
+
+
+LOAD = "import pandas as pd\nsales = pd.DataFrame({'region': ['north', 'south', 'north'], 'amount': [5, 3, 4]})"
+ASKED = "totals = sales.groupby('region').amount.sum()\nprint(totals.idxmax(), totals.max())"
+
+
+def test_a_session_that_used_the_users_own_frame_exports_to_a_notebook_that_runs_top_to_bottom(isolated_env):
+    from jupyter_client.manager import start_new_kernel
+
+    with FakeOpenAIServer() as server:
+        agents = {
+            "models": {"main": {"model": "m", "baseUrl": server.base_url, "maxRetries": 0}},
+            "tools": {"python": {"approval": "auto"}},
+        }
+        (isolated_env / "agents.json").write_text(json.dumps(agents))
+        server.queue(tool_call("python", {"code": ASKED}), "North sold most.")
+        km, kc = start_new_kernel(kernel_name="python3", cwd=str(isolated_env))
+        try:
+            run(kc, "%load_ext monad_notebook")
+            run(kc, LOAD)  # the user's own cell, before any question
+            run(kc, "%%monad --session sold\nWhich region sold most?")
+            run(kc, "%monad export sold.ipynb")
+        finally:
+            kc.stop_channels()
+            km.shutdown_kernel(now=True)
+    rerun = execute(isolated_env / "sold.ipynb", isolated_env)  # a fresh kernel: raises at the first error
+    code = [cell for cell in rerun.cells if cell.cell_type == "code"]
+    assert [(cell.metadata.get("monad", {}).get("user_cell"), cell.source) for cell in code] == [
+        (2, LOAD),
+        (None, ASKED),
+    ]
+    assert as_tool_result(code[-1].outputs) == "stdout:\nnorth 9"
+
+
+def test_an_export_needing_what_no_cell_makes_stops_at_its_first_check_in_one_line(store, tmp_path):
+    from nbclient.exceptions import CellExecutionError
+
+    model = ScriptedModel([tool_call("python", {"code": "print(len(orders))"}), "Three orders."])
+    config = Config.model_validate({"tools": {"python": {"approval": "auto"}}})
+    session = Session("orders", config=config, store=store, model=model, namespace={"orders": [1, 2, 3]})
+    session.ask("How many orders are there?")  # ``orders`` was there before: no cell of this kernel made it
+    path, _ = export_notebook(store, "orders", tmp_path / "orders.ipynb")
+    with pytest.raises(CellExecutionError) as stopped:
+        execute(path, tmp_path)
+    said = "define orders before running this notebook: the session's code uses them and no cell here makes them"
+    assert stopped.value.ename == "NameError" and stopped.value.evalue == said

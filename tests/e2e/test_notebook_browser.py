@@ -19,7 +19,7 @@ from monad_notebook import events as ev
 from monad_notebook.testing import FakeOpenAIServer, tool_call, tool_calls
 from tests.conversation import conversation
 from tests.e2e.browser import ARTIFACTS, counting_server
-from tests.e2e.jupyter import DARK_THEME, NO_NEWS, jupyter_server, write_notebook
+from tests.e2e.jupyter import DARK_THEME, NO_NEWS, jupyter_server, notebook_page, write_notebook
 from tests.e2e.panel_page import AUDIT
 
 TOKEN = "ghp_" + "Zq8Lr2Xw9Kp4Tn7V" * 2 + "aB3d"
@@ -187,3 +187,54 @@ def test_the_agent_proposes_cells_the_user_decides_at_each_and_the_save_holds_wh
     finally:
         store.close()
     assert decided == ["accepted", "outdated", "rejected"]
+
+
+LONG_LINE = "x = '" + "".join(chr(97 + i % 26) for i in range(2_990)) + "'  # END"  # 3,003 characters
+SHOWN_WHOLE = """(review) => {
+  const diff = review.querySelector('.monad-review-diff');
+  const texts = [...diff.querySelectorAll('.monad-review-text')];
+  return {
+    box: [diff.scrollHeight, diff.clientHeight, diff.scrollWidth, diff.clientWidth],
+    clipped: texts.filter(t => t.scrollWidth > t.clientWidth + 1).length,
+    rows: texts.map(t => t.textContent),
+    what: review.querySelector('.monad-review-what').textContent,
+  };
+}"""
+
+
+@pytest.mark.slow
+def test_a_proposed_cell_with_a_very_long_line_is_shown_whole_at_the_cell_with_its_size(
+    browser, isolated_env, tmp_path
+):
+    pytest.importorskip("jupyterlab", reason="jupyterlab is not installed (pip install jupyterlab)")
+    with FakeOpenAIServer() as model:
+        model.queue(tool_call("insert_cell", {"cell_type": "code", "cell_source": f"{LONG_LINE}\nprint(x)"}), "Done.")
+        agents = {"models": {"main": {"model": "gpt-4.1-mini", "baseUrl": model.base_url, "maxRetries": 0}}}
+        (isolated_env / "agents.json").write_text(json.dumps(agents))
+        write_notebook(isolated_env / "long.ipynb", ["%load_ext monad_notebook", "%%monad\nAdd the cell."])
+        with jupyter_server("lab", isolated_env, tmp_path, "long.ipynb", settings=NO_NEWS, extension=True) as url:
+            page = notebook_page(browser, url, width=1400, height=1000)
+            for index in range(2):
+                run_cell(page, index)
+            page.get_by_text("Done.").wait_for(timeout=60_000)
+            review = page.locator(".monad-review[data-kind=insert]")
+            ARTIFACTS.mkdir(exist_ok=True)
+            shown = {}
+            for theme in ("light", "dark"):
+                if theme == "dark":
+                    page.evaluate(
+                        "() => window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Dark'})"
+                    )
+                    page.wait_for_function("document.body.dataset.jpThemeLight === 'false'", timeout=10_000)
+                for width in (420, 1400):
+                    page.set_viewport_size({"width": width, "height": 2400})  # the whole review in sight
+                    page.wait_for_timeout(300)
+                    review.scroll_into_view_if_needed()
+                    review.screenshot(path=str(ARTIFACTS / f"notebook-review-long-line-{theme}-{width}.png"))
+                    shown[(theme, width)] = review.evaluate(SHOWN_WHOLE)
+            page.close()
+    for (theme, width), seen in shown.items():
+        assert "(2 lines, longest line 3,003 characters)" in seen["what"], (theme, width)
+        assert seen["rows"] == [LONG_LINE, "print(x)"] and seen["clipped"] == 0, (theme, width)
+        scroll_height, height, scroll_width, box_width = seen["box"]
+        assert scroll_height <= height + 1 and scroll_width <= box_width + 1, (theme, width, seen["box"])

@@ -131,3 +131,29 @@ def test_an_nbclient_run_offers_no_notebook_tool_and_a_call_gets_one_line(isolat
         "no cell can be read or changed"
     )
     assert "No notebook here." in shown and "No notebook is open to this session" in shown
+
+
+def test_a_cell_the_agent_queued_starts_no_turn_whichever_way_its_code_asks_for_one(isolated_env):
+    by_magic = "name = 'mon' + 'ad'\nget_ipython().run_cell_magic(name, '--session q', 'Once more.')"
+    by_api = "from monad_notebook import Session\ntry:\n    Session('q2').ask('Once more.')\nexcept Exception as e:\n"
+    by_api += "    print(e)"
+    with FakeOpenAIServer() as server:
+        configure(isolated_env, server)
+        server.queue("Asked by the user.")
+        frontend = Frontend(isolated_env)
+        try:
+            frontend.run("%load_ext monad_notebook")
+            # what execute_cell does once the notebook has queued the cells behind the turn
+            frontend.run(
+                "from monad_notebook.notebook.agent_runs import AGENT_RUNS\n[AGENT_RUNS.queue(c) for c in 'ab']"
+            )
+            frontend.run(by_magic, cell_id="a")
+            frontend.run(by_api, cell_id="b")
+            refused, sent_meanwhile = frontend.text(), len(server.chat_requests)
+            frontend.run(by_magic, cell_id="a")  # the user runs the cell again: their turn runs
+            answered = frontend.text()
+        finally:
+            frontend.close()
+    line = "this cell was run by the agent (execute_cell), and no turn starts from a cell the agent ran"
+    assert refused.count(line) == 2 and sent_meanwhile == 0
+    assert "Asked by the user." in answered and len(server.chat_requests) == 1

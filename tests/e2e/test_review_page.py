@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from monad_notebook.approval.in_cell import HERE
-from monad_notebook.notebook.proposals import diff_lines
+from monad_notebook.notebook.proposals import Proposal, diff_lines
 from monad_notebook.widget.cell_review import DONE, CellReview
 from tests.e2e.browser import ARTIFACTS, counting_server, serve
 from tests.e2e.panel_page import AUDIT, PAGE, THEMES, theme_css
@@ -74,3 +74,42 @@ def test_the_review_in_the_cell_output_is_text_named_accept_and_reject_and_reada
         "always": False,
     } in sent
     assert [m for m in measured if m["contrast"] < m["need"] or m["size"] < 11] == []
+
+
+LONG_LINE = "x = '" + "".join(chr(97 + i % 26) for i in range(2_990)) + "'  # END"  # 3,003 characters
+SHOWN_WHOLE = """(selector) => {
+  const diff = document.querySelector(selector);
+  const texts = [...diff.querySelectorAll('.monad-review-text')];
+  return {
+    box: [diff.scrollHeight, diff.clientHeight, diff.scrollWidth, diff.clientWidth],
+    clipped: texts.filter(t => t.scrollWidth > t.clientWidth + 1).length,
+    rows: texts.map(t => t.textContent),
+  };
+}"""
+
+
+@pytest.mark.parametrize("width", [420, 1400])
+@pytest.mark.parametrize("theme", THEMES)
+def test_a_proposed_cell_with_a_very_long_line_is_shown_whole_with_its_size(browser, site, theme, width):
+    proposal = Proposal(
+        id="p1", kind="insert", cell_id="c", source=f"{LONG_LINE}\nprint(x)", new_id="n", anchor_is_running=True
+    )
+    state = {
+        "request": {"id": "q2", "title": proposal.summary(), "lines": proposal.lines, "limit": "10 min", "done": DONE},
+        "status": "waiting",
+    }
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    page.goto(f"{site}/{theme}.html")
+    page.wait_for_function("window.ready === true")
+    page.evaluate("state => window.mount(state)", state)
+    review = page.locator("[data-role=cell-review]")
+    title = review.locator(".monad-ask-title").inner_text()
+    shown = page.evaluate(SHOWN_WHOLE, "[data-role=review-diff]")
+    ARTIFACTS.mkdir(exist_ok=True)
+    review.screenshot(path=str(ARTIFACTS / f"cell-review-long-line-{theme}-{width}.png"))
+    page.close()
+    assert "2 lines, longest line 3,003 characters" in title
+    assert shown["rows"] == [LONG_LINE, "print(x)"]
+    scroll_height, height, scroll_width, box_width = shown["box"]
+    assert scroll_height <= height + 1 and scroll_width <= box_width + 1  # nothing scrolled out of sight
+    assert shown["clipped"] == 0

@@ -64,6 +64,9 @@ class FakeExtension:
         if op == "propose":
             return self.propose(data["proposal"])
         if op == "run":
+            at = self.find(data["cell_id"])
+            if at is None or self.cells[at]["source"] != data["source"]:
+                return {"ok": False, "error": f"cell {data['cell_id']} changed since it was read: read it again"}
             return {"ok": True, "status": "queued"}
         return {"ok": False, "error": f"unknown request {op}"}
 

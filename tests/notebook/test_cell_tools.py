@@ -9,8 +9,11 @@ from __future__ import annotations
 import json
 from types import SimpleNamespace
 
+import pytest
+
 from monad_notebook import Session
 from monad_notebook import events as ev
+from monad_notebook.agent.tools.consent import NOBODY_FOR_WRITTEN
 from monad_notebook.agent.tools.python import DECLINED
 from monad_notebook.approval.gate import Answer, ApprovalGate
 from monad_notebook.config import Config
@@ -123,7 +126,7 @@ def test_proposals_wait_for_the_user_and_each_decision_is_stored_and_told_with_t
     session, notebook = open_notebook(model)
     session.ask("fix the groupby")
     _, inserted, changed = tool_results(model)
-    assert changed.startswith("proposed p") and "change to cell group (+1 \u22121 lines)" in changed
+    assert changed.startswith("proposed p") and "change to cell group (+1 \u22121 lines; 1 line in all)" in changed
     assert inserted.startswith("proposed p") and "not in the notebook unless they accept" in inserted
     assert [c["source"] for c in notebook.cells][2] == "df.groupby('region').sum()"  # nothing applied yet
     assert len(notebook.cells) == 4 and len(notebook.pending) == 2
@@ -236,7 +239,7 @@ def test_a_proposal_lost_with_a_reloaded_page_is_told_as_not_applied_at_the_next
     session.ask("and now?")
     listing = tool_results(model)[-1]
     assert "not applied: the notebook page was reloaded before a decision" in listing
-    assert not session.notebook.ledger.pending_ids()
+    assert not session.notebook.proposals.pending_ids()
 
 
 def test_edit_cell_source_needs_one_exact_occurrence():
@@ -260,6 +263,42 @@ def test_edit_cell_source_needs_one_exact_occurrence():
     assert once.startswith("proposed p")
     (proposal,) = notebook.pending.values()
     assert proposal["source"] == "a = 1\na = 1\nb = 3" and ["-", "b = 2"] in proposal["lines"]
+
+
+KEYED = ("keyed", "code", f"client = Client(token='{TOKEN}')\nrows = client.fetch()")
+REDACTED_SOURCE = "client = Client(token='[REDACTED:github]')\nrows = client.fetch()"
+
+
+@pytest.mark.parametrize("approval", ["ask", "auto"])
+def test_a_proposal_that_copies_a_placeholder_back_is_refused_and_the_real_key_stays_in_the_cell(approval):
+    copied = REDACTED_SOURCE.replace("fetch()", "fetch(limit=10)")
+    model = ScriptedModel(
+        [
+            tool_call("read_cell", {"cell_id": "keyed"}),
+            tool_call("overwrite_cell_source", {"cell_id": "keyed", "cell_source": copied}),
+            tool_call("insert_cell", {"cell_type": "code", "cell_source": "tok = 'backup_[REDACTED:github]'"}),
+            tool_call(
+                "edit_cell_source", {"cell_id": "keyed", "old_string": "rows", "new_string": "[REDACTED:github]"}
+            ),
+            tool_call(
+                "edit_cell_source", {"cell_id": "keyed", "old_string": "fetch()", "new_string": "fetch(limit=10)"}
+            ),
+            "done",
+        ]
+    )
+    session, notebook = open_notebook(model, [KEYED, CELLS[-1]], approval=approval)
+    session.ask("fetch ten rows")
+    read, overwrite, insert, edit, fine = tool_results(model)
+    assert REDACTED_SOURCE in read
+    for refused in (overwrite, insert, edit):
+        assert refused.startswith("error: ") and "holds [REDACTED:github]" in refused and "\n" not in refused
+    assert fine.startswith("proposed p") or ": applied; shown to the user as a diff" in fine
+    if approval == "ask":
+        (waiting,) = notebook.pending
+        notebook.click(waiting, accept=True)
+    assert notebook.cells[0]["source"] == f"client = Client(token='{TOKEN}')\nrows = client.fetch(limit=10)"
+    assert len(notebook.cells) == 2
+    assert TOKEN not in json.dumps([call.messages for call in model.calls])
 
 
 def test_auto_applies_at_once_and_still_shows_the_diff():
@@ -288,6 +327,69 @@ def test_execute_cell_asks_as_the_python_tool_does_and_queues_the_run_for_after_
     assert declined == DECLINED
     assert asked == ["df.groupby('region').sum()", CELLS[0][2]]
     assert [r["cell_id"] for r in notebook.requests if r["op"] == "run"] == ["group"]
+
+
+def test_execute_cell_refuses_the_running_cell_and_any_cell_that_calls_monad_in_one_line_and_queues_none():
+    calls_monad = [
+        ("again", "code", "%%monad\nsay it again"),
+        ("timed", "code", "%%time\n%%monad --session x\nand again"),
+        ("indirect", "code", "get_ipython().run_cell_magic('monad', '', 'once more')"),
+        ("line", "code", "%monad reset"),
+        ("api", "code", "from monad_notebook import Session\nSession('s').ask('go on')"),
+    ]
+    ids = ["monad"] + [cell_id for cell_id, _, _ in calls_monad]
+    model = ScriptedModel([tool_calls(*(tool_call("execute_cell", {"cell_id": i}) for i in ids)), "done"])
+    session, notebook = open_notebook(model, [*CELLS, *calls_monad], python="auto")
+    asked: list[str] = []
+    session.approve = lambda code, **_: asked.append(code) or True
+    session.ask("run them")
+    running, *others = tool_results(model)
+    assert running == (
+        "error: execute_cell: cell monad is the running %%monad cell (this conversation): it does not run itself"
+    )
+    assert len(others) == len(calls_monad)
+    for (cell_id, _, _), told in zip(calls_monad, others, strict=True):
+        assert told.startswith(f"error: execute_cell: cell {cell_id} calls monad itself (") and "\n" not in told
+        assert told.endswith("ask the user to run it")
+    assert [r for r in notebook.requests if r["op"] == "run"] == [] and asked == []
+
+
+def test_a_cell_changed_after_it_was_read_for_execute_cell_is_not_queued():
+    model = ScriptedModel([tool_call("execute_cell", {"cell_id": "group"}), "done"])
+    session, notebook = open_notebook(model, python="auto")
+    original = notebook.request
+
+    def edited_meanwhile(op: str, **data):
+        reply = original(op, **data)
+        if op == "read":
+            notebook.cells[2]["source"] = "%%monad\nagain"  # the user, or an applied change, edits it now
+        return reply
+
+    notebook.request = edited_meanwhile
+    session.ask("run it")
+    (told,) = tool_results(model)
+    assert told == "error: execute_cell: cell group changed since it was read: read it again"
+
+
+def test_a_cell_proposed_in_the_models_text_waits_for_the_user_even_where_changes_apply_at_once():
+    written = '```json\n{"name": "insert_cell", "arguments": {"cell_type": "code", "cell_source": "df.head()"}}\n```'
+    model = ScriptedModel([written, "Proposed."])
+    session, notebook = open_notebook(model, approval="auto")
+    session.ask("add a cell")
+    (told,) = tool_results(model)
+    assert told.startswith("proposed p") and "a call read from the model's text" in told
+    assert len(notebook.cells) == len(CELLS)  # not applied
+    (shown,) = notebook.pending.values()
+    assert shown["mode"] == "ask" and "a call read from the model's text" in shown["summary"]
+
+
+def test_a_cell_run_asked_for_in_the_models_text_is_refused_where_nobody_can_answer():
+    written = '<tool_call>\n{"name": "execute_cell", "arguments": {"cell_id": "group"}}\n</tool_call>'
+    model = ScriptedModel([written, "Not run."])
+    session, notebook = open_notebook(model, python="auto")
+    session.ask("run the groupby")
+    assert tool_results(model) == [NOBODY_FOR_WRITTEN]
+    assert [r for r in notebook.requests if r["op"] == "run"] == []
 
 
 def test_a_decision_taken_while_the_turn_runs_rides_on_the_next_notebook_tool_result():

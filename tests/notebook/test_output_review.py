@@ -135,7 +135,7 @@ def test_an_interrupt_during_the_review_ends_the_proposal_and_changes_nothing(vs
     monkeypatch.setattr("builtins.input", interrupted)
     with pytest.raises(KeyboardInterrupt):
         session.ask("add a cell")
-    assert vscode.shell.next_inputs == [] and vscode.frontend.ledger.pending_ids() == []
+    assert vscode.shell.next_inputs == [] and vscode.frontend.proposals.pending_ids() == []
     decided = [e.data for e in session.store.list_events("vs") if e.kind == "notebook.decided"]
     assert [(d["decision"], d["via"]) for d in decided] == [("no answer", "interrupt")]
 
@@ -171,3 +171,25 @@ def test_a_new_cell_is_every_line_added_and_hidden_characters_show_as_markers():
     assert diff_lines("", "a = 1\nb = 2") == [("+", "a = 1"), ("+", "b = 2")]
     assert diff_lines("a = 1\nb = 2", "a = 1\nb = 3") == [(" ", "a = 1"), ("-", "b = 2"), ("+", "b = 3")]
     assert diff_lines("", "ok = 1\u202e  # x") == [("+", "ok = 1<U+202E>  # x")]
+
+
+def test_a_change_that_copies_a_placeholder_back_is_refused_before_any_review_is_shown(vscode, capsys):
+    token = "ghp_" + "Zq8Lr2Xw9Kp4Tn7V" * 2 + "aB3d"
+    saved(vscode.file, [("load", "code", f"x = 1\ntoken = '{token}'"), ("run", "code", "%%monad\nadd cells")])
+    copied = {"cell_id": "load", "cell_source": "x = 2\ntoken = '[REDACTED:github]'"}
+    new_cell = {"cell_type": "code", "cell_source": "t = '[REDACTED:github]'"}
+    model = ScriptedModel(
+        [
+            tool_call("read_cell", {"cell_id": "load"}),
+            tool_calls(tool_call("overwrite_cell_source", copied), tool_call("insert_cell", new_cell)),
+            "ok",
+        ]
+    )
+    session = vscode.start(model, [])  # no answer is scripted: a review that asked would fail the test
+    session.ask("set x to 2")
+    read, changed, inserted = results(model)
+    assert "token = '[REDACTED:github]'" in read
+    assert changed.startswith("error: ") and "holds [REDACTED:github]" in changed
+    assert inserted.startswith("error: ") and "holds [REDACTED:github]" in inserted
+    assert "The agent proposes" not in capsys.readouterr().out and vscode.shell.next_inputs == []
+    assert token not in json.dumps([call.messages for call in model.calls])

@@ -8,15 +8,16 @@ instruction). The servers run on free 127.0.0.1 ports with one thread each.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from monad_notebook.testing.llama import LlamaServer, LlamaUnavailable
 
 
-def _running(context: int) -> Iterator[LlamaServer]:
+def _running(context: int, chat_template: Path | None = None) -> Iterator[LlamaServer]:
     try:
-        server = LlamaServer(context=context)
+        server = LlamaServer(context=context, chat_template=chat_template)
     except LlamaUnavailable as why:
         pytest.skip(str(why))
     try:
@@ -43,3 +44,9 @@ def small_llama() -> Iterator[LlamaServer]:
 def own_llama() -> Iterator[LlamaServer]:
     """A server of the test's own, to kill and bring back."""
     yield from _running(2048)
+
+
+@pytest.fixture(scope="session")
+def strict_llama() -> Iterator[LlamaServer]:
+    """A server whose chat template refuses roles that do not alternate, as Mistral's and Gemma's do."""
+    yield from _running(4096, Path(__file__).parent / "strict_roles.jinja")

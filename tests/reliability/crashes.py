@@ -1,4 +1,5 @@
-"""Run writer.py children, kill them at seeded random moments, and check what a user would find after.
+"""Run writer.py children (or real kernels), kill them at seeded random moments or mid-cell, and check what a
+user would find after.
 
 Shared by the quick tests and ``benchmarks/reliability_long.py``.
 """
@@ -15,6 +16,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -110,3 +112,25 @@ def batch_problems(store: LanceStore, name: str, acked_ids: list[str], batch_siz
     if called != answered:
         problems.append(f"orphaned tool calls {sorted(called ^ answered)[:3]}")
     return problems
+
+
+def kill_kernel_while(workdir: Path, cell: str, running: Callable[[], bool], timeout: float = 60) -> None:
+    """Start a real kernel in ``workdir``, load the extension, run ``cell`` and kill -9 the kernel once
+    ``running()`` holds (the cell is mid-way), as a crash or an out-of-memory kill would."""
+    from jupyter_client.manager import start_new_kernel
+
+    km, kc = start_new_kernel(kernel_name="python3", cwd=str(workdir))
+    try:
+        reply = kc.execute_interactive("%load_ext monad_notebook", timeout=timeout)
+        assert reply["content"]["status"] == "ok", reply["content"]
+        kc.execute(cell)
+        deadline = time.monotonic() + timeout
+        while not running():
+            assert km.is_alive() and time.monotonic() < deadline, "the cell never got that far"
+            time.sleep(0.05)
+        os.kill(km.provisioner.process.pid, signal.SIGKILL)
+        while km.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        kc.stop_channels()
+        km.cleanup_resources()

@@ -70,8 +70,8 @@ def say(**data: Any) -> None:
 
 def record_summaries(session: Session) -> None:
     """Report each summary the session actually saves: the boundary it built on, its own, what it folded."""
-    cascade = session.cascade
-    save = cascade._save_summary
+    policy = session.cascade.compaction
+    save = policy._save_summary
 
     def recording(compaction: Any, previous: Any) -> Any:
         saved = save(compaction, previous)
@@ -80,7 +80,7 @@ def record_summaries(session: Session) -> None:
             say(summary=compaction.summary.boundary_seq, previous=before, folded=compaction.folded_ids)
         return saved
 
-    cascade._save_summary = recording  # type: ignore[method-assign]
+    policy._save_summary = recording  # type: ignore[method-assign]
 
 
 class Kernel:

@@ -1,7 +1,9 @@
-"""kill -9 at random moments, and several processes at once: acknowledged writes survive whole, once."""
+"""kill -9 at random moments, mid tool call, and several processes at once: acknowledged writes survive whole,
+once, and a killed call is answered."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -9,8 +11,10 @@ import pytest
 from monad_notebook.config import Config
 from monad_notebook.session import Session
 from monad_notebook.store.lance import LanceStore
-from monad_notebook.testing import ScriptedModel
-from tests.reliability.crashes import batch_problems, finish, kill_at_random, start
+from monad_notebook.testing import FakeOpenAIServer, ScriptedModel, tool_call
+from tests.e2e.test_cell_kernel import run
+from tests.reliability.crashes import batch_problems, finish, kill_at_random, kill_kernel_while, start
+from tests.reliability.pairs import assert_paired
 from tests.reliability.writer import BATCH_SIZE
 
 
@@ -74,3 +78,36 @@ def test_several_processes_appending_at_once_lose_and_duplicate_nothing(db: Path
         assert len(outcome.acks) == 15
         assert batch_problems(store, name, outcome.acked_ids, BATCH_SIZE) == []
     store.close()
+
+
+@pytest.mark.slow
+def test_a_kernel_killed_during_a_tool_call_answers_the_call_and_records_the_file_it_wrote(isolated_env: Path):
+    """The next request holds the killed call and its result, and the workspace block names the file it wrote."""
+    from jupyter_client.manager import start_new_kernel
+
+    written = isolated_env / "made_by_the_killed_call.csv"
+    code = f"open({written.name!r}, 'w').write('a,b\\n1,2\\n')\nimport time\ntime.sleep(120)"
+    with FakeOpenAIServer() as server:
+        agents = {
+            "models": {"main": {"model": "m", "baseUrl": server.base_url, "maxRetries": 0}},
+            "tools": {"python": {"approval": "auto"}},
+        }
+        (isolated_env / "agents.json").write_text(json.dumps(agents))
+        server.queue(tool_call("python", {"code": code}, id="call_killed"), "it crashed; the file is there")
+        kill_kernel_while(isolated_env, "%%monad --session crashy\nwrite the file", written.exists)
+
+        km, kc = start_new_kernel(kernel_name="python3", cwd=str(isolated_env))
+        try:
+            run(kc, "%load_ext monad_notebook")
+            run(kc, "%%monad --session crashy\nwhat happened?")
+        finally:
+            kc.stop_channels()
+            km.shutdown_kernel(now=True)
+        sent = server.chat_requests[-1]["messages"]
+    assert_paired(sent)
+    called = [m for m in sent if m["role"] == "assistant" and m.get("tool_calls")]
+    assert [c["id"] for m in called for c in m["tool_calls"]] == ["call_killed"]
+    answered = next(m for m in sent if m.get("tool_call_id") == "call_killed")
+    assert answered["content"].startswith("interrupted by a crash")
+    block = next(m["content"] for m in sent if "<workspace>" in str(m.get("content")))
+    assert "- made_by_the_killed_call.csv: 8 bytes (call_killed, turn 1)" in block

@@ -127,16 +127,18 @@ class InterruptingStore(LanceStore):
             raise KeyboardInterrupt
 
 
-@pytest.mark.parametrize("after_write", [False, True])
-def test_interrupt_while_a_round_is_being_written_leaves_it_whole_or_absent(config, tmp_path, after_write):
+@pytest.mark.parametrize(("at", "after_write"), [(2, False), (2, True), (3, False), (3, True)])
+def test_interrupt_while_a_round_is_being_written_leaves_every_call_answered_once(config, tmp_path, at, after_write):
+    """The calls are written before they run (the second write), their results after (the third)."""
     store = InterruptingStore(tmp_path / "db")
-    store.at, store.after_write = 2, after_write  # the user message is the first write
+    store.at, store.after_write = at, after_write  # the user message is the first write
     model = ScriptedModel([tool_calls(tool_call("list_variables", {}), tool_call("list_variables", {})), "fine"])
     session = Session("s", config=config, store=store, model=model)
     with pytest.raises(KeyboardInterrupt):
         session.ask("look")
     stored = store.load_messages("s")
-    assert [m.role for m in stored] == (["user", "assistant", "tool", "tool"] if after_write else ["user"])
+    whole = ["user", "assistant", "tool", "tool"]
+    assert [m.role for m in stored] == (["user", "assistant"] if (at, after_write) == (3, False) else whole)
     assert session.ask("again").text == "fine"
     assert_paired(model.calls[-1].messages)
     reopened = Session("s", config=config, store=LanceStore(tmp_path / "db"), model=ScriptedModel(["x"]))

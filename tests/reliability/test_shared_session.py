@@ -12,6 +12,7 @@ import pytest
 
 from monad_notebook import events as ev
 from monad_notebook.config import Config
+from monad_notebook.context.prompt import own_text
 from monad_notebook.context.window import Window
 from monad_notebook.errors import SessionBusyError
 from monad_notebook.messages import Message, ToolCall
@@ -35,11 +36,11 @@ def kernel(db: Path, model: ScriptedModel, name: str = "shared") -> Session:
 
 
 def sent(model: ScriptedModel, call: int = 0) -> list[dict]:
-    """What the model received at one call, in the form kernel.py reports it."""
+    """What the model received at one call, in the form kernel.py reports it (the blocks that end it left out)."""
     return [
         {
             "role": m["role"],
-            "content": str(m.get("content") or ""),
+            "content": own_text(str(m.get("content") or "")),
             "tool_call_id": m.get("tool_call_id"),
             "calls": [c["id"] for c in m.get("tool_calls") or []],
         }
@@ -113,7 +114,7 @@ def test_a_compaction_another_kernel_overtook_saves_nothing_and_keeps_its_summar
     overtaken = copy.deepcopy(bob.summary)
     errors: list[str] = []
     alice.events.subscribe(lambda e: errors.append(e.data["message"]) if e.kind == ev.ERROR else None)
-    assert alice.cascade.compact_from(snapshot, previous, 2, "soft threshold") is None
+    assert alice.cascade.compaction.compact(snapshot, previous, 2, "soft threshold") is None
     assert LanceStore(db).load_summary("shared") == overtaken
     assert errors == [
         "Compaction skipped, the previous summary is kept: another kernel changed this session meanwhile; "
@@ -126,7 +127,7 @@ def test_a_compaction_never_folds_a_message_written_behind_its_window(db: Path):
     snapshot = list(alice.window)
     unseen = Message("user", "written by a kernel that did not take the lease", session="shared", seq=3)
     LanceStore(db).append_messages([unseen])
-    assert alice.cascade.compact_from(snapshot, None, 2, "soft threshold") is None
+    assert alice.cascade.compaction.compact(snapshot, None, 2, "soft threshold") is None
     assert LanceStore(db).load_summary("shared") is None
 
 

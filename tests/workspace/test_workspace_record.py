@@ -51,14 +51,14 @@ def test_a_name_that_looks_like_a_secret_is_redacted_before_it_is_kept(tmp_path)
     assert all(SECRET not in e.key for e in made.store.load_workspace("s"))
 
 
-def test_an_object_that_cannot_be_looked_at_skips_the_look_and_the_next_one_works(tmp_path):
+def test_an_object_whose_class_raises_is_noted_by_its_real_type_and_the_next_look_works(tmp_path):
     namespace = {"__name__": "__main__"}
     made = record(namespace, tmp_path)
     namespace["odd"] = Liar()
-    assert made.take("call_1") == []
+    assert [(e.key, e.type) for e in made.take("call_1")] == [("odd", "Liar")]
     del namespace["odd"]
     namespace["fine"] = types.SimpleNamespace()
-    assert [e.key for e in made.take("call_2")] == ["fine"]
+    assert sorted((e.key, e.state) for e in made.take("call_2")) == [("fine", "bound"), ("odd", "deleted")]
 
 
 class FailingOnce(MemoryStore):
@@ -115,5 +115,7 @@ def test_a_figure_is_noted_by_its_number_and_axes(tmp_path):
     plt.close("all")
 
 
-def test_the_block_budget_is_eight_percent_of_the_window_and_at_least_800_tokens():
-    assert (budget(None, 8_000), budget(None, 128_000), budget(2_000, 128_000)) == (800, 10_240, 2_000)
+def test_the_block_budget_is_eight_percent_of_the_window_between_800_and_4000_tokens_unless_configured():
+    windows = (8_000, 32_000, 128_000, 1_000_000)
+    assert [budget(None, w) for w in windows] == [800, 2_560, 4_000, 4_000]
+    assert budget(20_000, 1_000_000) == 20_000

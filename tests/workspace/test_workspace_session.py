@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,6 +19,7 @@ from monad_notebook.cell.status import status_sentences
 from monad_notebook.config import Config
 from monad_notebook.store.lance import LanceStore
 from monad_notebook.testing import FakeOpenAIServer, ScriptedModel, tool_call
+from monad_notebook.widget.report import workspace_of as panel_rows
 
 pytestmark = pytest.mark.lance
 
@@ -27,19 +28,6 @@ BRIEFING = (
     "- go on\n## Next Step\ncontinue"
 )
 SECRET = "sk-proj-Zq8vN2mK7xR4tL9wB3cF6hJ1dS5gA0pY"
-
-
-@pytest.fixture
-def shell(ip) -> Iterator[Any]:
-    """The shared test shell with a user namespace of its own: names earlier tests left are set aside, then put back."""
-    left = {k: v for k, v in ip.user_ns.items() if not k.startswith("_") and k not in ip.user_ns_hidden}
-    for name in left:
-        del ip.user_ns[name]
-    before = set(ip.user_ns)
-    yield ip
-    for name in set(ip.user_ns) - before:
-        del ip.user_ns[name]
-    ip.user_ns.update(left)
 
 
 def make(
@@ -265,3 +253,33 @@ def test_the_extension_notes_the_users_cells_and_status_tells_the_record(ip, she
         ip.run_line_magic("unload_ext", "monad_notebook")
         assert magics.after_cell not in ip.events.callbacks["post_run_cell"]
         ip.run_line_magic("load_ext", "monad_notebook")
+
+
+GITHUB = "ghp_" + "Zq8Lr2Xw9Kp4Tn7V" * 2 + "aB3d"
+OPENAI = "sk-proj-" + "T4kW9qZ2vB7xR1mN8pL3sD6f" * 2
+
+
+def test_a_key_in_a_type_a_dtype_field_or_a_column_reaches_no_request_no_stored_row_and_no_panel_row(store, shell):
+    model = ScriptedModel(["hello", tool_call("list_variables", {}), tool_call("describe", {"name": "fields"}), "ok"])
+    session = make(store, shell, model)
+    session.ask("hi")
+    shell.run_cell(
+        "import numpy as np, pandas as pd\n"
+        f"gh, oa = {GITHUB[:20]!r} + {GITHUB[20:]!r}, {OPENAI[:20]!r} + {OPENAI[20:]!r}\n"
+        "fields = np.zeros(2, dtype=[(gh, '<f8')])\n"
+        "made = type('backup_' + gh, (), {})()\n"
+        "frame = pd.DataFrame({'openai_' + oa: [1]})\n"
+        "named = pd.Series([1.0], name='col_' + gh)\n",
+        store_history=True,
+    )
+    session.ask("what changed?")
+
+    block = workspace_of(model.calls[-1].messages)
+    assert "- fields: ndarray shape (2,) [('[REDACTED:github]', '<f8')]" in block
+    assert "- made: backup_[REDACTED:github]" in block and "[openai_[REDACTED:openai]]" in block
+    sent = json.dumps([call.messages for call in model.calls])
+    rows = json.dumps(panel_rows(session))
+    stored = b"".join(p.read_bytes() for p in Path(store.uri).rglob("*") if p.is_file() and "workspace" in str(p))
+    for key in (GITHUB, OPENAI):
+        assert key not in sent and key not in rows and key.encode() not in stored
+    unhook(shell, session)

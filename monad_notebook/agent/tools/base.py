@@ -12,7 +12,7 @@ import re
 import types
 import typing
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -36,6 +36,11 @@ class ToolStore(ToolOutputs, Images, Sessions, Protocol):
 
 _JSON_TYPES: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
 
+# What a tool does to the world, which decides how a call read from the model's text is asked about
+READS = "reads"  # it only reads (a file, the kernel's names, the notebook, the session): runs as any call does
+ASKS = "asks"  # it can change things and asks the user itself (python, the cell tools, MCP tools)
+CHANGES = "changes"  # it can change things and does not ask (memory, a user's own tool): the runner asks for it
+
 
 @dataclass
 class ToolContext:
@@ -51,6 +56,7 @@ class ToolContext:
     store: ToolStore | None = None
     python_approval: str = "ask"  # ask | auto | off
     python_timeout: float | None = None  # seconds before the python tool stops the code; None: no limit
+    namespace_timeout: float = 10.0  # seconds list_variables and describe may spend in the user's code
     approve: Callable[..., bool | None] | None = None  # approve(text, subject="python"); None: nobody can answer
     redactor: Redactor | None = None
     output_max_chars: int = ToolOutputConfig().max_chars  # what a tool paging saved text shows at once
@@ -64,6 +70,7 @@ class ToolContext:
     images: list[Image] = field(default_factory=list)  # what the call showed, each named by a line in its text
     notebook: NotebookFrontend | None = None  # the open notebook (agent/tools/cells.py); None: no notebook is open
     workspace: WorkspaceRecord | None = None  # what made each name (list_variables shows it); None: off
+    written: str = ""  # the call was read from the model's text, in this form ("json block"...); "": an API call
 
     def redact(self, text: str) -> str:
         """Redact ``text`` whole, before a tool cuts, numbers or formats it (the spec's order).
@@ -94,6 +101,7 @@ class Tool:
     description: str
     parameters: dict[str, Any]
     func: Callable[..., str]
+    effect: str = CHANGES  # READS, ASKS or CHANGES: a tool not declared otherwise is taken to change things
 
     def schema(self) -> dict[str, Any]:
         """The tool in OpenAI ``tools`` form."""
@@ -157,6 +165,16 @@ def tool(func: Callable[..., str]) -> Tool:
         properties[param.name] = prop
     parameters = {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
     return Tool(name=func.__name__, description=description, parameters=parameters, func=func)
+
+
+def reads(made: Tool) -> Tool:
+    """Declare a tool that only reads: a call of it read from the model's text runs as an API call does."""
+    return replace(made, effect=READS)
+
+
+def asks(made: Tool) -> Tool:
+    """Declare a tool that asks the user itself before it changes anything, a call read from text included."""
+    return replace(made, effect=ASKS)
 
 
 def _json_schema(hint: Any) -> dict[str, Any]:

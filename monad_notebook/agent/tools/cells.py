@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from monad_notebook.agent.tools.base import Tool, ToolContext, tool
+from monad_notebook.agent.tools.base import Tool, ToolContext, asks, reads, tool
 from monad_notebook.agent.tools.notebook import _clip
 from monad_notebook.agent.tools.python import approval_refusal, strip_ansi
 from monad_notebook.errors import ToolError
@@ -33,6 +33,12 @@ SOURCE_CHARS = 4_000  # a cell's source in read_notebook; read_cell shows it who
 OUTPUT_CHARS = 1_500  # each output's text
 MAX_CELLS = 100
 _REDACTED = re.compile(r"\[REDACTED:")
+# the monad magics in any line, their names handed to IPython's magic runners, or the package itself
+_CALLS_MONAD = re.compile(
+    r"^[ \t]*%{1,2}[ \t]*monad\b|\b(?:run_cell_magic|run_line_magic|magic)\s*\(\s*[rbuf]*['\"]%*\s*monad\b"
+    r"|\bmonad_notebook\b",
+    re.M,
+)
 
 
 def unavailable(ctx: ToolContext) -> str:
@@ -125,6 +131,7 @@ def _cell_text(ctx: ToolContext, cell: Cell, running: str, *, outputs: bool, cli
     return text + ("\noutputs:\n" + "\n".join(lines) if lines else "\noutputs: none")
 
 
+@reads
 @tool
 def read_notebook(ctx: ToolContext, start_index: int = 0, limit: int = 20, include_outputs: bool = False) -> str:
     """Read the open notebook as the user sees it now: each cell's id, index, type, source and execution count.
@@ -154,6 +161,7 @@ def read_notebook(ctx: ToolContext, start_index: int = 0, limit: int = 20, inclu
     return _told(notebook, head + "\n\n" + "\n\n".join(cells) + more)
 
 
+@reads
 @tool
 def read_cell(ctx: ToolContext, cell_id: str, include_outputs: bool = True) -> str:
     """Read one cell of the open notebook by its id: its whole source, and its outputs.
@@ -171,6 +179,7 @@ def read_cell(ctx: ToolContext, cell_id: str, include_outputs: bool = True) -> s
     return _told(notebook, _cell_text(ctx, snapshot.cells[0], running, outputs=include_outputs, clip=False))
 
 
+@asks
 @tool
 def insert_cell(
     ctx: ToolContext, cell_type: str, cell_source: str, cell_id: str | None = None, position: str = "below"
@@ -186,13 +195,14 @@ def insert_cell(
     notebook = _notebook(ctx)
     if cell_type not in CELL_TYPES or position not in POSITIONS:
         raise ToolError(f"cell_type must be one of {', '.join(CELL_TYPES)} and position one of {', '.join(POSITIONS)}")
+    _no_copied_placeholders(ctx, cell_source, "")
     running = notebook.running_cell()
     anchor = cell_id or running
     with _refusals():
         if not anchor and notebook.path() == EXTENSION:
             raise ToolError("the running cell's id is not known: name the cell_id to insert against")
         proposal = Proposal(
-            id=notebook.ledger.next_id(),
+            id=notebook.proposals.next_id(),
             kind="insert",
             cell_id=anchor,
             source=cell_source,
@@ -200,18 +210,39 @@ def insert_cell(
             position=position,
             new_id=new_cell_id(),
             anchor_is_running=cell_id is None or cell_id == running,
+            written=ctx.written,
         )
         return _told(notebook, notebook.submit(proposal))
 
 
+def _no_copied_placeholders(ctx: ToolContext, source: str, base: str) -> None:
+    """Refuse a source holding more ``[REDACTED:...]`` placeholders than the cell's real source: each stands for a
+    secret the agent was never shown, and accepting the copy would put the placeholder where the secret was.
+
+    Both review paths (the extension's diff at the cell, the review in the cell's output) and "auto"
+    take proposals from here, so none of them ever shows or applies such a change.
+    """
+    found = ctx.redactor.placeholders(source) if ctx.redactor is not None else []
+    copied = [p for p in dict.fromkeys(found) if source.count(p) > base.count(p)]
+    if copied:
+        raise ToolError(
+            f"the new source holds {', '.join(copied)}: a placeholder stands for a secret of the user's that you were "
+            "never shown, and accepting it would replace the secret; leave the lines that hold one out of the change "
+            "(edit_cell_source of the text around them), and never write a placeholder into a cell"
+        )
+
+
 def _propose_change(ctx: ToolContext, cell_id: str, source: str, base: str) -> str:
     notebook = _notebook(ctx)
+    _no_copied_placeholders(ctx, source, base)
     if source == base:
         return _told(notebook, f"cell {cell_id} already holds this source: nothing to change")
-    waiting = notebook.ledger.waiting_on(cell_id)
+    waiting = notebook.proposals.waiting_on(cell_id)
     if waiting:
         raise ToolError(f"cell {cell_id} already has change {waiting} waiting for the user's decision")
-    proposal = Proposal(id=notebook.ledger.next_id(), kind="change", cell_id=cell_id, source=source, base=base)
+    proposal = Proposal(
+        id=notebook.proposals.next_id(), kind="change", cell_id=cell_id, source=source, base=base, written=ctx.written
+    )
     with _refusals():
         return _told(notebook, notebook.submit(proposal))
 
@@ -224,6 +255,7 @@ def _base(ctx: ToolContext, cell_id: str) -> str:
         return notebook.base_of(cell_id)
 
 
+@asks
 @tool
 def overwrite_cell_source(ctx: ToolContext, cell_id: str, cell_source: str) -> str:
     """Propose a new source for a cell you have read. The user accepts or rejects the change.
@@ -235,6 +267,7 @@ def overwrite_cell_source(ctx: ToolContext, cell_id: str, cell_source: str) -> s
     return _propose_change(ctx, cell_id, cell_source, _base(ctx, cell_id))
 
 
+@asks
 @tool
 def edit_cell_source(ctx: ToolContext, cell_id: str, old_string: str, new_string: str) -> str:
     """Propose replacing one exact passage of a cell you have read. The user accepts or rejects the change.
@@ -254,6 +287,7 @@ def edit_cell_source(ctx: ToolContext, cell_id: str, old_string: str, new_string
     return _propose_change(ctx, cell_id, base.replace(old_string, new_string, 1), base)
 
 
+@asks
 @tool
 def execute_cell(ctx: ToolContext, cell_id: str) -> str:
     """Run a cell of the notebook. The kernel is busy with this turn, so the run is queued for after it.
@@ -265,6 +299,8 @@ def execute_cell(ctx: ToolContext, cell_id: str) -> str:
         cell_id: The cell's id, as read_notebook lists it.
     """
     notebook = _notebook(ctx)
+    if cell_id and cell_id == notebook.running_cell():
+        raise ToolError(f"cell {cell_id} is the running %%monad cell (this conversation): it does not run itself")
     with _refusals():
         notebook.check_can_run(cell_id)
         snapshot = notebook.read(ids=[cell_id])
@@ -272,11 +308,22 @@ def execute_cell(ctx: ToolContext, cell_id: str) -> str:
             raise ToolError(f"no cell with id {cell_id} in the notebook: read_notebook lists the ids")
         cell = snapshot.cells[0]
         if cell.type == "code":
+            _refuse_monad(cell)
             refusal = approval_refusal(ctx, cell.source)
             if refusal is not None:
                 ctx.outcome = "refused"
                 return _told(notebook, refusal)
-        return _told(notebook, notebook.run(cell_id))
+        return _told(notebook, notebook.run(cell_id, cell.source))
+
+
+def _refuse_monad(cell: Cell) -> None:
+    """A cell that calls monad itself would start a turn (or change the session) when it runs: the user runs it."""
+    found = _CALLS_MONAD.search(cell.source)
+    if found:
+        raise ToolError(
+            f"cell {cell.id} calls monad itself ({found.group().strip()[:40]}): the agent does not run such a "
+            "cell, so no turn starts another; ask the user to run it"
+        )
 
 
 TOOLS: list[Tool] = [read_notebook, read_cell, insert_cell, overwrite_cell_source, edit_cell_source, execute_cell]

@@ -19,7 +19,7 @@ from itertools import islice
 from pathlib import Path
 from typing import BinaryIO
 
-from monad_notebook.agent.tools.base import Tool, ToolContext, tool
+from monad_notebook.agent.tools.base import Tool, ToolContext, reads, tool
 from monad_notebook.agent.tools.file_access import (
     MAX_LINE_BYTES,
     SNIFF_BYTES,
@@ -65,6 +65,7 @@ def _human(size: int) -> str:
     return f"{size} B"
 
 
+@reads
 @tool
 def list_files(ctx: ToolContext, path: str = ".", pattern: str = "*") -> str:
     """List files and folders under a directory of the user's project, with their sizes.
@@ -153,6 +154,7 @@ def _numbered(entry: Shown, lengths: list[int], start: int) -> str:
     return f"{entry.label:>6}\t{text}"
 
 
+@reads
 @tool
 def read_file(ctx: ToolContext, path: str, offset: int = 0, limit: int = 200) -> str:
     """Read lines of a text file in the user's project, numbered, a window at a time.
@@ -200,6 +202,7 @@ def _walk(base: Path, root: Path, deadline: float) -> Iterator[Path]:
                 yield candidate
 
 
+@reads
 @tool
 def grep(ctx: ToolContext, pattern: str, path: str = ".", max_results: int = 50) -> str:
     """Search the user's project files for a regular expression (or literal text), line by line.

@@ -25,7 +25,6 @@ import concurrent.futures
 import contextlib
 import json
 import logging
-import re
 import tempfile
 import threading
 import weakref
@@ -33,14 +32,13 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import Any
 
-from monad_notebook.agent.tools.base import Tool, ToolContext
+from monad_notebook.agent.tools.base import ASKS, Tool, ToolContext
+from monad_notebook.agent.tools.mcp_approval import refusal, tool_name
 from monad_notebook.config_schema import McpServerConfig
 from monad_notebook.errors import ToolError
 
 log = logging.getLogger(__name__)
 
-PREFIX = "mcp__"  # no built-in tool starts with it, so a server's tool never takes a built-in name
-MAX_NAME = 64  # the longest tool name the Chat Completions API takes
 MAX_RESULT_CHARS = 2_000_000
 MAX_DESCRIPTION = 1024
 _STDERR_TAIL = 300
@@ -54,10 +52,11 @@ class ServerStatus:
     """What ``%monad status`` says of one server."""
 
     name: str
-    state: str  # not started | ready | down
+    state: str  # off | not started | ready | down
     detail: str
     tools: tuple[str, ...]
     left_out: tuple[str, ...] = ()  # tools with a schema the model cannot be given, or a name already taken
+    off: tuple[str, ...] = ()  # tools turned off (approval "off"): never offered
 
 
 class _Loop:
@@ -87,12 +86,6 @@ def _close_all() -> None:
 
 
 atexit.register(_close_all)
-
-
-def tool_name(server: str, tool: str) -> str:
-    """The name the model sees: ``mcp__<server>__<tool>``, cut to the API's 64 characters."""
-    clean = re.sub(r"[^A-Za-z0-9_-]", "_", f"{PREFIX}{server}__{tool}")
-    return clean[:MAX_NAME]
 
 
 class McpServer:
@@ -289,7 +282,11 @@ class McpServer:
         return False
 
     def status(self) -> ServerStatus:
-        return ServerStatus(self.name, self.state, self.detail, tuple(t.name for t in self.tools), tuple(self.left_out))
+        if not self.cfg.turned_on():
+            return ServerStatus(self.name, "off", f'mcpServers.{self.name}.approval is "off": not started', ())
+        names = tuple(t.name for t in self.tools)
+        off = tuple(name for name in names if self.cfg.approval_for(name) == "off")
+        return ServerStatus(self.name, self.state, self.detail, names, tuple(self.left_out), off)
 
 
 def _reason(exc: BaseException) -> str:
@@ -370,9 +367,11 @@ class McpServers:
         offered: list[Tool] = []
         taken: set[str] = set()
         for server in self._servers.values():
-            if not server.ensure_started():
+            if not server.cfg.turned_on() or not server.ensure_started():
                 continue
             for listed in server.tools:
+                if server.cfg.approval_for(listed.name) == "off":
+                    continue
                 name = tool_name(server.name, listed.name)
                 if name in taken:
                     if listed.name not in server.left_out:
@@ -390,29 +389,6 @@ class McpServers:
             server.close()
 
 
-def call_text(server: str, tool: str, arguments: dict[str, Any]) -> str:
-    """A call as the user approves it: the server, the tool and its exact arguments."""
-    shown = json.dumps(arguments, ensure_ascii=False, indent=2, sort_keys=True, default=str)
-    return f"MCP server {server}, tool {tool}, arguments:\n{shown}"
-
-
-def refusal(server: McpServer, tool: str, arguments: dict[str, Any], ctx: ToolContext) -> str | None:
-    """Why the call may not go ahead (``approval`` off, declined, nobody to ask), or None to make it."""
-    mode = server.cfg.approval_for(tool)
-    where = f"mcpServers.{server.name}"
-    if mode == "auto":
-        return None
-    if mode == "off":
-        return f'not run: the MCP server {server.name} is turned off ({where}.approval is "off")'
-    answer = ctx.approve(call_text(server.name, tool, arguments), f"mcp:{server.name}") if ctx.approve else None
-    if answer is None:
-        return (
-            f"not run: nobody approved this call (nobody can answer here); to allow it, set {where}.approval"
-            ' (or its tools.<name>.approval) to "auto" in agents.json'
-        )
-    return None if answer else "not run: the user skipped this call"
-
-
 def _as_tool(server: McpServer, listed: Any, name: str) -> Tool:
     schema = dict(listed.input_schema)
     schema.setdefault("type", "object")
@@ -421,10 +397,10 @@ def _as_tool(server: McpServer, listed: Any, name: str) -> Tool:
     description = f"[MCP server {server.name}] {about}"[:MAX_DESCRIPTION]
 
     def call(ctx: ToolContext, /, **arguments: Any) -> str:  # an argument may be called ctx
-        refused = refusal(server, listed.name, arguments, ctx)
+        refused = refusal(server.name, server.cfg, listed.name, arguments, ctx)
         if refused is not None:
             ctx.outcome = "refused"
             return refused
         return bounded(server.call(listed.name, arguments), ctx)
 
-    return Tool(name=name, description=description, parameters=schema, func=call)
+    return Tool(name=name, description=description, parameters=schema, func=call, effect=ASKS)

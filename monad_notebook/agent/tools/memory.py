@@ -12,7 +12,7 @@ suggestion that only the user's Save (panel, ``%monad remember --accept N``) tur
 
 from __future__ import annotations
 
-from monad_notebook.agent.tools.base import ToolContext, tool
+from monad_notebook.agent.tools.base import ToolContext, reads, tool
 from monad_notebook.errors import ToolError
 from monad_notebook.memory.service import GLOBAL_SCOPE, MemoryService, fact_key
 from monad_notebook.store.base import MemoryFact
@@ -90,6 +90,7 @@ def forget(ctx: ToolContext, id: str) -> str:
     return f"forgot {fact.id}: {fact.text}"
 
 
+@reads
 @tool
 def list_memory(ctx: ToolContext) -> str:
     """List the facts remembered for this session (its agent's and global ones), newest first, with their ids."""

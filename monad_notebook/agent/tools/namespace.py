@@ -2,6 +2,12 @@
 
 A DataFrame with ten million rows must cost the model a few hundred tokens, not the
 whole frame, so every summary is bounded: previews, heads and counts, never contents.
+
+A value is sorted by its real type (``workspace/description.py``: no ``__class__`` can make an
+object pass for a DataFrame), and ``list_variables`` reads what the type tells without running
+the user's code where it can. What cannot be told that way (``describe``'s repr of an object,
+a dotted attribute, a callable's signature) runs the user's code, so both tools stop at
+``tools.namespace.timeoutSeconds`` (the python tool's ``TimeLimit``) and say what they could not read.
 """
 
 from __future__ import annotations
@@ -10,21 +16,24 @@ import contextlib
 import difflib
 import re
 import reprlib
-import sys
 import types
 from itertools import islice
 from typing import Any
 
-from monad_notebook.agent.tools.base import Tool, ToolContext, tool
+from monad_notebook.agent.tools.base import Tool, ToolContext, reads, tool
+from monad_notebook.agent.tools.time_limit import CodeTimedOut, TimeLimit
 from monad_notebook.errors import ToolError
+from monad_notebook.redaction.redactor import builtin_redactor
 from monad_notebook.workspace.block import origin
-from monad_notebook.workspace.description import is_user_value
+from monad_notebook.workspace.description import describe as description_of
+from monad_notebook.workspace.description import dtype_text, family, is_user_value, label, type_name
 
 _MAX_VARIABLES = 200
 _REPR_CHARS = 2000
 _PREVIEW_ITEMS = 20
 _MAX_COLUMNS = 50
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z]\w*)*")
+_SMALL = (bool, int, float, complex, type(None))
 
 
 def _bounded_repr() -> reprlib.Repr:
@@ -39,64 +48,45 @@ _REPR = _bounded_repr()
 
 
 def _short_repr(value: Any, limit: int = 80) -> str:
+    """A preview cut at ``limit``, never inside a secret: the result is redacted whole later, and the part of a key
+    left before a cut would no longer be recognised (the cut moves to the key's start)."""
     try:
         text = _REPR.repr(value)
     except Exception as exc:
         return f"<repr failed: {type(exc).__name__}>"
     text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return text if len(text) <= limit else text[: builtin_redactor().cut_point(text, limit - 3)] + "..."
 
 
-def _is_noise(name: str, value: Any, ctx: ToolContext) -> bool:
+def _is_noise(name: Any, value: Any, ctx: ToolContext) -> bool:
+    """Not a name the user made: IPython's own, a module, an import, or a key that is not a plain string."""
     hidden = getattr(ctx.shell, "user_ns_hidden", None) or {}
-    return not is_user_value(name, value, hidden, ctx.namespace.get("__name__"))
-
-
-def _pandas_kind(value: Any) -> str | None:
-    pandas = sys.modules.get("pandas")
-    if pandas is None:
-        return None
-    if isinstance(value, pandas.DataFrame):
-        return "DataFrame"
-    if isinstance(value, pandas.Series):
-        return "Series"
-    return None
-
-
-def _is_ndarray(value: Any) -> bool:
-    numpy = sys.modules.get("numpy")
-    return numpy is not None and isinstance(value, numpy.ndarray)
+    return type(name) is not str or not is_user_value(name, value, hidden, ctx.namespace.get("__name__"))
 
 
 def _brief(value: Any) -> str:
-    """One line: type and size, plus the value itself when it is small."""
-    kind = _pandas_kind(value)
-    if kind == "DataFrame":
-        columns = ", ".join(map(str, list(value.columns[:8]))) + (", ..." if value.shape[1] > 8 else "")
+    """One line: type and size, plus the value itself when it is a small builtin."""
+    kind = type(value)
+    of = family(kind)
+    if of == "frame":
+        columns = ", ".join(label(c) for c in value.columns[:8]) + (", ..." if value.shape[1] > 8 else "")
         return f"DataFrame  {value.shape[0]} rows x {value.shape[1]} cols  [{columns}]"
-    if kind == "Series":
-        return f"Series  {len(value)} values  dtype={value.dtype}  name={value.name!r}"
-    if _is_ndarray(value):
-        return f"ndarray  shape={value.shape}  dtype={value.dtype}"
-    if isinstance(value, (bool, int, float, complex)) or value is None:
-        return f"{type(value).__name__}  {_short_repr(value)}"
-    if isinstance(value, (str, bytes)):
-        return f"{type(value).__name__}  len={len(value)}  {_short_repr(value, 60)}"
-    if isinstance(value, (list, tuple, set, frozenset, dict)):
-        return f"{type(value).__name__}  len={len(value)}"
-    if isinstance(value, type):
+    if of == "series":
+        named = "None" if value.name is None else repr(label(value.name))
+        return f"Series  {len(value)} values  dtype={dtype_text(value.dtype)}  name={named}"
+    if of == "array":
+        return f"ndarray  shape={value.shape}  dtype={dtype_text(value.dtype)}"
+    if kind in _SMALL:
+        return f"{kind.__name__}  {_short_repr(value)}"
+    if kind is str or kind is bytes:
+        return f"{kind.__name__}  len={len(value)}  {_short_repr(value, 60)}"
+    if of == "sized":
+        return f"{type_name(kind)}  len={len(value)}"
+    if issubclass(kind, type):
         return "class"
     if callable(value):
-        return f"{type(value).__name__}  {_signature(value)}"
-    size = f"  len={len(value)}" if hasattr(value, "__len__") and _safe_len(value) is not None else ""
-    return f"{type(value).__name__}{size}"
-
-
-def _safe_len(value: Any) -> int | None:
-    try:
-        return len(value)
-    except Exception:
-        return None
+        return f"{type_name(kind)}  {_signature(value)}"
+    return type_name(kind)
 
 
 def _signature(value: Any) -> str:
@@ -114,18 +104,30 @@ def _made_by(ctx: ToolContext, name: str) -> str:
     return f"  [{origin(entry)}]" if entry is not None else ""
 
 
+def _stopped(ctx: ToolContext) -> str:
+    return f"stopped after {ctx.namespace_timeout:g} s (tools.namespace.timeoutSeconds)"
+
+
+@reads
 @tool
 def list_variables(ctx: ToolContext) -> str:
     """List the variables in the user's notebook namespace, with type and size, one per line, each with the tool
     call (its id) or the user's cell that made it and the turn."""
-    rows = []
-    for name, value in list(ctx.namespace.items()):
-        if _is_noise(name, value, ctx):
-            continue
-        try:
-            rows.append(f"{name}: {_brief(value)}{_made_by(ctx, name)}")
-        except Exception as exc:
-            rows.append(f"{name}: {type(value).__name__}  (could not summarize: {type(exc).__name__})")
+    items = list(ctx.namespace.items())
+    rows: list[str] = []
+    done = 0
+    try:
+        with TimeLimit(ctx.namespace_timeout, "tools.namespace.timeoutSeconds"):
+            for name, value in items:
+                if not _is_noise(name, value, ctx):
+                    rows.append(_row(ctx, name, value))
+                done += 1
+    except CodeTimedOut:  # the rest by name and type only: no more of the user's code runs
+        rest = [f"{n}: {type_name(type(v))}" for n, v in items[done:] if not _is_noise(n, v, ctx)]
+        rows += [*rest, f"[... {_stopped(ctx)}: the last {len(rest)} by type only ...]"]
+    odd = sum(1 for name, _ in items if type(name) is not str)
+    if odd:
+        rows.append(f"[... {odd} key(s) of the namespace are not strings and are not listed ...]")
     if not rows:
         return "(no user variables yet)"
     more = len(rows) - _MAX_VARIABLES
@@ -133,6 +135,13 @@ def list_variables(ctx: ToolContext) -> str:
     if more > 0:
         shown.append(f"[... {more} more variables not listed ...]")
     return "\n".join(shown)
+
+
+def _row(ctx: ToolContext, name: str, value: Any) -> str:
+    try:
+        return f"{name}: {_brief(value)}{_made_by(ctx, name)}"
+    except Exception as exc:
+        return f"{name}: {type_name(type(value))}  (could not summarize: {type_name(type(exc))})"
 
 
 def _lookup(ctx: ToolContext, name: str) -> Any:
@@ -155,6 +164,7 @@ def _lookup(ctx: ToolContext, name: str) -> Any:
     return value
 
 
+@reads
 @tool
 def describe(ctx: ToolContext, name: str) -> str:
     """Describe one variable of the user's namespace: shape, types, a preview and summary statistics.
@@ -165,22 +175,42 @@ def describe(ctx: ToolContext, name: str) -> str:
     Args:
         name: A variable name, or name.attribute (e.g. df or df.columns); expressions are not evaluated.
     """
-    value = _lookup(ctx, name)
-    kind = _pandas_kind(value)
-    if kind == "DataFrame":
+    try:
+        with TimeLimit(ctx.namespace_timeout, "tools.namespace.timeoutSeconds"):
+            return _described(name, _lookup(ctx, name))
+    except CodeTimedOut:
+        pass
+    value = ctx.namespace.get(name.strip(), None) if "." not in name else None
+    told = about_value(value) if value is not None else ""
+    return f"{name}: {_stopped(ctx)}: reading it runs code of its own that did not return in time" + (
+        f"; by its type: {told}" if told else ""
+    )
+
+
+def about_value(value: Any) -> str:
+    """What the type tells of a value, without running its code ("DataFrame 3 rows x 2 cols [a, b]")."""
+    told = description_of(value)
+    columns = f" [{', '.join(told.columns)}]" if told.columns else ""
+    return " ".join(part for part in (told.type, told.shape) if part) + columns
+
+
+def _described(name: str, value: Any) -> str:
+    kind = type(value)
+    of = family(kind)
+    if of == "frame":
         return _describe_frame(name, value)
-    if kind == "Series":
+    if of == "series":
         return _describe_series(name, value)
-    if _is_ndarray(value):
+    if of == "array":
         return _describe_array(name, value)
-    if isinstance(value, dict):
+    if issubclass(kind, dict):
         return _describe_mapping(name, value)
-    if isinstance(value, (list, tuple, set, frozenset)):
+    if issubclass(kind, (list, tuple, set, frozenset)):
         return _describe_sequence(name, value)
-    if isinstance(value, (str, bytes)):
-        lines = value.count("\n" if isinstance(value, str) else b"\n") + 1
+    if issubclass(kind, (str, bytes)):
+        lines = value.count("\n" if issubclass(kind, str) else b"\n") + 1
         size = f"{len(value)} characters, {lines} line{'' if lines == 1 else 's'}"
-        return f"{name}: {type(value).__name__}, {size}\n{_short_repr(value, 1000)}"
+        return f"{name}: {type_name(kind)}, {size}\n{_short_repr(value, 1000)}"
     return _describe_object(name, value)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from monad_notebook.agent.tools.base import Tool, ToolContext, tool
+from monad_notebook.agent.tools.base import Tool, ToolContext, reads, tool
 
 _MAX_CELLS = 50
 _INPUT_CHARS = 3000
@@ -47,6 +47,7 @@ def _plain(shell: Any, value: Any) -> str:
             return f"<repr failed: {type(exc).__name__}>"
 
 
+@reads
 @tool
 def notebook_history(ctx: ToolContext, n: int = 5) -> str:
     """Show the user's most recent notebook cells: their code and the value each displayed.

@@ -20,14 +20,15 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from monad_notebook.agent.tools.base import Tool, ToolContext, tool
+from monad_notebook.agent.tools.base import Tool, ToolContext, asks, tool
+from monad_notebook.agent.tools.consent import NOBODY_FOR_WRITTEN, ask, must_ask
+from monad_notebook.agent.tools.output_screen import OutputScreen, strip_ansi
 from monad_notebook.agent.tools.time_limit import CodeTimedOut, TimeLimit
 from monad_notebook.config_schema import ImagesConfig
 from monad_notebook.images.figures import FigureRecorder
 
 CutPoint = Callable[..., int]  # Redactor.cut_point(text, at, *, forward) -> where to cut instead
 
-_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
 _CELL_FILENAME = re.compile(r"<ipython-input-[\w-]+>|\S*ipykernel_\d+[/\\]\d+\.py|<monad-cell>")
 _CAPTURE_CAP = 4_000_000  # chars kept per stream; the middle of a flood is dropped
 _CUT_MARGIN = 65_536  # chars seen beyond each cut, so a secret spanning it is found whole
@@ -43,11 +44,6 @@ NO_APPROVER = (
     "or run the notebook interactively and answer the prompt."
 )
 TURNED_OFF = 'not run: the python tool is turned off; set tools.python.approval to "ask" or "auto" in agents.json'
-
-
-def strip_ansi(text: str) -> str:
-    """Terminal colour codes mean nothing to the model and cost tokens."""
-    return _ANSI.sub("", text) if "\x1b" in text else text
 
 
 class _Sink:
@@ -109,30 +105,31 @@ class _Sink:
 
 
 class _Tee:
-    """A stream that writes through to the real one (live output) and records a copy."""
+    """A stream that writes through to the real one (live output, redacted by the screen) and records a copy."""
 
-    def __init__(self, target: Any, sink: _Sink) -> None:
+    def __init__(self, target: Any, sink: _Sink, screen: OutputScreen) -> None:
         self._target = target
         self._sink = sink
+        self._out = screen.stream(target)
 
     def write(self, text: str) -> int:
         if isinstance(text, str):
             self._sink.add(text)
-        return self._target.write(text)
+        return self._out.write(text)
 
     def writelines(self, lines: Any) -> None:
         for line in lines:
             self.write(line)
 
     def flush(self) -> None:
-        self._target.flush()
+        self._out.flush()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._target, name)
 
 
 class _RecordingPublisher:
-    """Forwards every display to the frontend and records its plain-text form."""
+    """Forwards every display to the frontend, redacted and after the text printed before it; records its plain text."""
 
     def __init__(self, inner: Any, run: _Run) -> None:
         self._inner = inner
@@ -140,7 +137,12 @@ class _RecordingPublisher:
 
     def publish(self, data: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
         self._run.record_display(data)
-        return _paused(self._run, self._inner.publish)(data, *args, **kwargs)
+        self._run.screen.release()
+        return _paused(self._run, self._inner.publish)(self._run.screen.bundle(data), *args, **kwargs)
+
+    def clear_output(self, *args: Any, **kwargs: Any) -> Any:
+        self._run.screen.release()
+        return self._inner.clear_output(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
@@ -154,6 +156,7 @@ class _Run:
     value: str | None = None
     error: str | None = None
     figures: FigureRecorder = field(default_factory=lambda: FigureRecorder(ImagesConfig(), ""))
+    screen: OutputScreen = field(default_factory=lambda: OutputScreen(None))
 
     def pause(self) -> None:
         self.stdout.paused += 1
@@ -221,16 +224,18 @@ def _shell_swaps(run: _Run, shell: Any) -> list[tuple[Any, str, Any]]:
     """What to replace on the shell: displays are recorded, its own echo is kept out of the copy.
 
     The shell echoes the value ("Out[1]: ...") and prints a coloured traceback; the model gets
-    the value and a plain, short traceback instead, so neither is recorded as stdout.
+    the value and a plain, short traceback instead, so neither is recorded as stdout. What the
+    frontend gets of both passes the screen.
     """
     hook = shell.displayhook
     write, start, finish = hook.write_format_data, hook.start_displayhook, hook.finish_displayhook
 
     def write_format_data(format_dict: dict[str, Any], md_dict: Any = None) -> None:
         run.value = str(format_dict.get("text/plain", ""))
-        write(format_dict, md_dict)
+        write(run.screen.bundle(format_dict), md_dict)
 
     def start_displayhook() -> Any:
+        run.screen.release()
         run.pause()
         return start()
 
@@ -242,7 +247,7 @@ def _shell_swaps(run: _Run, shell: Any) -> list[tuple[Any, str, Any]]:
 
     return [
         (shell, "display_pub", _RecordingPublisher(shell.display_pub, run)),
-        (shell, "_showtraceback", _paused(run, shell._showtraceback)),
+        (shell, "_showtraceback", _paused(run, run.screen.traceback(shell._showtraceback))),
         (hook, "write_format_data", write_format_data),
         (hook, "start_displayhook", start_displayhook),
         (hook, "finish_displayhook", finish_displayhook),
@@ -252,12 +257,16 @@ def _shell_swaps(run: _Run, shell: Any) -> list[tuple[Any, str, Any]]:
 @contextmanager
 def _recording(run: _Run, shell: Any = None) -> Iterator[None]:
     """Tee stdout and stderr (output stays live); with a shell, also record what it displays."""
-    swaps = [(sys, "stdout", _Tee(sys.stdout, run.stdout)), (sys, "stderr", _Tee(sys.stderr, run.stderr))]
+    swaps = [
+        (sys, "stdout", _Tee(sys.stdout, run.stdout, run.screen)),
+        (sys, "stderr", _Tee(sys.stderr, run.stderr, run.screen)),
+    ]
     if shell is not None:
         swaps += _shell_swaps(run, shell)
     with ExitStack() as stack:
         for obj, name, value in swaps:
             stack.enter_context(_swapped(obj, name, value))
+        stack.callback(run.screen.close)
         yield
 
 
@@ -339,18 +348,22 @@ def is_shell(shell: Any) -> bool:
 
 
 def approval_refusal(ctx: ToolContext, code: str) -> str | None:
-    """Why ``code`` may not run (turned off, declined, nobody could answer), or None when it may."""
+    """Why ``code`` may not run (turned off, declined, nobody could answer), or None when it may.
+
+    Code of a call read from the model's text is asked about whatever the setting (``consent.py``).
+    """
     mode = ctx.python_approval
-    if mode == "auto":
-        return None
-    if mode != "ask":
+    if mode not in ("ask", "auto"):
         return TURNED_OFF
-    answer = ctx.approve(code) if ctx.approve is not None else None
+    if not must_ask(ctx, mode):
+        return None
+    answer = ask(ctx, code)
     if answer is None:
-        return NO_APPROVER
+        return NOBODY_FOR_WRITTEN if ctx.written else NO_APPROVER
     return None if answer else DECLINED
 
 
+@asks
 @tool
 def python(ctx: ToolContext, code: str) -> str:
     """Run Python code in the user's notebook kernel, in the same namespace as their cells.
@@ -368,7 +381,7 @@ def python(ctx: ToolContext, code: str) -> str:
         return refusal
     limit = TimeLimit(ctx.python_timeout)
     redact = (lambda text: ctx.redactor.redact(text).text) if ctx.redactor is not None else (lambda text: text)
-    run = _Run(figures=FigureRecorder(ctx.images_config, code, redact))
+    run = _Run(figures=FigureRecorder(ctx.images_config, code, redact), screen=OutputScreen(ctx.redactor))
     if is_shell(ctx.shell):
         _run_in_shell(ctx.shell, code, limit, run)
     else:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from monad_notebook.agent.tools.base import Tool, ToolContext, tool
+from monad_notebook.agent.tools.base import Tool, ToolContext, reads, tool
 from monad_notebook.context.lossless.truncation import message_call, read_call
 from monad_notebook.context.recall.search import MAX_ALSO, Passage, focus, query_terms
 from monad_notebook.errors import ToolError
@@ -33,6 +33,7 @@ READ_BEFORE = 400
 READ_LIMIT = 1600
 
 
+@reads
 @tool
 def recall(ctx: ToolContext, query: str, also: list[str] | None = None) -> str:
     """Search this session's earlier messages and tool outputs by describing what you are looking for.

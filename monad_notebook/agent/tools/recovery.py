@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from monad_notebook.agent.tools.base import ToolContext, ToolStore, tool
+from monad_notebook.agent.tools.base import ToolContext, ToolStore, reads, tool
 from monad_notebook.context.lossless.truncation import message_call, read_call, truncate_tool_output
 from monad_notebook.context.recall.chunks import indexed_text
 from monad_notebook.errors import ToolError
@@ -30,6 +30,7 @@ MAX_GREP_MATCHES = 200
 MAX_GREP_LINE_CHARS = 400
 
 
+@reads
 @tool
 def read_tool_output(ctx: ToolContext, id: str, offset: int = 0, limit: int = 20000, grep: str | None = None) -> str:
     """Read back an earlier tool call by its id: the code (or arguments) it ran and its full output.
@@ -70,6 +71,7 @@ def read_tool_output(ctx: ToolContext, id: str, offset: int = 0, limit: int = 20
     return truncate_tool_output(call + text, tool_call_id=id, max_chars=cap, recoverable=False)
 
 
+@reads
 @tool
 def read_message(ctx: ToolContext, seq: int, offset: int = 0, limit: int = 20000) -> str:
     """Read back a whole earlier message of this session by its number: what the user or you wrote, or a tool's output.
@@ -141,6 +143,7 @@ def _not_found(tool_call_id: str) -> str:
     )
 
 
+@reads
 @tool
 def view_image(ctx: ToolContext, id: str) -> str:
     """Look again at an image (a chart) an earlier tool result displayed, by its handle.
@@ -226,6 +229,7 @@ def _clip(line: str, needle: str) -> str:
     return ("..." if start else "") + line[start:end] + ("..." if end < len(line) else "")
 
 
+@reads
 @tool
 def search_tool_outputs(ctx: ToolContext, text: str) -> str:
     """Find which earlier tool outputs mention an exact text, when you no longer know their ids.

@@ -9,12 +9,15 @@ one call reports (redacted, its outcome, its images) never leaks into the next.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from monad_notebook.agent.tools.base import Tool, ToolContext, ToolOutput, ToolStore
+from monad_notebook.agent.tools.consent import refused_unless_asked
+from monad_notebook.agent.tools.mcp_approval import turned_off
 from monad_notebook.agent.tools.registry import run_tool
 from monad_notebook.config import Config
 from monad_notebook.memory import resolve_scope
@@ -61,8 +64,11 @@ class ToolRunner:
         self.redactor = redactor
         self.memory_scope = resolve_scope(config.agent.name)
 
-    def context(self, *, sees_images: bool = False) -> ToolContext:
-        """What one call may see of the world, fresh (what it reports back starts empty)."""
+    def context(self, *, sees_images: bool = False, written: str = "") -> ToolContext:
+        """What one call may see of the world, fresh (what it reports back starts empty).
+
+        ``written``: the call was read from the model's text, in that form; it then asks before it changes anything.
+        """
         services, cfg = self.services, self.config
         return ToolContext(
             session=services.session,
@@ -72,6 +78,7 @@ class ToolRunner:
             store=services.store,
             python_approval=cfg.tools.python.approval,
             python_timeout=cfg.tools.python.timeout_seconds,
+            namespace_timeout=cfg.tools.namespace.timeout_seconds,
             approve=services.approve,
             redactor=self.redactor,
             output_max_chars=cfg.context.tool_output.max_chars,
@@ -82,6 +89,7 @@ class ToolRunner:
             sees_images=sees_images,
             notebook=services.notebook,
             workspace=services.workspace,
+            written=written,
         )
 
     def run(self, call: ToolCall, *, sees_images: bool = False) -> ToolOutput:
@@ -89,10 +97,37 @@ class ToolRunner:
 
         ``sees_images``: the model is sent images now (an endpoint that refused them stops that mid-session).
         """
-        ctx = self.context(sees_images=sees_images)
+        ctx = self.context(sees_images=sees_images, written=call.recovered)
+        found = self.tools.get(call.name)
+        refused = (
+            refused_unless_asked(ctx, found, call.arguments)
+            if found is not None
+            else turned_off(self.config.mcp_servers, call.name)
+        )
+        if refused is not None:
+            return ToolOutput(refused, outcome="refused")
         try:
             text = run_tool(self.tools, ctx, call.name, call.arguments)
         finally:  # an interrupted call may have bound names or written files too
             if self.services.workspace is not None:
-                self.services.workspace.take(call.id)
+                self.services.workspace.take(call.id, code=argument_text(call.arguments))
         return ToolOutput(text, redacted=ctx.redacted, outcome=ctx.outcome, images=tuple(ctx.images))
+
+
+def argument_text(arguments: str) -> str:
+    """The text a call's JSON arguments hold (the python tool's code), for the workspace record to read names in."""
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return arguments
+    strings: list[str] = []
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            strings.append(item)
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return "\n".join(strings)

@@ -1,5 +1,8 @@
 """A time limit for the agent's code (``tools.python.timeoutSeconds``): stop it, keep the session.
 
+The same limit bounds whatever else may run the user's code on the kernel's main thread: the
+workspace record's look at the namespace, ``list_variables`` and ``describe``.
+
 On the main thread of a POSIX process (a notebook kernel runs cells there, so does a script)
 the limit is a one-shot ``SIGALRM``: Python runs the handler between bytecodes and also wakes
 blocking calls that retry on a signal (``time.sleep``, socket reads), so both a busy loop and a
@@ -19,6 +22,8 @@ import threading
 import time
 from types import FrameType
 from typing import Any
+
+PYTHON_SETTING = "tools.python.timeoutSeconds"
 
 
 class CodeTimedOut(BaseException):
@@ -42,8 +47,9 @@ class TimeLimit:
     there before are put back afterwards.
     """
 
-    def __init__(self, seconds: float | None) -> None:
-        self.seconds = seconds
+    def __init__(self, seconds: float | None, setting: str = PYTHON_SETTING) -> None:
+        """``setting``: where the limit comes from, as the message names it."""
+        self.seconds, self.setting = seconds, setting
         self._armed = False
         self._fired = False
         self._lock = threading.Lock()
@@ -68,10 +74,8 @@ class TimeLimit:
     @property
     def message(self) -> str:
         """The tool result's one line for code stopped at the limit."""
-        return (
-            f"stopped after {self.seconds or 0:g} s (tools.python.timeoutSeconds); "
-            "the output it printed before that is kept above"
-        )
+        told = f"stopped after {self.seconds or 0:g} s ({self.setting})"
+        return f"{told}; the output it printed before that is kept above" if self.setting == PYTHON_SETTING else told
 
     def __exit__(self, *exc_info: object) -> None:
         try:

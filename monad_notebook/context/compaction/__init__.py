@@ -1,1 +1,1 @@
-"""Compaction: durable summaries of the oldest messages, the ledger of identifiers they carry, and the handoff."""
+"""Compaction: when and how old messages fold into a durable summary, the identifier ledger it carries, the handoff."""

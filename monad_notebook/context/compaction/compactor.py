@@ -2,21 +2,20 @@
 
 A :class:`Compactor` writes the new summary (the fast model's briefing, or the extractive one),
 attaches the identifier ledger and reflects a summary grown too long; it saves nothing and tells
-no one. The cascade keeps what it decided (``Cascade._compact``): the summary saved before anyone
-is told, under the session's turn lease and only if it still extends the stored one, so a kernel
-that dies mid-compaction restarts from the previous summary and the unfolded messages, never from
-half a summary; then the folded results' full texts, the ledger, and memory promotion.
+no one. The compaction policy (``policy.py``) keeps what it decided: the folded results' full
+texts, then the summary, saved before anyone is told, under the session's turn lease and only if
+it still extends the stored one, so a kernel that dies mid-compaction restarts from the previous
+summary and the unfolded messages, never from half a summary; then the ledger, and memory
+promotion.
 """
 
 from __future__ import annotations
 
-import logging
 import time
 from dataclasses import dataclass
 from typing import Protocol
 
-from monad_notebook.context.compaction.ledger import parse_ledger
-from monad_notebook.context.compaction.salience import Ledger, seed
+from monad_notebook.context.compaction.ledger import IdentifierLedger
 from monad_notebook.context.compaction.summarize import (
     Summarizer,
     attach_ledger,
@@ -27,11 +26,9 @@ from monad_notebook.context.occupancy.tokens import TokenCounter
 from monad_notebook.messages import Message
 from monad_notebook.store.base import LedgerEntry, Summaries, Summary, ToolOutputs
 
-log = logging.getLogger(__name__)
 
-
-class CompactionStore(Summaries, ToolOutputs, Protocol):
-    """What compaction reads and the cascade writes for it: summaries and their ledger, saved full outputs."""
+class FoldStore(Summaries, ToolOutputs, Protocol):
+    """What a fold reads: the session's identifier ledger, the saved full text of truncated results."""
 
 
 @dataclass
@@ -47,6 +44,7 @@ class Compaction:
     reflected: bool
     seconds: float
     replaced: str = ""  # why the fast model's briefing was replaced by the extractive one ("" if it was not)
+    background: bool = False  # folded from a snapshot on the background thread, landed at a later step
 
     @property
     def folded_ids(self) -> list[str]:
@@ -70,14 +68,6 @@ def choose_span(window: list[Message], keep_recent: int) -> list[Message]:
     return window[: max(0, cut)]
 
 
-def save_ledger(store: Summaries, session: str, changed: list[LedgerEntry]) -> None:
-    """After the summary: it already shows the ledger's top, so a failed write costs only the rest."""
-    try:
-        store.save_ledger(session, changed)
-    except Exception as exc:
-        log.warning("could not save the identifier ledger of %r: %s", session, exc)
-
-
 class Compactor:
     """Folds a span of one session's window into a new rolling summary.
 
@@ -88,7 +78,7 @@ class Compactor:
     def __init__(
         self,
         *,
-        store: CompactionStore,
+        store: FoldStore,
         session: str,
         fallback: Summarizer,
         counter: TokenCounter,
@@ -122,7 +112,7 @@ class Compactor:
         tokens_before = self.tokens(window, summary)
         text, why = summarize_with_fallback(summarizer, self.fallback, previous or None, span)
         used_fallback = why is not None
-        book = self._ledger(previous)
+        book = IdentifierLedger.load(self.store, self.session, previous)
         changed = book.add_span(span, self._raw_outputs(span))
         ledger, notes = book.top(self.ledger_max_tokens, self.ledger_max_items, self.counter.count_text)
         text = attach_ledger(text, ledger, notes)
@@ -151,11 +141,6 @@ class Compactor:
             seconds=time.monotonic() - started,
             replaced=why or "",
         )
-
-    def _ledger(self, previous: str) -> Ledger:
-        """The session's full ledger from the store; a summary's own list when the store has none yet."""
-        stored = self.store.load_ledger(self.session)
-        return Ledger(stored or seed(parse_ledger(previous)))
 
     def _raw_outputs(self, span: list[Message]) -> dict[str, str]:
         """The saved full text of the span's truncated results: the ledger reads what truncation hid."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from monad_notebook.context.compaction.ledger import parse_ledger, parse_notes, render_ledger, strip_ledger
+from monad_notebook.context.compaction.ledger_text import parse_ledger, parse_notes, render_ledger, strip_ledger
 from monad_notebook.context.compaction.summarize import (
     SECTIONS,
     attach_ledger,

@@ -1,264 +1,94 @@
-"""The identifier ledger: exact names that must outlive every summary, found in the original text.
+"""The identifier ledger: every identifier a session folded, weighed, and the part of it a summary shows.
 
-A summary paraphrases, and a paraphrase loses the one thing a later step needs verbatim:
-``data/sales_2024.csv``, the ``revenue`` column, the ``KeyError`` that is still open,
-``12.5 MB``. So before a span is folded its identifiers are pulled out deterministically
-(never by a model), each with its kind: what the user and the agent wrote, the files,
-variables, columns, packages and commands in the code the agent ran, and the variables,
-columns, package pins, ids, errors and numbers its tools printed. ``salience.py`` ranks them;
-the summary's ``## Files & State`` carries the most salient, each with where it was seen.
-
-Scanning is linear: every pattern uses bounded quantifiers, and each text is capped at
-``SCAN_CAP_CHARS`` characters.
+Recency is the wrong rule: a session that reads a new file every step pushes out the file
+the user named an hour ago. So every identifier ``identifiers.py`` finds gets a weight from where
+it was seen (its salience): what the user wrote counts most, then numbers the agent reported as
+results, files, packages, variables and commands in the code it ran, errors not yet followed by
+a clean run of the same tool, and, least, what tools printed (columns, variables, pins, ids,
+numbers). Each later sighting adds a little. The full ledger lives in the store (``ledger``
+table: loaded before a fold, saved after the summary); the summary shows the most salient
+entries that fit ``ledgerMaxTokens``, each with where it was seen (``ledger_text.py``), and
+read-back handles of folded outputs (ranked by how many salient names each holds) get at most
+a quarter of it.
 """
 
 from __future__ import annotations
 
-import json
+import logging
 import re
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable
+from dataclasses import replace
 
+from monad_notebook.context.compaction.identifiers import message_items
+from monad_notebook.context.compaction.ledger_text import ledger_line, parse_ledger
 from monad_notebook.messages import Message
+from monad_notebook.store.base import LedgerEntry, Summaries
 
-SCAN_CAP_CHARS = 200_000
-MAX_ITEMS_PER_MESSAGE = 60
-MAX_ITEMS_PER_OUTPUT = 40  # one chatty log must not fill the store's ledger
+log = logging.getLogger(__name__)
+
+WEIGHTS: dict[str, dict[str, float]] = {
+    "user": {},
+    "assistant": {"number": 8.0, "code": 3.0},
+    "call": {"file": 7.0, "package": 7.0, "variable": 6.0, "command": 6.0, "column": 5.0, "url": 5.0, "id": 5.0},
+    "output": {
+        "error": 7.0,
+        "variable": 4.0,
+        "column": 4.0,
+        "package": 4.0,
+        "file": 3.0,
+        "url": 3.0,
+        "command": 3.0,
+        "code": 1.0,
+    },
+}
+DEFAULT_WEIGHT = {"user": 10.0, "assistant": 6.0, "call": 4.0, "output": 2.0}
+CALL_CODE_WEIGHT = 2.0
+CLOSED_ERROR = 2.0
+HANDLE_WEIGHT = 3.0
+HANDLE_BONUS, HANDLE_BONUS_MAX = 0.25, 2.0  # per identifier of weight >= 3 first seen in that output
+HOLDS_CHARS = 80
+RECURRENCE_BONUS, RECURRENCE_MAX = 0.5, 2.0
+HANDLE_SHARE = 0.25
+FAMILY_MIN, FAMILY_SHOWN = 3, 1
+FIT_MISSES = 40
 HANDLE_PREFIX = "read_tool_output id="
-MAX_ITEM_CHARS = 160
-LEDGER_HEADING = "Identifiers (verbatim):"
-
-Found = tuple[int, str, str]  # (position, item, kind)
-# When a message holds more than its cap, these kinds are kept first.
-KIND_ORDER = ("error", "variable", "column", "package", "file", "url", "command", "number", "id", "name", "code")
-
-_CODE_KEYS = frozenset({"code", "command", "cmd", "source", "script", "query", "sql", "shell"})
-_SHELL_TEXT = (
-    "pip conda mamba uv git python python3 ls cat head tail curl wget mkdir cp mv rm cd grep find "
-    "jupyter pytest make docker unzip tar awk sed wc du df chmod export"
-)
-_EXTENSIONS_TEXT = (
-    "csv tsv json jsonl ndjson parquet feather arrow orc avro xlsx xls xlsm ods txt md rst py pyi ipynb "
-    "yaml yml toml ini cfg conf env sql db sqlite sqlite3 duckdb h5 hdf5 nc zarr pkl pickle joblib npy npz "
-    "png jpg jpeg gif svg pdf html htm xml log zip gz bz2 xz tar tgz 7z sh bash r rmd js ts jsx tsx "
-    "css java c cpp h hpp rs go rb pt pth onnx safetensors bin whl lock dat"
-)
-_SHELL_WORDS = frozenset(_SHELL_TEXT.split())
-_KNOWN_EXTENSIONS = frozenset(_EXTENSIONS_TEXT.split())
-_DTYPES = r"(?:u?int\d{0,2}|Int\d{1,2}|float\d{0,2}|Float\d{2}|object|bool|boolean|category|string|datetime64\S{0,20})"
-
-_TOKEN = re.compile(r"[^\s\"'`()\[\]{}<>,;=|]{1,400}")
-_PATH = re.compile(r"(?:~|\.{1,2})?/?(?:[\w.@+-]{1,120}/){0,30}[\w@+-][\w.@+-]{0,120}\.([A-Za-z][A-Za-z0-9]{0,7})")
-_URL = re.compile(r"\bhttps?://[^\s<>\"'`)\]]{1,300}")
-_ERROR = re.compile(r"\b[A-Z]\w{0,60}?(?:Error|Exception|Warning)\b")
-_UNIT = (
-    r"%|[kKMGT]i?B\b|B\b|ms\b|s\b|secs?\b|seconds?\b|mins?\b|minutes?\b|h\b|hrs?\b|hours?\b|days?\b"
-    r"|rows?\b|columns?\b|cols?\b|px\b|GHz\b|MHz\b|°C\b"
-)
-_NUMBER = re.compile(
-    r"(?<![\w.,$])(?:\$\d{1,3}(?:,\d{3}){1,5}(?:\.\d{1,2})?(?:[kKMB]\b)?|\$\d{1,15}(?:\.\d{1,2})?(?:[kKMB]\b)?"
-    rf"|\d{{1,15}}(?:,\d{{3}}){{0,5}}(?:\.\d{{1,6}})?\s?(?:{_UNIT}))"
-)
-_RESULT = re.compile(
-    r"(?<![\w.,$/-])(?:\d{1,3}(?:,\d{3}){1,5}(?:\.\d{1,6})?|\d{1,12}\.\d{1,8})"
-    rf"(?![\w%]|\.\d|,\d|\s?(?:{_UNIT}))"
-)
-_NAME = re.compile(r"(?<![\w./-])(?:[A-Za-z]\w{0,60}_\w{1,60}|[a-z]{1,30}[A-Z]\w{1,40})(?![\w/-]|\.\w)")
-_ID = re.compile(
-    r"(?<![\w./-])(?=[\w-]{0,40}\d)(?=[\w-]{0,40}[A-Za-z])[A-Za-z0-9]{1,20}(?:-[A-Za-z0-9]{1,20}){1,4}\b(?!\.\w)"
-)
-_PIN = re.compile(r"(?<![\w.-])[A-Za-z][\w.-]{0,60}(?:==|>=|~=)\d[\w.]{0,30}")
-_INSTALLED = re.compile(r"Successfully installed ([^\n]{1,2000})")
-_PROSE_COMMAND = re.compile(
-    r"(?<![\w/.-])(?:python3?|pip3?|make|bash|sh|git|dbt|conda|docker|kubectl|airflow|spark-submit|Rscript|uv|npm)"
-    r" [^\n;,`]{1,150}"
-)
-_COMMAND_END = re.compile(r"\.(?:\s|$)|\s(?:to|for|and|so|which|because|then|before|after)\s")
-_BACKTICK = re.compile(r"`([^`\n]{2,80})`")
-_SUBSCRIPT = re.compile(r"\[\s{0,3}[\"']([^\"'\n\]]{1,60})[\"']\s{0,3}\]")
-_QUOTED_NAME = re.compile(r"(?<![\w\\])[\"']([A-Za-z_]\w{1,40})[\"'](?!\w)")
-_ASSIGNED = re.compile(r"^[ \t]{0,40}([A-Za-z_]\w{1,40})[ \t]{0,4}=(?!=)", re.M)
-_FENCE = re.compile(r"```[\w+-]{0,20}\n(.{0,20000}?)```", re.S)
-_CALL = re.compile(r"[\w\]\)]\(")
-_COLUMN_LINE = re.compile(rf"^[ \t]{{0,8}}([A-Za-z_][\w ]{{0,60}}?)[ \t]{{0,4}}:?[ \t]{{1,20}}{_DTYPES}[ \t]*$", re.M)
-_VARIABLE_LINE = re.compile(
-    r"^([A-Za-z_]\w{0,60}): ?(?:DataFrame|Series|ndarray|int|float|str|list|dict|tuple|set|bool|bytes)\b", re.M
-)
-_INDEX_LIST = re.compile(r"Index\(\[([^\]]{1,4000})\]")
-_SHELL_ECHO = re.compile(r"^(?:\$|>>>) ([^\n#]{2,150})", re.M)
-_ITEM_LINE = re.compile(
-    r"^\s{0,8}[-*]\s{1,4}(?:(`{1,3})\s?(.{1,400}?)\s?\1(?:\s{1,3}\(([^()\n]{0,200})\))?|(.{1,400}?))\s*$"
-)
+_DIGITS = re.compile(r"\d+")
 
 
-def _clean(item: str) -> str:
-    return " ".join(item.split())
+def _holds(message: Message, names: list[LedgerEntry]) -> str:
+    """A handle's note: whose output it is and the most salient names first seen in it."""
+    best = sorted(
+        (e for e in names if _weight("output", e.kind) >= 3), key=lambda e: (-_weight("output", e.kind), e.seq)
+    )
+    shown: list[str] = []
+    for entry in best:
+        if sum(len(x) + 2 for x in shown) + len(entry.item) > HOLDS_CHARS:
+            break
+        shown.append(entry.item)
+    where = f"{message.name or 'tool'} output"
+    return f"{where}; holds {', '.join(shown)}" if shown else where
 
 
-def _paths(text: str, base: int = 0) -> Iterator[Found]:
-    for token in _TOKEN.finditer(text):
-        candidate = token.group().rstrip(".:!?")
-        if "://" in candidate or len(candidate) > 300:
-            continue
-        match = _PATH.fullmatch(candidate)
-        if match and ("/" in candidate or match.group(1).lower() in _KNOWN_EXTENSIONS):
-            yield base + token.start(), candidate, "file"
+def _weight(place: str, kind: str) -> float:
+    if place == "call" and kind == "code":
+        return CALL_CODE_WEIGHT
+    return WEIGHTS[place].get(kind, DEFAULT_WEIGHT[place])
 
 
-def _command_kind(line: str) -> str:
-    words = line.lstrip("!%$ ").split()
-    installs = len(words) > 1 and words[0] in ("pip", "pip3", "conda", "mamba", "uv") and "install" in words[1:3]
-    return "package" if installs else "command"
+def _bonus(count: int) -> float:
+    return min(RECURRENCE_MAX, RECURRENCE_BONUS * max(0, count - 1))
 
 
-def _code_lines(code: str, base: int) -> Iterator[Found]:
-    """Commands worth keeping: shell lines and magics, and calls ("code"), not every line of a long cell."""
-    offset = 0
-    for line in code.splitlines(keepends=True):
-        stripped = line.strip()
-        start, offset = offset, offset + len(line)
-        if not stripped or stripped.startswith("#") or len(stripped) > MAX_ITEM_CHARS:
-            continue
-        first = stripped.lstrip("!%$ ").split(" ", 1)[0]
-        if stripped[0] in "!%" or (first in _SHELL_WORDS and not _ASSIGNED.match(stripped)):
-            yield base + start, stripped, _command_kind(stripped)
-        elif _CALL.search(stripped):
-            yield base + start, stripped, "code"
-
-
-def _common(text: str, base: int = 0) -> Iterator[Found]:
-    yield from ((base + m.start(), m.group().rstrip(".,;:!?"), "url") for m in _URL.finditer(text))
-    yield from _paths(text, base)
-    yield from ((base + m.start(), m.group(), "error") for m in _ERROR.finditer(text))
-    yield from ((base + m.start(), m.group(), "number") for m in _NUMBER.finditer(text))
-    yield from ((base + m.start(), m.group(), "package") for m in _PIN.finditer(text))
-
-
-def _backticked(item: str) -> str:
-    if _PATH.fullmatch(item) and ("/" in item or item.rsplit(".", 1)[-1].lower() in _KNOWN_EXTENSIONS):
-        return "file"
-    if item.lstrip("!%$ ").split(" ", 1)[0] in _SHELL_WORDS or item[:1] in "!%":
-        return _command_kind(item)
-    return "code" if _CALL.search(item) else "name"
-
-
-def _prose_commands(text: str) -> Iterator[Found]:
-    """Commands written out in a sentence ("run make job-42 TARGET=w1 to backfill..."), up to where prose resumes."""
-    for match in _PROSE_COMMAND.finditer(text):
-        command = match.group()
-        end = _COMMAND_END.search(command)
-        command = (command[: end.start()] if end else command).rstrip(".!?:) ")
-        if " " in command:
-            yield match.start(), command, _command_kind(command)
-
-
-def _scan_prose(text: str) -> Iterator[Found]:
-    yield from _common(text)
-    yield from _prose_commands(text)
-    yield from ((m.start(), m.group(), "number") for m in _RESULT.finditer(text))
-    yield from ((m.start(), m.group(), "name") for m in _NAME.finditer(text))
-    yield from ((m.start(), m.group(), "id") for m in _ID.finditer(text))
-    yield from ((m.start(), m.group(1), _backticked(m.group(1))) for m in _BACKTICK.finditer(text))
-    yield from ((m.start(), m.group(1), "column") for m in _SUBSCRIPT.finditer(text))
-    yield from ((m.start(), m.group(1), "name") for m in _QUOTED_NAME.finditer(text))
-    for fence in _FENCE.finditer(text):
-        yield from _scan_code(fence.group(1), base=fence.start(1))
-
-
-def _scan_code(code: str, base: int = 0) -> Iterator[Found]:
-    yield from _code_lines(code, base)
-    yield from _common(code, base)
-    yield from ((base + m.start(), m.group(1), "column") for m in _SUBSCRIPT.finditer(code))
-    yield from ((base + m.start(), m.group(1), "name") for m in _QUOTED_NAME.finditer(code))
-    yield from ((base + m.start(1), m.group(1), "variable") for m in _ASSIGNED.finditer(code))
-
-
-def _scan_output(text: str) -> Iterator[Found]:
-    """What a tool printed: the common kinds, plus variables, columns, package pins and ids it names."""
-    yield from _common(text)
-    yield from ((m.start(1), m.group(1).strip(), "column") for m in _COLUMN_LINE.finditer(text))
-    yield from ((m.start(1), m.group(1), "variable") for m in _VARIABLE_LINE.finditer(text))
-    for echo in _SHELL_ECHO.finditer(text):
-        yield echo.start(1), echo.group(1).strip(), _command_kind(echo.group(1))
-    for listed in _INDEX_LIST.finditer(text):
-        names = _QUOTED_NAME.finditer(listed.group(1))
-        yield from ((listed.start(1) + m.start(), m.group(1), "column") for m in names)
-    for installed in _INSTALLED.finditer(text):
-        yield from ((installed.start(1), token, "package") for token in installed.group(1).split()[:40])
-    yield from ((m.start(), m.group(), "id") for m in _ID.finditer(text))
-    yield from ((m.start(), m.group(), "name") for m in _NAME.finditer(text))
-
-
-def _strings(value: Any, key: str = "", depth: int = 0) -> Iterator[tuple[str, str]]:
-    if depth > 6:
-        return
-    if isinstance(value, str):
-        yield key, value
-    elif isinstance(value, dict):
-        for k, v in value.items():
-            yield from _strings(v, str(k), depth + 1)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _strings(v, key, depth + 1)
-
-
-def _argument_texts(arguments: str) -> Iterator[tuple[bool, str]]:
-    """(is_code, text) for each string in a tool call's JSON arguments."""
-    try:
-        parsed = json.loads(arguments[:SCAN_CAP_CHARS]) if arguments.strip() else {}
-    except ValueError:
-        yield False, arguments
-        return
-    for key, text in _strings(parsed):
-        yield key.lower() in _CODE_KEYS or "\n" in text, text
-
-
-def message_items(message: Message) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-    """(item, kind) pairs in ``message``'s text, then in its tool calls' arguments; deduplicated, capped."""
-    content = message.content[:SCAN_CAP_CHARS]
-    text_found = list(_scan_output(content) if message.role == "tool" else _scan_prose(content))
-    call_found: list[Found] = []
-    base = 0
-    for call in message.tool_calls:
-        for is_code, text in _argument_texts(call.arguments):
-            text = text[:SCAN_CAP_CHARS]
-            call_found.extend((base + p, i, k) for p, i, k in (_scan_code(text) if is_code else _scan_prose(text)))
-            base += len(text) + 1
-    cap = MAX_ITEMS_PER_OUTPUT if message.role == "tool" else MAX_ITEMS_PER_MESSAGE
-    return _unique(text_found, cap), _unique(call_found, MAX_ITEMS_PER_MESSAGE)
-
-
-def _unique(found: list[Found], cap: int) -> list[tuple[str, str]]:
-    """Each item once, in order of first appearance (a specific kind wins over "name"), at most ``cap``.
-
-    Over the cap, the kinds that matter most (``KIND_ORDER``) are kept.
-    """
-    first: dict[str, tuple[int, str]] = {}
-    for position, item, kind in sorted(found, key=lambda f: f[0]):
-        item = _clean(item)
-        if not 2 <= len(item) <= MAX_ITEM_CHARS or item.lower() == "dtype":
-            continue
-        seen = first.get(item)
-        if seen is None or (seen[1] == "name" and kind != "name"):
-            first[item] = (seen[0] if seen else position, kind)
-    kept = sorted(first.items(), key=lambda pair: (KIND_ORDER.index(pair[1][1]), pair[1][0]))[:cap]
-    return [(item, kind) for item, (_, kind) in sorted(kept, key=lambda pair: pair[1][0])]
-
-
-def extract_identifiers(messages: list[Message]) -> list[str]:
-    """Identifiers in ``messages``' original text, in order of first appearance, deduplicated."""
-    seen: dict[str, None] = {}
-    for message in messages:
-        text_items, call_items = message_items(message)
-        for item, _ in (*text_items, *call_items):
-            seen.setdefault(item, None)
-    return list(seen)
+def _as_read(message: Message, raw: dict[str, str]) -> Message:
+    """A tool result with its saved full text in place of what the window showed, when there is one."""
+    full = raw.get(message.tool_call_id) if message.role == "tool" else None
+    return replace(message, content=full) if full else message
 
 
 def extract_handles(messages: list[Message]) -> list[tuple[str, Message]]:
     """One read-back handle per folded tool result that has one, naming its exact id, with the result.
 
-    What the output holds is said in the handle's note (``salience.py``), not in the handle.
+    What the output holds is said in the handle's note (``_holds``), not in the handle.
     """
     return [
         (f"{HANDLE_PREFIX}{message.tool_call_id}", message)
@@ -267,66 +97,191 @@ def extract_handles(messages: list[Message]) -> list[tuple[str, Message]]:
     ]
 
 
-def _quoted(item: str) -> str:
-    fence = "``" if "`" in item else "`"
-    pad = " " if item.startswith("`") or item.endswith("`") else ""
-    return f"{fence}{pad}{item}{pad}{fence}"
+class IdentifierLedger:
+    """A session's ledger entries by item, grown one folded span at a time."""
+
+    def __init__(self, entries: list[LedgerEntry] | None = None) -> None:
+        self.entries: dict[str, LedgerEntry] = {e.item: replace(e) for e in entries or []}
+
+    @classmethod
+    def load(cls, store: Summaries, session: str, summary_text: str) -> IdentifierLedger:
+        """The session's full ledger from the store; the summary's own list when the store has none yet."""
+        return cls(store.load_ledger(session) or seed(parse_ledger(summary_text)))
+
+    def add_span(self, span: list[Message], raw: dict[str, str] | None = None) -> list[LedgerEntry]:
+        """Fold ``span``'s sightings in, in order; the entries that changed (to save).
+
+        ``raw``: the saved full text of truncated results (tool-call id -> text), read instead of
+        what the window showed, so what truncation hid is in the ledger too.
+        """
+        found = [(message, *message_items(_as_read(message, raw or {}))) for message in span]
+        changed: dict[str, LedgerEntry] = {}
+        held: dict[str, list[LedgerEntry]] = {}
+        for message, text_items, call_items in found:
+            touched = self._add_message(message, text_items, call_items)
+            for entry in touched:
+                changed[entry.item] = entry
+            if message.role == "tool":
+                held[message.tool_call_id] = [e for e in touched if e.tool_call_id == message.tool_call_id]
+        for handle, message in extract_handles(span):
+            names = held.get(message.tool_call_id, [])
+            strong = sum(_weight("output", e.kind) >= 3 for e in names)
+            weight = HANDLE_WEIGHT + min(HANDLE_BONUS_MAX, HANDLE_BONUS * strong)
+            entry = self._see(handle, "output", weight, message, _holds(message, names), "")
+            changed[handle] = entry
+        return list(changed.values())
+
+    def _add_message(
+        self, message: Message, text_items: list[tuple[str, str]], call_items: list[tuple[str, str]]
+    ) -> list[LedgerEntry]:
+        touched = []
+        if message.role == "tool":
+            source = f"{message.name or 'tool'} output"
+            for item, kind in text_items:
+                touched.append(self._see(item, kind, _weight("output", kind), message, source, message.tool_call_id))
+            if not any(kind == "error" for _, kind in text_items):
+                touched += self._close_errors(source)
+            return touched
+        if message.role in ("user", "assistant"):
+            for item, kind in text_items:
+                touched.append(self._see(item, kind, _weight(message.role, kind), message, message.role, ""))
+        calls = ", ".join(dict.fromkeys(c.name for c in message.tool_calls))
+        for item, kind in call_items:
+            touched.append(self._see(item, kind, _weight("call", kind), message, f"{calls} call", ""))
+        return touched
+
+    def _see(self, item: str, kind: str, weight: float, message: Message, source: str, call_id: str) -> LedgerEntry:
+        entry = self.entries.get(item)
+        if entry is None:
+            entry = LedgerEntry(item, kind, weight, 1, message.seq, message.turn, source, call_id)
+            entry.open = kind == "error" and message.role == "tool"
+            self.entries[item] = entry
+            return entry
+        base = entry.score - _bonus(entry.count)
+        entry.count += 1
+        if weight > base or (entry.kind == "name" and kind != "name"):
+            entry.kind, entry.source, entry.tool_call_id = kind, source, call_id
+            entry.seq, entry.turn = message.seq, message.turn
+        if kind == "error" and message.role == "tool":
+            entry.open = True
+        entry.score = max(base, weight) + _bonus(entry.count)
+        return entry
+
+    def _close_errors(self, source: str) -> list[LedgerEntry]:
+        """A clean run of a tool closes the errors it raised before: they drop to the bottom."""
+        closed = [e for e in self.entries.values() if e.open and e.source == source]
+        for entry in closed:
+            entry.open = False
+            entry.score = CLOSED_ERROR + _bonus(entry.count)
+        return closed
+
+    def top(
+        self, max_tokens: int, max_items: int, count_tokens: Callable[[str], int]
+    ) -> tuple[list[str], dict[str, str]]:
+        """The most salient items that fit ``max_tokens`` and ``max_items``, and the note of each.
+
+        Read-back handles get at most ``HANDLE_SHARE`` of the budget, so identifiers always
+        have room; whatever they leave, identifiers may use.
+        """
+        ranked, notes = collapse(contained(sorted(self.entries.values(), key=lambda e: (-e.score, -e.seq, e.item))))
+        handles = [e for e in ranked if e.kind == "output"]
+        names = [e for e in ranked if e.kind != "output"]
+        shown_handles, used = _fit(handles, notes, int(max_tokens * HANDLE_SHARE), max_items // 4, count_tokens)
+        shown_names, _ = _fit(names, notes, max_tokens - used, max_items - len(shown_handles), count_tokens)
+        shown = sorted([*shown_names, *shown_handles], key=lambda e: (-e.score, -e.seq, e.item))
+        return [e.item for e in shown], {e.item: notes[e.item] for e in shown}
 
 
-def ledger_line(item: str, note: str = "") -> str:
-    """One ledger line: the item verbatim in backticks, and where it was seen in brackets."""
-    note = " ".join(note.replace("(", "[").replace(")", "]").split())[:200]
-    return f"- {_quoted(item)} ({note})" if note else f"- {_quoted(item)}"
+def contained(ranked: list[LedgerEntry]) -> list[LedgerEntry]:
+    """Without items written out inside another item of the same message (a script inside its command line).
+
+    The longer one shows both verbatim; comparing within one message keeps this linear in practice.
+    """
+    by_message: dict[int, list[LedgerEntry]] = {}
+    for entry in ranked:
+        if entry.kind != "output":
+            by_message.setdefault(entry.seq, []).append(entry)
+    inside = {
+        e.item
+        for group in by_message.values()
+        if len(group) > 1
+        for e in group
+        if any(e.item != o.item and e.item in o.item and o.score >= e.score - 1 for o in group)
+    }
+    return [e for e in ranked if e.item not in inside]
 
 
-def render_ledger(items: list[str], notes: dict[str, str] | None = None) -> str:
-    """The ledger as a Markdown sub-list; empty when there is nothing to carry."""
-    if not items:
-        return ""
-    notes = notes or {}
-    return "\n".join([LEDGER_HEADING, *(ledger_line(item, notes.get(item, "")) for item in items)])
+def collapse(ranked: list[LedgerEntry]) -> tuple[list[LedgerEntry], dict[str, str]]:
+    """Names that differ only in their digits (``part_0001.parquet``, ``part_0002.parquet``...) as one line.
 
-
-def _ledger_lines(summary_text: str) -> Iterator[tuple[str, str]]:
-    reading = False
-    for line in summary_text.splitlines():
-        if line.strip().lower() == LEDGER_HEADING.lower():
-            reading = True
-            continue
-        if not reading:
-            continue
-        match = _ITEM_LINE.match(line)
-        if match is None:
-            reading = False
-            continue
-        item = _clean(match.group(2) if match.group(1) else match.group(4))
-        if item:
-            yield item, (match.group(3) or "") if match.group(1) else ""
-
-
-def parse_ledger(summary_text: str) -> list[str]:
-    """The ledger items in a summary (every ledger block, in order, deduplicated)."""
-    return list(dict.fromkeys(item for item, _ in _ledger_lines(summary_text)))
-
-
-def parse_notes(summary_text: str) -> dict[str, str]:
-    """Each ledger item's note (where it was seen), for re-rendering the ledger unchanged."""
+    A loop that reads a new file every step makes hundreds of such names, each as salient by
+    kind as the one file the session is really about; beyond the most salient (``FAMILY_SHOWN``),
+    they are shown as one pattern (digits as ``*``) with their count, where they took space
+    from names that each say something. What the user or the agent wrote is never grouped.
+    Returns the entries to rank (patterns in place of their hidden members) and each one's note.
+    """
+    families: dict[str, list[LedgerEntry]] = {}
+    for entry in ranked:
+        if entry.kind != "output" and entry.source not in ("user", "assistant") and _DIGITS.search(entry.item):
+            families.setdefault(_DIGITS.sub("*", entry.item), []).append(entry)
+    stand_in: dict[str, LedgerEntry] = {}
+    hidden: set[str] = set()
     notes: dict[str, str] = {}
-    for item, note in _ledger_lines(summary_text):
-        notes.setdefault(item, note)
-    return notes
+    for pattern, members in families.items():
+        if len(members) < FAMILY_MIN:
+            continue
+        rest = members[FAMILY_SHOWN:]
+        hidden.update(e.item for e in rest)
+        turns = sorted(e.turn for e in members)
+        stand_in[rest[0].item] = LedgerEntry(pattern, "family", rest[0].score, len(members), rest[0].seq, turns[-1])
+        notes[pattern] = f"{len(members)} {members[0].kind} names like this, turns {turns[0]}-{turns[-1]}"
+    out = []
+    for entry in ranked:
+        if entry.item in stand_in:
+            out.append(stand_in[entry.item])
+        elif entry.item not in hidden:
+            out.append(entry)
+            notes[entry.item] = note(entry)
+    return out, notes
 
 
-def strip_ledger(section_text: str) -> str:
-    """``section_text`` without its ledger blocks, so a fresh ledger can be written once."""
-    kept: list[str] = []
-    reading = False
-    for line in section_text.splitlines():
-        if line.strip().lower() == LEDGER_HEADING.lower():
-            reading = True
+def note(entry: LedgerEntry) -> str:
+    """Where an entry was seen, as the ledger line shows it: kind, source, turn, and the output's id."""
+    if entry.kind == "output":
+        return f"{entry.source}, turn {entry.turn}" if entry.source else f"turn {entry.turn}"
+    if not entry.source and not entry.turn:
+        return ""
+    where = f"{entry.kind}; {entry.source}, turn {entry.turn}" if entry.source else f"{entry.kind}; turn {entry.turn}"
+    state = "; open" if entry.open else ""
+    return f"{where}, id {entry.tool_call_id}{state}" if entry.tool_call_id else where + state
+
+
+def _fit(
+    entries: list[LedgerEntry], notes: dict[str, str], budget: int, max_items: int, count_tokens: Callable[[str], int]
+) -> tuple[list[LedgerEntry], int]:
+    """The entries that fit, in rank order; a line too long is skipped for shorter ones after it (a few dozen)."""
+    kept: list[LedgerEntry] = []
+    used = misses = 0
+    for entry in entries:
+        if len(kept) >= max_items or budget - used < 4 or misses > FIT_MISSES:
+            break
+        cost = count_tokens(ledger_line(entry.item, notes[entry.item])) + 1
+        if used + cost > budget:
+            misses += 1
             continue
-        if reading and _ITEM_LINE.match(line):
-            continue
-        reading = False
-        kept.append(line)
-    return "\n".join(kept).strip()
+        kept.append(entry)
+        used += cost
+    return kept, used
+
+
+def seed(items: list[str]) -> list[LedgerEntry]:
+    """Entries for a ledger read back from a summary (a session from before the store kept it)."""
+    return [LedgerEntry(item, "name", 3.0) for item in items]
+
+
+def save_ledger(store: Summaries, session: str, changed: list[LedgerEntry]) -> None:
+    """After the summary: it already shows the ledger's top, so a failed write costs only the rest."""
+    try:
+        store.save_ledger(session, changed)
+    except Exception as exc:
+        log.warning("could not save the identifier ledger of %r: %s", session, exc)

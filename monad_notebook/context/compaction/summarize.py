@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from monad_notebook.context.compaction.ledger import parse_ledger, parse_notes, render_ledger, strip_ledger
+from monad_notebook.context.compaction.ledger_text import parse_ledger, parse_notes, render_ledger, strip_ledger
 from monad_notebook.context.compaction.weakness import weakness
 from monad_notebook.errors import ModelError
 from monad_notebook.images.image import image_lines

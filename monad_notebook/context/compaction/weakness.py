@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from monad_notebook.context.compaction.ledger import strip_ledger
+from monad_notebook.context.compaction.ledger_text import strip_ledger
 
 COPY_RUN = 8  # words in a row found in the transcript that count as pasted rather than summarized
 # a line this many times in one briefing: a small model stuck in a loop (seen: one sentence three times over)

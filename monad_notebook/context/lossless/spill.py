@@ -34,9 +34,13 @@ class Spill:
         if texts:
             self.store.save_raw_outputs(self.session, texts)
 
+    def saved(self, tool_call_ids: list[str]) -> set[str]:
+        """Which of these results have their full text saved."""
+        return self.store.has_raw_outputs(self.session, tool_call_ids)
+
     def before_fold(self, span: list[Message]) -> None:
         """Save the full text of the span's results not saved yet, so the handles the summary names resolve."""
         results = {m.tool_call_id: m.content for m in span if m.role == "tool" and m.tool_call_id and not m.redacted}
         if results:
-            saved = self.store.has_raw_outputs(self.session, list(results))
+            saved = self.saved(list(results))
             self.save({k: v for k, v in results.items() if k not in saved})

@@ -65,6 +65,7 @@ export function drawApproval(model, root, answered) {
     run.addEventListener("click", () => answer(true));
     skip.addEventListener("click", () => answer(false));
     always.addEventListener("click", () => answer(true, true));
+    const allows = approval.allow !== ""; // a call read from the model's text is asked about each time
     const lines = approval.lines || [];
     box.append(
       h("div", { class: "monad-section-title", "data-role": "approval-title" }, [
@@ -72,7 +73,7 @@ export function drawApproval(model, root, answered) {
         h("span", { class: "monad-dim", "data-role": "approval-summary" }, [`(${approval.summary || `${lines.length} lines`})`]),
       ]),
       h("div", { class: "monad-code", "data-role": "approval-code" }, lines.map((line, i) => codeLine(line, i + 1))),
-      h("div", { class: "monad-actions" }, [run, skip, always, status]),
+      h("div", { class: "monad-actions" }, allows ? [run, skip, always, status] : [run, skip, status]),
     );
     if (answered.has(id)) showAnswered();
     children.push(box);

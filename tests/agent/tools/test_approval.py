@@ -55,6 +55,18 @@ def test_allow_for_this_session_runs_every_later_request_without_asking(store):
     assert recorded["code_sha256"] == hashlib.sha256(b"b = a + 1").hexdigest() and recorded["first_line"] == "b = a + 1"
 
 
+def test_the_approval_event_keeps_the_code_s_first_line_redacted_in_the_store_and_its_files(store, tmp_path):
+    key = "AKIA" + "QX7ZL2MPK4RT6WV3"
+    codes = [f"path = 'backup_{key}.csv'  # first line", f"k = 'AKIA{key[4:]}'"]
+    model = ScriptedModel([*(tool_call("python", {"code": code}) for code in codes), "done"])
+    session, _ = asking_session(store, model, ScriptedAsker(Answer(False, via="cell"), Answer(True, via="cell")))
+    session.ask("load the credentials")
+    lines = [e.data["first_line"] for e in store.list_events("ask", kind=ev.APPROVAL)]
+    assert lines == ["path = 'backup_[REDACTED:aws-access-key].csv'  # first line", "k = '[REDACTED:aws-access-key]'"]
+    events_files = [p for p in (tmp_path / "db").rglob("*") if p.is_file() and "events" in str(p)]
+    assert events_files and not any(key.encode() in p.read_bytes() for p in events_files)
+
+
 @pytest.mark.parametrize(
     ("answer", "told", "decision"),
     [(Answer(False, via="cell"), DECLINED, "skip"), (Answer(None, via="prompt"), NO_APPROVER, "no answer")],
@@ -152,3 +164,15 @@ def test_a_notebook_question_waits_as_long_as_agents_json_says_read_when_asked(s
     assert "no answer in 0.5 s: not run" in capsys.readouterr().out
     assert decisions(store, "limit") == [("no answer", "prompt")]
     assert [m.content for m in store.load_messages("limit") if m.role == "tool"] == [NO_APPROVER]
+
+
+def test_the_input_prompt_for_a_call_read_from_the_models_text_says_so_and_offers_no_allow(monkeypatch, capsys):
+    asked: list[str] = []
+    monkeypatch.setattr("builtins.input", lambda prompt: asked.append(prompt) or "a")
+    gate = ApprovalGate(stdin_asker(KernelShell(), lambda: 600))
+    assert gate("x = 1", subject="text:python") is False  # "a" allows nothing here: no answer but y runs it
+    printed = capsys.readouterr().out
+    assert "The agent wants to run this code, a call read from the model's text rather than made through the API" in (
+        printed
+    )
+    assert asked[0].endswith("[y/N] ") and gate.allowed == set()

@@ -13,6 +13,7 @@ import pytest
 from monad_notebook.agent.tools.base import ToolContext
 from monad_notebook.agent.tools.namespace import describe, list_variables
 from monad_notebook.errors import ToolError
+from monad_notebook.redaction.redactor import Redactor
 
 
 def user_function(a, b=2):
@@ -133,3 +134,12 @@ def test_describe_never_evaluates_expressions(ctx, expression):
 def test_describe_missing_attribute_names_it(ctx):
     with pytest.raises(ToolError, match="sales has no attribute 'nope'"):
         describe.run(ctx, {"name": "sales.nope"})
+
+
+def test_a_preview_cut_never_keeps_the_start_of_a_key(ctx):
+    key = "ghp_" + "Zq8Lr2Xw9Kp4Tn7V" * 2 + "aB3d"
+    ctx.namespace.update({"note": f"my backup key is {key} and it rotates", "notes": [f"see {key} here"] * 3})
+    listed, described = list_variables.run(ctx, {}), describe.run(ctx, {"name": "notes"})
+    shown = Redactor(env={}).redact(f"{listed}\n{described}").text
+    assert not any(key[:i] in shown for i in range(8, len(key) + 1))
+    assert "note: str" in shown

@@ -11,6 +11,7 @@ import pytest
 
 from monad_notebook import Session
 from monad_notebook.config import Config
+from monad_notebook.context.prompt import own_text
 from monad_notebook.testing import ScriptedModel, tool_call
 
 STOPPED = "error: stopped after 1 s (tools.python.timeoutSeconds); the output it printed before that is kept above"
@@ -26,7 +27,8 @@ def session_with(store, *codes: str, timeout: float | None = 1, **kwargs: Any) -
 
 
 def tool_results(model: ScriptedModel) -> list[str]:
-    return [m["content"] for m in model.calls[-1].messages if m["role"] == "tool"]
+    """The results the last request carried, without the blocks that ride on the last one."""
+    return [own_text(m["content"]) for m in model.calls[-1].messages if m["role"] == "tool"]
 
 
 def timed_ask(session: Session) -> float:

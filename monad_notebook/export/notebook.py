@@ -1,11 +1,13 @@
-"""Keeping the work: a session as a notebook a colleague can run top to bottom, and the last turn's code.
+"""A session as a notebook a colleague can run top to bottom, and the last turn's code.
 
 Reads the stored transcript, never the window: each question and answer becomes a Markdown cell
 (through ``sanitize_markdown``), and each python call that ran without an error becomes a code
 cell, in order, with outputs rebuilt from its stored result (the full saved output where the
 window kept a cut copy) and the images it displayed, as kept. Calls that were skipped, refused
-or failed are left out, so the code cells replay the session's working state. The ``.ipynb``
-is nbformat v4 JSON written here, so exporting needs no extra package.
+or failed are left out, so the code cells replay the session's working state. What that code read
+and did not make comes first (``user_cells.py``): the user's own cells that made it, marked as
+theirs, and a check naming what no cell in reach makes. The ``.ipynb`` is nbformat v4 JSON
+written here, so exporting needs no extra package.
 """
 
 from __future__ import annotations
@@ -16,21 +18,27 @@ import os
 import re
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from monad_notebook import events as ev
 from monad_notebook.errors import UsageError
+from monad_notebook.export.code_names import names_of
+from monad_notebook.export.user_cells import Needs, Run, UserCell, needs_of
 from monad_notebook.images.image import Image
 from monad_notebook.messages import Message
 from monad_notebook.notebook.proposals import without_decisions
 from monad_notebook.safe_markdown import sanitize_markdown
-from monad_notebook.store.base import Events, Images, ToolOutputs, Transcript
+from monad_notebook.store.base import Events, Images, ToolOutputs, Transcript, Workspaces
+
+Redact = Callable[[str], str]
 
 
-class ExportStore(Transcript, ToolOutputs, Images, Events, Protocol):
-    """What an export reads: the transcript, the saved outputs and images of its code, how each call went."""
+class ExportStore(Transcript, ToolOutputs, Images, Events, Workspaces, Protocol):
+    """What an export reads: the transcript, the saved outputs and images of its code, how each call went,
+    and the workspace record (which cell made each name)."""
 
 
 _SECTION = re.compile(r"^(?:(stdout|stderr|displayed|value):\n|(value|error): )", re.M)
@@ -139,13 +147,43 @@ def code_runs(store: ExportStore, session: str, messages: list[Message] | None =
     return runs
 
 
-def last_turn_code(store: ExportStore, session: str) -> str:
-    """The code the last turn that ran python ran, as one cell's source."""
+def last_turn_code(
+    store: ExportStore, session: str, history: Sequence[str] | None = None, redact: Redact | None = None
+) -> str:
+    """The code the last turn that ran python ran, as one cell's source; a first comment names what it reads
+    and does not make, and where each came from (an earlier turn's code, the user's cell, or unknown)."""
     runs = code_runs(store, session)
     if not runs:
         raise UsageError("no python code has run in this session yet")
     last = runs[-1].turn
-    return "\n\n".join(run.code.strip("\n") for run in runs if run.turn == last)
+    code = "\n\n".join(run.code.strip("\n") for run in runs if run.turn == last)
+    reads = [name for name, _ in needs_of([Run("", code)], [], None).missing]
+    if not reads:
+        return code
+    earlier = {name for run in runs if run.turn < last for name in _binds(run.code)}
+    needs = _needs(store, session, runs, history, redact)
+    cells = {name: cell.number for cell in needs.cells for name in _binds(cell.source)}
+    told = [
+        f"{name} (an earlier turn)"
+        if name in earlier
+        else f"{name} (your cell In [{cells[name]}])"
+        if name in cells
+        else f"{name} (made outside the session)"
+        for name in reads
+    ]
+    return f"# uses what it does not make: {', '.join(told)}\n{code}"
+
+
+def _binds(code: str) -> frozenset[str]:
+    names = names_of(code)
+    return names.binds if names is not None else frozenset()
+
+
+def _needs(
+    store: ExportStore, session: str, runs: list[CodeRun], history: Sequence[str] | None, redact: Redact | None
+) -> Needs:
+    entries = store.load_workspace(session)
+    return needs_of([Run(r.tool_call_id, r.code) for r in runs], entries, history, redact or (lambda text: text))
 
 
 # --- the notebook ---------------------------------------------------------------------------
@@ -188,19 +226,27 @@ def _code(run: CodeRun, count: int, images: list[Image]) -> dict[str, Any]:
     }
 
 
-def build_notebook(store: ExportStore, session: str) -> dict[str, Any]:
-    """The session as an nbformat v4 notebook: questions, code that ran, answers, in order."""
+def build_notebook(
+    store: ExportStore, session: str, history: Sequence[str] | None = None, redact: Redact | None = None
+) -> dict[str, Any]:
+    """The session as an nbformat v4 notebook: what its code needs first, then questions, code that ran,
+    answers, in order. ``history`` is the kernel's inputs by execution count (IPython's ``In``), where the
+    user's own cells are found; ``redact`` runs over each before it is written."""
     messages = store.load_messages(session)
+    ran = code_runs(store, session, messages)
     runs: dict[int, list[CodeRun]] = {}
-    for run in code_runs(store, session, messages):
+    for run in ran:
         runs.setdefault(run.seq, []).append(run)
-    images = store.load_images(session, [run.tool_call_id for kept in runs.values() for run in kept])
+    needs = _needs(store, session, ran, history, redact)
+    images = store.load_images(session, [run.tool_call_id for run in ran])
     stamp = time.strftime("%Y-%m-%d %H:%M")
+    yours = " Your own cells it relies on are carried in before it, marked as yours." if needs.cells else ""
     cells = [
         _markdown(
             f"# Session {sanitize_markdown(session)}\n\nExported from monad on {stamp}. The code cells are the "
-            "python the agent ran without an error, in order: run them top to bottom."
-        )
+            f"python the agent ran without an error, in order: run them top to bottom.{yours}"
+        ),
+        *_prelude(needs),
     ]
     count = 0
     for message in messages:
@@ -212,6 +258,7 @@ def build_notebook(store: ExportStore, session: str) -> dict[str, Any]:
                 label = "**Answer**\n\n" if not message.tool_calls else ""
                 cells.append(_markdown(label + sanitize_markdown(message.content)))
             for run in runs.get(message.seq, []):
+                cells.extend(_user_cells(needs.before_call.get(run.tool_call_id, []), "between the session's turns"))
                 count += 1
                 cells.append(_code(run, count, images.get(run.tool_call_id, [])))
     return {
@@ -226,14 +273,78 @@ def build_notebook(store: ExportStore, session: str) -> dict[str, Any]:
     }
 
 
-def export_notebook(store: ExportStore, session: str, path: str | Path) -> tuple[Path, int]:
-    """Write the session to ``path`` (an .ipynb) at once or not at all; returns the path and its code cells."""
+def _prelude(needs: Needs) -> list[dict[str, Any]]:
+    """What must exist before the session's code: a check of the names no cell in reach makes, the user's cells."""
+    cells = []
+    if needs.missing:
+        listed = "\n".join(f"- `{name}`{_what(entry)}" for name, entry in needs.missing)
+        cells.append(
+            _markdown(
+                "**What must exist first**\n\nThe session's code uses these, made outside it by code this notebook "
+                f"does not have: define them, or run this notebook where they exist.\n\n{sanitize_markdown(listed)}"
+            )
+        )
+        names = tuple(name for name, _ in needs.missing)
+        check = (
+            f"missing = [name for name in {names!r} if name not in globals()]\n"
+            "if missing:\n"
+            '    raise NameError("define " + ", ".join(missing) + " before running this notebook: the session\'s '
+            'code uses them and no cell here makes them")'
+        )
+        cells.append(_unrun(check, {}))
+    return cells + _user_cells(needs.first, "before the session")
+
+
+def _what(entry: Any) -> str:
+    """What the workspace record knew of a name: its type, size and first columns."""
+    if entry is None or not entry.type:
+        return ""
+    columns = f" [{', '.join(entry.columns)}{', ...' if entry.columns_total > len(entry.columns) else ''}]"
+    return f": {entry.type} {entry.shape}{columns if entry.columns else ''}".rstrip()
+
+
+def _user_cells(cells: list[UserCell], when: str) -> list[dict[str, Any]]:
+    """The user's own cells, marked as theirs: a note naming them, then each with its number in metadata."""
+    if not cells:
+        return []
+    numbers = ", ".join(f"In [{cell.number}]" for cell in cells)
+    plural = "s" if len(cells) > 1 else ""
+    note = _markdown(
+        f"**Your own cell{plural}** ({numbers}), run in the kernel {when}: the session's code below uses what "
+        f"{'they' if plural else 'it'} made."
+    )
+    return [
+        note,
+        *(_unrun(cell.source, {"tags": ["user-cell"], "monad": {"user_cell": cell.number}}) for cell in cells),
+    ]
+
+
+def _unrun(source: str, metadata: dict[str, Any]) -> dict[str, Any]:
+    """A code cell not run yet: no count, no outputs."""
+    return {
+        "cell_type": "code",
+        "execution_count": None,
+        "metadata": metadata,
+        "source": _lines(source.strip("\n")),
+        "outputs": [],
+    }
+
+
+def export_notebook(
+    store: ExportStore,
+    session: str,
+    path: str | Path,
+    history: Sequence[str] | None = None,
+    redact: Redact | None = None,
+) -> tuple[Path, int]:
+    """Write the session to ``path`` (an .ipynb) at once or not at all; returns the path and its code cells
+    (``history`` and ``redact`` as ``build_notebook`` takes them)."""
     target = Path(path).expanduser()
     if target.suffix != ".ipynb":
         raise UsageError(f"export writes a notebook: give a path ending in .ipynb, not {str(path)!r}")
     if not target.parent.is_dir():
         raise UsageError(f"cannot export to {target}: the folder {target.parent} does not exist")
-    notebook = build_notebook(store, session)
+    notebook = build_notebook(store, session, history, redact)
     text = json.dumps(notebook, indent=1, ensure_ascii=False) + "\n"
     try:
         _write_atomically(target, text)
