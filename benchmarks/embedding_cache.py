@@ -10,6 +10,9 @@ recall learns) always go upstream, so a search's latency is the endpoint's. Vect
 endpoint returned, so what a search finds is unchanged; only the time to index is not the
 endpoint's: ``stats`` counts the texts answered from the cache and those sent upstream, for the
 report to say so. Used by ``fidelity.py --embedding-cache``.
+
+``min_chars=1, questions=PREFIX`` keeps every text but those starting with the question prefix
+(``locomo.py``, whose passages are short chat turns): a search's question still goes upstream.
 """
 
 from __future__ import annotations
@@ -37,13 +40,21 @@ class CacheStats:
 
 
 class VectorCache:
-    """Vectors by (model, text) in one SQLite file, safe to share between the proxy's threads."""
+    """Vectors by (model, text) in one SQLite file, safe to share between the proxy's threads.
 
-    def __init__(self, path: Path) -> None:
+    A text is kept when it is ``min_chars`` long or more and does not start with ``questions``
+    (a question prefix; "" keeps questions too).
+    """
+
+    def __init__(self, path: Path, min_chars: int = MIN_CACHED_CHARS, questions: str = "") -> None:
+        self.min_chars, self.questions = min_chars, questions
         path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(path, check_same_thread=False)
         self._db.execute("CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, vector BLOB NOT NULL)")
         self._lock = threading.Lock()
+
+    def kept(self, text: str) -> bool:
+        return len(text) >= self.min_chars and not (self.questions and text.startswith(self.questions))
 
     @staticmethod
     def key(model: str, text: str) -> bytes:
@@ -54,7 +65,7 @@ class VectorCache:
         with self._lock:
             rows = [
                 self._db.execute("SELECT vector FROM vectors WHERE key = ?", (self.key(model, t),)).fetchone()
-                if len(t) >= MIN_CACHED_CHARS
+                if self.kept(t)
                 else None
                 for t in texts
             ]
@@ -62,7 +73,7 @@ class VectorCache:
 
     def put(self, model: str, texts: list[str], vectors: list[list[float]]) -> None:
         pairs = zip(texts, vectors, strict=True)
-        rows = [(self.key(model, t), struct.pack(f"{len(v)}d", *v)) for t, v in pairs if len(t) >= MIN_CACHED_CHARS]
+        rows = [(self.key(model, t), struct.pack(f"{len(v)}d", *v)) for t, v in pairs if self.kept(t)]
         with self._lock:
             self._db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)", rows)
             self._db.commit()
@@ -72,9 +83,11 @@ class VectorCache:
 
 
 @contextmanager
-def cached_embeddings(upstream: str, path: Path) -> Iterator[tuple[str, CacheStats]]:
+def cached_embeddings(
+    upstream: str, path: Path, *, min_chars: int = MIN_CACHED_CHARS, questions: str = ""
+) -> Iterator[tuple[str, CacheStats]]:
     """A local base URL that answers ``/embeddings`` from ``path`` or from ``upstream``; its counts."""
-    cache, stats, counting = VectorCache(path), CacheStats(), threading.Lock()
+    cache, stats, counting = VectorCache(path, min_chars, questions), CacheStats(), threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:

@@ -43,7 +43,8 @@ HELPERS = {
     "gemma_reference",
     "gemma_check",
 }
-LONG = {"reliability_long", "cost", "local_model"}  # local_model: a real 1.5B model on the CPU, an hour or more
+# local_model: a real 1.5B model on the CPU, an hour or more; locomo: a dataset not shipped (see its docstring)
+LONG = {"reliability_long", "cost", "local_model", "locomo"}
 ORDER = [
     "startup",
     "loop_overhead",
@@ -58,6 +59,7 @@ ORDER = [
     "recall_lag",
     "reference_trace",
     "fidelity",
+    "locomo",
     "workspace",
     "workspace_cost",
     "rewind",
@@ -94,8 +96,16 @@ QUICK: dict[str, dict[str, list[str]]] = {
     "cell_diff": {"--sizes": ["1200"]},
     "reliability_long": {"--kills": ["10"], "--compactions": ["3"], "--procs": ["2"], "--seconds": ["15"]},
     "local_model": {"--part": ["session"], "--turns": ["2"]},
+    "locomo": {"--split": ["tuning"], "--k": ["10"]},
 }
-TIMEOUTS = {"full": 1800.0, "quick": 300.0, "reliability_long": 3600.0, "cost": 4 * 3600.0, "local_model": 4 * 3600.0}
+TIMEOUTS = {
+    "full": 1800.0,
+    "quick": 300.0,
+    "reliability_long": 3600.0,
+    "cost": 4 * 3600.0,
+    "local_model": 4 * 3600.0,
+    "locomo": 4 * 3600.0,
+}
 PACKAGES = [
     "monad-notebook",
     "lancedb",

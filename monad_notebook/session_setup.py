@@ -105,6 +105,7 @@ def prepare_setup(
         python_approval=cfg.tools.python.approval,
         persist_raw=cfg.context.tool_output.persist_raw,
         recall_on=cfg.context.recall.enabled,
+        retrieval_on=cfg.context.retrieval.enabled,
         sees_images=sees,
         notebook_approval=cfg.tools.notebook.approval if notebook_open else "off",
         extra=[*(mcp.tools(cfg.mcp_servers) if mcp is not None else []), *extra_tools],

@@ -275,6 +275,9 @@ class ToolOutputs(Protocol):
     def copy_raw_outputs(self, source: str, target: str) -> None:
         """Every output ``source`` saved, under ``target``, as saved (newest still newest), in one write."""
 
+    def message_at(self, session: str, seq: int) -> Message | None:
+        """The session's message numbered ``seq`` (a branch keeps the numbers), or None; one read."""
+
 
 class Images(Protocol):
     """Images tool results carry, as bytes, keyed by (session, tool_call_id, image id).

@@ -233,6 +233,10 @@ class LanceStore:
         where = f"session = {sql_str(session)} AND (tool_call_id = {sql_str(tool_call_id)} OR ({made}))"
         return [m for m in _messages_of(self.tables.read("messages", where)) if m.concerns(tool_call_id)]
 
+    def message_at(self, session: str, seq: int) -> Message | None:
+        found = _messages_of(self.tables.read("messages", f"session = {sql_str(session)} AND seq = {int(seq)}"))
+        return found[0] if found else None
+
     def has_raw_outputs(self, session: str, tool_call_ids: list[str]) -> set[str]:
         if not tool_call_ids:
             return set()

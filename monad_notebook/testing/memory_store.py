@@ -187,6 +187,11 @@ class MemoryStore:
             chosen = [m for m in rows if m.concerns(tool_call_id)]
             return sorted(copy.deepcopy(chosen), key=lambda m: (m.seq, m.created_at))
 
+    def message_at(self, session: str, seq: int) -> Message | None:
+        with self._lock:
+            found = [m for m in self._messages.get(_name(session), {}).values() if m.seq == seq]
+            return copy.deepcopy(min(found, key=lambda m: m.created_at)) if found else None
+
     def has_raw_outputs(self, session: str, tool_call_ids: list[str]) -> set[str]:
         return set(self.get_raw_outputs(session, tool_call_ids))
 

@@ -51,7 +51,8 @@ def test_related_context_brings_back_a_matching_earlier_message(store, embedder)
     assert block == (
         "<related_context>\n"
         "Earlier messages from this session that may bear on the request below, found by similarity"
-        " or by a name they share with it (they may be out of date; the window no longer shows them):\n"
+        " or by a name they share with it (they may be out of date; the window no longer shows them;"
+        ' read_message({"seq": N}) pages back the whole of message #N):\n'
         f"- [#{messages[0].seq} user, turn 0] my cat is called Miso\n"
         "</related_context>"
     )

@@ -118,6 +118,19 @@ def test_a_calls_messages_are_the_call_and_its_result_in_order(store: Store) -> 
     assert store.call_messages("s", "c_") == [] and store.call_messages("s", "missing") == []
 
 
+def test_a_message_is_found_by_its_number_in_its_own_session_only_and_keeps_it_on_a_branch(store: Store) -> None:
+    asked = Message("user", "the chillers come from Polar Freeze", session="s", seq=3, turn=1)
+    store.append_messages([asked, Message("assistant", "noted", session="s", seq=4, turn=1)])
+    store.append_messages([Message("user", "another session's", session="other", seq=3)])
+    store.set_placeholders("s", {asked.id: "[context-cleared]"})
+    store.create_session("s")
+    clone_session(store, "s", "s-branch")
+
+    assert store.message_at("s", 3).content == "the chillers come from Polar Freeze"
+    assert store.message_at("s-branch", 3).content == "the chillers come from Polar Freeze"
+    assert store.message_at("s", 5) is None and store.message_at("nobody", 3) is None
+
+
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(call_id=HOSTILE_TEXT)
 def test_any_tool_call_id_finds_its_own_call_only(store: Store, call_id: str) -> None:

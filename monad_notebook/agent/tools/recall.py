@@ -4,7 +4,9 @@
 summary dropped it. ``recall`` takes a question in plain words ("which file was the churn
 raw extract?"), searches every earlier message and saved tool output of the session by
 words and by meaning, and answers with short verbatim passages, each saying where it came
-from and, for a saved tool output, the ``read_tool_output`` call that pages the text around it.
+from and naming the call that pages back the whole message it is part of: ``read_message`` by the
+message's number, or for a saved tool output the ``read_tool_output`` call around the passage. A
+passage is a few hundred characters; what the question asks may sit elsewhere in its message.
 
 A user asks in their own words, which need not be the session's ("customers who left" for
 what the session called churn): ``also`` carries up to three other phrasings the model
@@ -21,7 +23,7 @@ import json
 from typing import Any
 
 from monad_notebook.agent.tools.base import Tool, ToolContext, reads, tool
-from monad_notebook.context.lossless.truncation import read_call
+from monad_notebook.context.lossless.truncation import message_call, read_call
 from monad_notebook.context.recall.search import MAX_ALSO, Passage, focus, query_terms
 from monad_notebook.errors import ToolError
 
@@ -38,7 +40,9 @@ def recall(ctx: ToolContext, query: str, also: list[str] | None = None) -> str:
 
     Use it when a detail you need (a file path, a variable or column name, a command, a number)
     was mentioned earlier but is no longer in view and you do not remember it exactly. Returns
-    short verbatim passages with where each came from and how to read more.
+    short verbatim passages, each with where it came from and the call that reads back its whole
+    message (read_message, or read_tool_output for a saved tool output): use it when the passage
+    is cut short.
 
     Args:
         query: A question or description in plain words, e.g. "which file held the raw churn extract?".
@@ -109,18 +113,18 @@ def _saved(ctx: ToolContext, passages: list[Passage]) -> set[str]:
 
 
 def _entry(passage: Passage, terms: list[str], chars: int, saved: set[str]) -> tuple[str, str]:
+    """A passage's header (where it came from, the call that reads its whole message) and its snippet."""
     hit = passage.hit
     start, end = focus(hit.snippet, terms, chars)
     text = " ".join(hit.snippet[start:end].split())
     snippet = ("…" if start else "") + text + ("…" if end < len(hit.snippet) else "")
-    if hit.role == "tool":
-        where = f"turn {hit.turn}, {hit.name or 'tool'} output"
-        if hit.tool_call_id in saved:
-            at = hit.offset + start
-            read = read_call(hit.tool_call_id, offset=max(0, at - READ_BEFORE), limit=READ_LIMIT)
-            return f"{where}, at char {at}; read around it: {read}", snippet
-        return f"{where} (message #{hit.seq})", snippet
-    return f"turn {hit.turn}, {hit.role} message #{hit.seq}", snippet
+    at = hit.offset + start
+    if hit.role == "tool" and hit.tool_call_id in saved:
+        read = read_call(hit.tool_call_id, offset=max(0, at - READ_BEFORE), limit=READ_LIMIT)
+        return f"turn {hit.turn}, {hit.name or 'tool'} output, at char {at}; read around it: {read}", snippet
+    who = f"{hit.name or 'tool'} output" if hit.role == "tool" else f"{hit.role} message"
+    where = f", at char {at}" if at else ""
+    return f"turn {hit.turn}, {who} #{hit.seq}{where}; whole message: {message_call(hit.seq)}", snippet
 
 
 TOOLS: list[Tool] = [recall]

@@ -1,7 +1,10 @@
-"""read_tool_output and view_image: bring back what eviction cleared, by its handle.
+"""read_tool_output, read_message and view_image: bring back what eviction cleared, by its handle.
 
 ``read_tool_output`` shows an earlier tool call by its id: the code it ran, then its output, paged
 back whole when it was truncated or evicted;
+``read_message`` pages back any earlier message whole by its number, the handle recall's passages
+and the ``<related_context>`` block give: a passage is a few hundred characters of a message that may
+hold the answer elsewhere, and a user's or the agent's message has no tool-call id;
 ``view_image`` shows an image an earlier result displayed again, by its ``img_`` handle.
 
 Truncation and eviction hide bytes the model may still need. When the full output was
@@ -13,9 +16,11 @@ every answer stays under the per-result cap so paging can never blow the window.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 from monad_notebook.agent.tools.base import ToolContext, ToolStore, reads, tool
-from monad_notebook.context.lossless.truncation import read_call, truncate_tool_output
+from monad_notebook.context.lossless.truncation import message_call, read_call, truncate_tool_output
+from monad_notebook.context.recall.chunks import indexed_text
 from monad_notebook.errors import ToolError
 from monad_notebook.images.image import IMAGE_PREFIX, Image
 from monad_notebook.messages import Message
@@ -61,8 +66,50 @@ def read_tool_output(ctx: ToolContext, id: str, offset: int = 0, limit: int = 20
     if raw is None:
         return call + "[no output was stored for this call]"
     room = max(cap - len(call), cap // 2)
-    text = _grep(id, raw, grep, room) if grep else _page(id, raw, offset, limit, room)
+    label, again = f"read_tool_output id={json.dumps(id)}", lambda at, size: read_call(id, offset=at, limit=size)
+    text = _grep(id, raw, grep, room) if grep else _page(label, again, raw, offset, limit, room)
     return truncate_tool_output(call + text, tool_call_id=id, max_chars=cap, recoverable=False)
+
+
+@reads
+@tool
+def read_message(ctx: ToolContext, seq: int, offset: int = 0, limit: int = 20000) -> str:
+    """Read back a whole earlier message of this session by its number: what the user or you wrote, or a tool's output.
+
+    Use the number a recall passage or a <related_context> line gives (message #12) when the passage
+    is cut short and the rest of the message may hold what you need. Page a long message with
+    offset/limit.
+
+    Args:
+        seq: The message's number, e.g. 12 for message #12.
+        offset: First character to return (0-based).
+        limit: How many characters to return; long pages are shortened to fit the context.
+    """
+    if offset < 0:
+        raise ToolError("read_message: offset must be 0 or more")
+    if limit < 1:
+        raise ToolError("read_message: limit must be 1 or more")
+    found = ctx.store.message_at(ctx.session, seq) if ctx.store is not None and seq >= 0 else None
+    text = _whole_text(ctx, found) if found is not None else ""
+    if not text:
+        return f"No message #{seq} with text in this session: use the number a recall passage gives."
+    cap = ctx.output_max_chars
+    label = f"message #{seq} ({_who(found)}, turn {found.turn})"
+    page = _page(label, lambda at, size: message_call(seq, offset=at, limit=size), text, offset, limit, cap)
+    return truncate_tool_output(page, tool_call_id=f"message {seq}", max_chars=cap, recoverable=False)
+
+
+def _whole_text(ctx: ToolContext, message: Message) -> str:
+    """What recall indexed of ``message`` (its passages' offsets are into it), redacted whole before it is paged."""
+    raw = None
+    if message.role == "tool" and message.tool_call_id and not message.redacted and ctx.store is not None:
+        raw = ctx.store.get_raw_output(ctx.session, message.tool_call_id)
+    text = indexed_text(message, raw)
+    return ctx.redactor.redact(text).text if ctx.redactor is not None and text else text
+
+
+def _who(message: Message) -> str:
+    return f"{message.name or 'tool'} output" if message.role == "tool" else f"{message.role} message"
 
 
 def _call_of(messages: list[Message], tool_call_id: str) -> tuple[Message | None, Message | None]:
@@ -132,30 +179,23 @@ def _image_in_lineage(store: ToolStore, session: str, handle: str) -> Image | No
     return None
 
 
-def _page(tool_call_id: str, raw: str, offset: int, limit: int, cap: int) -> str:
-    """``raw[offset:offset + limit]`` framed by a header and, if more remains, the next call.
+def _page(label: str, again: Callable[[int, int], str], raw: str, offset: int, limit: int, cap: int) -> str:
+    """``raw[offset:offset + limit]`` framed by a header (``label``) and, if more remains, the next call (``again``).
 
     The page is shortened until header, page and footer fit in ``cap`` together, so the
     final truncation never fires on a page and the offsets quoted stay exact.
     """
     total = len(raw)
     if offset >= total and total:
-        return f"[read_tool_output id={json.dumps(tool_call_id)}: offset {offset} is past the end ({total} chars)]"
+        return f"[{label}: offset {offset} is past the end ({total} chars)]"
     size = min(limit, total - offset)
     while True:
-        text = _framed_page(tool_call_id, raw, offset, size, limit)
+        end = offset + size
+        footer = f"\n[more remains: {again(end, min(limit, total - end))}]" if end < total else ""
+        text = f"[{label} chars {offset}..{end} of {total}]\n{raw[offset:end]}{footer}"
         if len(text) <= cap or size <= 1:
             return text
         size = max(1, size - (len(text) - cap))
-
-
-def _framed_page(tool_call_id: str, raw: str, offset: int, size: int, limit: int) -> str:
-    end = offset + size
-    header = f"[read_tool_output id={json.dumps(tool_call_id)} chars {offset}..{end} of {len(raw)}]\n"
-    footer = ""
-    if end < len(raw):
-        footer = f"\n[more remains: {read_call(tool_call_id, offset=end, limit=min(limit, len(raw) - end))}]"
-    return header + raw[offset:end] + footer
 
 
 def _grep(tool_call_id: str, raw: str, needle: str, cap: int) -> str:
@@ -215,3 +255,4 @@ def search_tool_outputs(ctx: ToolContext, text: str) -> str:
 
 TOOLS = [read_tool_output, search_tool_outputs]
 IMAGE_TOOLS = [view_image]  # images are kept whatever tool_output.persistRaw says
+MESSAGE_TOOLS = [read_message]  # offered wherever recall shows passages: the transcript keeps every message

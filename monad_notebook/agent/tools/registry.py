@@ -36,12 +36,14 @@ def configured_tools(
     python_approval: str,
     persist_raw: bool,
     recall_on: bool = False,
+    retrieval_on: bool = False,
     sees_images: bool = False,
     notebook_approval: str = "off",
     extra: list[Tool] | None = None,
 ) -> dict[str, Tool]:
     """The session's tool set by name: kernel tools, memory, view_image (when the model sees images),
-    recovery (when raw outputs are kept), recall (when on), the notebook tools (unless
+    recovery (when raw outputs are kept), recall (when on), read_message (wherever recall's passages are
+    shown: the tool or the ``<related_context>`` block), the notebook tools (unless
     ``notebook_approval`` is "off": no notebook is open, or the user turned them off), ``extra``.
 
     A tool in ``extra`` replaces a built-in one of the same name.
@@ -55,6 +57,8 @@ def configured_tools(
         tools.extend(recovery.TOOLS)
     if recall_on:
         tools.extend(recall.TOOLS)
+    if recall_on or retrieval_on:
+        tools.extend(recovery.MESSAGE_TOOLS)
     return {t.name: t for t in [*tools, *(extra or [])]}
 
 

@@ -21,6 +21,11 @@ def read_call(tool_call_id: str, **paging: int) -> str:
     return f"read_tool_output({json.dumps({'id': tool_call_id, **paging})})"
 
 
+def message_call(seq: int, **paging: int) -> str:
+    """The exact ``read_message(...)`` call text that pages back message ``#seq`` whole."""
+    return f"read_message({json.dumps({'seq': seq, **paging})})"
+
+
 def truncate_tool_output(
     text: str,
     *,

@@ -26,7 +26,8 @@ log = logging.getLogger(__name__)
 OPEN_TAG, CLOSE_TAG = "<related_context>", "</related_context>"
 INTRO = (
     "Earlier messages from this session that may bear on the request below, found by similarity"
-    " or by a name they share with it (they may be out of date; the window no longer shows them):"
+    " or by a name they share with it (they may be out of date; the window no longer shows them;"
+    ' read_message({"seq": N}) pages back the whole of message #N):'
 )
 
 
