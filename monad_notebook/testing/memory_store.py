@@ -188,8 +188,8 @@ class MemoryStore:
             return sorted(copy.deepcopy(chosen), key=lambda m: (m.seq, m.created_at))
 
     def message_at(self, session: str, seq: int) -> Message | None:
-        with self._lock:
-            found = [m for m in self._messages.get(_name(session), {}).values() if m.seq == seq]
+        with self.lock:
+            found = [m for m in self._messages.get(checked(session), {}).values() if m.seq == seq]
             return copy.deepcopy(min(found, key=lambda m: m.created_at)) if found else None
 
     def has_raw_outputs(self, session: str, tool_call_ids: list[str]) -> set[str]:
