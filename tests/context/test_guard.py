@@ -44,7 +44,7 @@ def test_the_hard_guard_compacts_from_the_last_real_count_when_the_estimate_is_f
     assert not any("one:" in str(m["content"]) for m in sent)
 
 
-def test_a_request_that_cannot_fit_the_window_is_refused_not_sent_and_the_message_is_kept(store):
+def test_a_request_that_cannot_fit_the_window_is_refused_not_sent_and_leaves_the_session_as_it_was(store):
     model = ScriptedModel([ScriptedModel.text("hello", prompt_tokens=300), "never"], context_window=1_000)
     session = make(store, model)
     session.ask("hi")
@@ -53,7 +53,8 @@ def test_a_request_that_cannot_fit_the_window_is_refused_not_sent_and_the_messag
     assert len(model.calls) == 1
     message = str(caught.value)
     assert "\n" not in message and "not sent" in message and "1,000" in message
-    assert [m.role for m in store.load_messages("guard")] == ["user", "assistant", "user"]
+    assert [m.role for m in store.load_messages("guard")] == ["user", "assistant"]  # shorten it and ask again
+    assert [m.role for m in session.window.messages] == ["user", "assistant"]
 
 
 def test_with_nothing_learnt_yet_the_first_request_goes_out_and_the_provider_judges(store):
