@@ -102,7 +102,7 @@ def plan_rebuild(
         *(Run(r.tool_call_id, r.code) for r in taken),
     ]
     runs_in.append(Run(REBUILD_RUN, "\n".join(sorted(needed))))
-    entries = store.load_workspace(session)
+    entries = store.workspace.load_workspace(session)
     needs = needs_of(runs_in, entries, history, lambda text: text)
     plan.steps = _chronological(_ordered(plan, needs.first, needs.before_call, taken, root, ran_at, redact), entries)
     made = {name for step in plan.steps for name in step.binds}

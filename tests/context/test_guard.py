@@ -54,7 +54,7 @@ def test_a_request_that_cannot_fit_the_window_is_refused_not_sent_and_leaves_the
     message = str(caught.value)
     assert "\n" not in message and "not sent" in message and "1,000" in message
     assert [m.role for m in store.load_messages("guard")] == ["user", "assistant"]  # shorten it and ask again
-    assert [m.role for m in session.window.messages] == ["user", "assistant"]
+    assert not any("summarise this" in str(m.content) for m in session.window.messages)
 
 
 def test_with_nothing_learnt_yet_the_first_request_goes_out_and_the_provider_judges(store):

@@ -55,13 +55,14 @@ def config() -> Config:
     return Config.model_validate({"tools": {"python": {"approval": "auto"}}})
 
 
-def test_interrupt_before_the_model_answers_keeps_the_question_and_the_next_turn_works(config, store):
+def test_interrupt_before_the_model_answers_leaves_the_session_as_it_was_and_the_next_turn_works(config, store):
     model = InterruptingModel(["second answer"], at=1)
     session = Session("s", config=config, store=store, model=model)
     with pytest.raises(KeyboardInterrupt):
         session.ask("first question")
     assert session.ask("second question").text == "second answer"
-    assert [m.content for m in store.load_messages("s")] == ["first question", "second question", "second answer"]
+    assert [m.content for m in store.load_messages("s")] == ["second question", "second answer"]
+    assert [m["content"] for m in model.calls[-1].messages[1:]] == ["second question"]
 
 
 def test_interrupt_between_steps_keeps_the_finished_round_paired(config, store):
@@ -127,18 +128,18 @@ class InterruptingStore(LanceStore):
             raise KeyboardInterrupt
 
 
-@pytest.mark.parametrize(("at", "after_write"), [(2, False), (2, True), (3, False), (3, True)])
+@pytest.mark.parametrize(("at", "after_write"), [(1, False), (1, True), (2, False), (2, True)])
 def test_interrupt_while_a_round_is_being_written_leaves_every_call_answered_once(config, tmp_path, at, after_write):
-    """The calls are written before they run (the second write), their results after (the third)."""
+    """The question and the calls are written before they run (the first write), their results after (the second)."""
     store = InterruptingStore(tmp_path / "db")
-    store.at, store.after_write = at, after_write  # the user message is the first write
+    store.at, store.after_write = at, after_write
     model = ScriptedModel([tool_calls(tool_call("list_variables", {}), tool_call("list_variables", {})), "fine"])
     session = Session("s", config=config, store=store, model=model)
     with pytest.raises(KeyboardInterrupt):
         session.ask("look")
     stored = store.load_messages("s")
     whole = ["user", "assistant", "tool", "tool"]
-    assert [m.role for m in stored] == (["user", "assistant"] if (at, after_write) == (3, False) else whole)
+    assert [m.role for m in stored] == (["user", "assistant"] if (at, after_write) == (2, False) else whole)
     assert session.ask("again").text == "fine"
     assert_paired(model.calls[-1].messages)
     reopened = Session("s", config=config, store=LanceStore(tmp_path / "db"), model=ScriptedModel(["x"]))

@@ -44,7 +44,7 @@ def test_a_rate_limit_storm_longer_than_the_retries_is_one_line_and_the_next_tur
     server.queue("after the storm")
     assert session.ask("after").text == "after the storm"
     contents = [m.content for m in store.load_messages("faults")]
-    assert contents == ["hello", "before", "during the storm", "after", "after the storm"]
+    assert contents == ["hello", "before", "after", "after the storm"]  # the unanswered question left nothing
 
 
 def test_a_model_that_answers_later_than_the_timeout_is_one_line_and_the_next_turn_works(server, store):
@@ -55,7 +55,7 @@ def test_a_model_that_answers_later_than_the_timeout_is_one_line_and_the_next_tu
     server.queue("in time")
     # the server still serves the late request once its delay ends, so either answer may come next
     assert session.ask("again").text in {"too late", "in time"}
-    assert [m.content for m in store.load_messages("faults")][:2] == ["slow", "again"]
+    assert [m.content for m in store.load_messages("faults")][:1] == ["again"]  # the timed-out question left nothing
 
 
 def test_a_stream_cut_off_mid_answer_is_one_line_and_the_next_turn_works(server, store):
