@@ -14,6 +14,7 @@ repeats them. A turn the model never answered drops nothing: the next one shows 
 
 from __future__ import annotations
 
+import logging
 import traceback
 from collections import deque
 from collections.abc import Callable
@@ -24,6 +25,8 @@ from monad_notebook.notebook.agent_runs import AGENT_RUNS
 
 if TYPE_CHECKING:
     from monad_notebook.redaction.redactor import Redactor
+
+log = logging.getLogger(__name__)
 
 MAX_CELLS = 20  # the newest kept; older ones are counted
 MAX_TOKENS = 600  # the block's budget: it ends the requests of one turn, after the provider's cached prefix
@@ -69,7 +72,14 @@ class NotebookActivity:
             self.dropped = self.shown = self.shown_dropped = 0
 
     def after_cell(self, result: Any) -> None:
-        """IPython's ``post_run_cell``: keep the cell if it was the user's own work."""
+        """IPython's ``post_run_cell``: keep the cell if it was the user's own work (a failure here is logged: it
+        never breaks the user's cell)."""
+        try:
+            self._hear(result)
+        except Exception as exc:
+            log.warning("the notebook activity left out a cell: %s", exc)
+
+    def _hear(self, result: Any) -> None:
         info = getattr(result, "info", None)
         if not self.enabled or info is None or not getattr(info, "store_history", True):
             return
@@ -86,18 +96,17 @@ class NotebookActivity:
             [source, told, type(error).__name__ if error is not None else "", cell_id]
         )
         first = next((line.strip() for line in source.splitlines() if line.strip()), "")
-        self.keep(CellRun(number, cell_id[:64], _shorten(first), _outcome(kind, told) if error is not None else "ok"))
+        self._keep(CellRun(number, cell_id[:64], _shorten(first), _outcome(kind, told) if error is not None else "ok"))
 
-    def keep(self, run: CellRun) -> None:
-        if len(self.runs) == self.runs.maxlen:
-            self.dropped += 1
-            self.shown = max(0, self.shown - 1)
+    def _keep(self, run: CellRun) -> None:
+        """The newest ``MAX_CELLS`` are kept, the older ones counted (no cell runs while a turn's block is out)."""
+        self.dropped += len(self.runs) == self.runs.maxlen
         self.runs.append(run)
 
     def block(self, count_text: Callable[[str], int], max_tokens: int = MAX_TOKENS) -> str:
         """The block for the turn starting now (empty when the user ran nothing), within ``max_tokens``: the newest
         cells are kept, the older ones counted. Marks the cell this turn runs in, which is never listed."""
-        self._turn_cell = getattr(self.shell, "execution_count", None)
+        self._turn_cell = _running_cell(self.shell)
         self.shown, self.shown_dropped = len(self.runs), self.dropped
         if not self.runs:
             return ""
@@ -127,6 +136,14 @@ class NotebookActivity:
 
     def _redact(self, texts: list[str]) -> list[str]:
         return self.redactor.redact_each(texts) if self.redactor is not None else texts
+
+
+def _running_cell(shell: Any) -> int | None:
+    """The execution count of the cell running now, None outside one: IPython puts a cell's source in its input
+    history (``In``) as it starts and counts it when it ends."""
+    count = getattr(shell, "execution_count", None)
+    history = getattr(getattr(shell, "history_manager", None), "input_hist_raw", None)
+    return count if isinstance(count, int) and history is not None and len(history) > count else None
 
 
 def _calls_monad(source: str) -> bool:

@@ -64,7 +64,7 @@ def test_a_turn_the_model_never_answered_leaves_the_cells_for_the_next_and_the_b
     from monad_notebook.notebook.activity import MAX_CELLS, MAX_TOKENS
     from monad_notebook.testing import ScriptedModel
 
-    model = ScriptedModel([EndpointError("the endpoint is down"), "I see them"])
+    model = ScriptedModel([EndpointError("the endpoint is down"), "I see them", "I see it"])
     session = Session("activity", store=store, model=model, shell=ip)
     ip.events.register("post_run_cell", session.activity.after_cell)
     try:
@@ -73,13 +73,16 @@ def test_a_turn_the_model_never_answered_leaves_the_cells_for_the_next_and_the_b
         with pytest.raises(EndpointError):
             session.ask("what did I run?")
         session.ask("what did I run?")
+        ip.run_cell("after_the_turns = 1", store_history=True)  # the turns ran outside any cell: none is left out
+        session.ask("and since?")
     finally:
         ip.events.unregister("post_run_cell", session.activity.after_cell)
 
-    failed, answered = (call.messages for call in model.calls)
+    failed, answered, since = (call.messages for call in model.calls)
     block = activity_of(answered)
     assert activity_of(failed) == block  # the cells the unanswered request held are told again
     shown = [line for line in block.splitlines() if line.startswith("- ")]
     assert shown and "step_24 = " in shown[-1] and len(shown[-1]) < 140
     assert re.search(rf"\({5 + MAX_CELLS - len(shown)} earlier cell\(s\) not shown\)", block)
     assert session.cascade.meter.counter.count_text(block) <= MAX_TOKENS
+    assert re.findall(r"^- .*", activity_of(since), re.M) == [f"- [{ip.execution_count - 1}] `after_the_turns = 1`: ok"]
