@@ -153,8 +153,10 @@ class MonadMagics(Magics):
         return notebook, owned.name
 
     def after_cell(self, result: Any) -> None:
-        """IPython's ``post_run_cell``: each session here notes what the user's cell changed in the kernel."""
+        """IPython's ``post_run_cell``: each session here notes what the user's cell changed in the kernel, and the
+        cell itself for its next turn."""
         for session in list(self._sessions.values()):
+            session.activity.after_cell(result)
             try:
                 session.workspace.after_cell(result)
             except MonadError as exc:  # the store could not be written: say so, keep the cell's own result

@@ -26,6 +26,7 @@ from monad_notebook.events import ERROR, RESET, TEXT_CALLS, EventBus, EventLog
 from monad_notebook.foreground import FOREGROUND
 from monad_notebook.memory import MemoryPromotion, MemoryService, resolve_scope
 from monad_notebook.messages import Message, ToolCall
+from monad_notebook.notebook.activity import NotebookActivity
 from monad_notebook.notebook.agent_runs import AGENT_RUNS
 from monad_notebook.provider import ChatModel, TextCallback
 from monad_notebook.provider.local_embedder import Embedder, make_embedder
@@ -102,11 +103,12 @@ class Session:
         self.rewind = KernelRewind(
             self.store.rewind, name, user_ns, shell, root, turn=lambda: self.window.turn, workspace=self.workspace
         )
+        self.activity = NotebookActivity(shell)
         self.event_log = EventLog(name, self.events, self.store.append_events)
         self.cascade = Cascade(
             window=self.window, store=self.store, events=self.event_log,
             lease=self.lease, counter=setup.cascade.counter, memory=self.memory, promotion=self.promotion,
-            recall=self.recall, workspace=self.workspace,
+            recall=self.recall, workspace=self.workspace, activity=self.activity,
         )  # fmt: skip
         self.services = ToolServices(
             name, user_ns, shell, self.store, self.memory, self.recall, approve, notebook, root, self.workspace,
@@ -127,6 +129,7 @@ class Session:
         self.cascade.reconfigure(setup.cascade)
         readable = "read_tool_output" in setup.tools
         self.workspace.reconfigure(config.context.workspace.enabled, redactor, calls_readable=readable)
+        self.activity.reconfigure(config.context.workspace.enabled, redactor)
         self.rewind.reconfigure(config.rewind, redactor, self.store.uri)
         self.runner = ToolRunner(setup.tools, config, self.services, redactor)
         self.store.optimize_every = config.store.optimize_every_writes

@@ -43,6 +43,7 @@ from monad_notebook.events import EventLog
 from monad_notebook.images.image import Image
 from monad_notebook.memory import MemoryPromotion, MemoryService
 from monad_notebook.messages import Message, ToolCall
+from monad_notebook.notebook.activity import NotebookActivity
 from monad_notebook.store.base import Images
 from monad_notebook.store.lease import TurnLease
 from monad_notebook.workspace.block import BETWEEN_TURNS, budget
@@ -68,15 +69,18 @@ class Cascade:
         promotion: MemoryPromotion,
         recall: RecallService,
         workspace: WorkspaceRecord | None = None,
+        activity: NotebookActivity | None = None,
     ) -> None:
-        """``memory``, ``promotion``, ``recall`` and ``workspace`` (the record taken from the kernel, which the
-        ``<workspace>`` block shows) are the session's services, which the stages read."""
+        """``memory``, ``promotion``, ``recall``, ``workspace`` (the record taken from the kernel, which the
+        ``<workspace>`` block shows) and ``activity`` (the user's cells since the last turn, the
+        ``<notebook_activity>`` block) are the session's services, which the stages read."""
         self.window = window
         self.store = store
         self.events = events
         self.stages = TurnStages(memory, recall)
         self.recall = recall
         self.workspace = workspace
+        self.activity = activity
         if workspace is not None:
             workspace.turn = window.turn
         self.meter = Meter(store, window.session, counter)
@@ -159,6 +163,7 @@ class Cascade:
             self.commit(crashed)
         user = self.window.new_message("user", self.redact(text))
         self.writer.ask(user)
+        self.window.activity = self.activity.block(self.meter.counter.count_text) if self.activity is not None else ""
         self.emit(ev.TURN_STARTED, turn=self.window.turn, text=user.content)
         blocks = self.stages.blocks(self.window, user, self.meter.counter.count_text)
         related = blocks.get("related_context")
@@ -218,14 +223,24 @@ class Cascade:
         images = {m.tool_call_id: m.images for m in messages if m.images}
         if images:
             self.store.save_images(session, images)
+        asked = self.writer.question
         messages = self.writer.store_step(messages)
+        self._answered(asked)
         self.recall.index(messages, spilled)
         self._save_workspace()
         self.events.flush()
 
     def announce(self, assistant: Message) -> None:
         """Store an assistant message whose calls are about to run, before they run (``TranscriptWriter``)."""
+        asked = self.writer.question
         self.writer.announce(assistant)
+        self._answered(asked)
+
+    def _answered(self, question: Message | None) -> None:
+        """The turn's question was stored with the model's first answer: the notebook activity it was sent with
+        is not sent again."""
+        if question is not None and self.activity is not None:
+            self.activity.seen()
 
     def _save_workspace(self) -> None:
         """What the step's calls changed in the kernel, in one write; a failed write is said and tried again later."""

@@ -16,13 +16,13 @@ from monad_notebook.messages import Message
 
 PLAN_NOTE = "(a reminder from your own running summary, not a new request)"
 IMAGES_NOTE = "(the images the tool results above displayed to the user)"
-END_TAGS = ("<plan>", "<workspace>")  # how each block that ends a request begins
+END_TAGS = ("<plan>", "<workspace>", "<notebook_activity>")  # how each block that ends a request begins
 
 
 @dataclass
 class PromptPart:
     # system | memory | summary | message | tool_result | placeholder | image | related_context | plan | workspace
-    # | tools
+    # | notebook_activity | tools
     kind: str
     role: str  # of the message the part is sent in
     text: str
@@ -96,12 +96,13 @@ def assemble(
     plan: str | None = None,
     image_detail: str | None = None,
     workspace: str = "",
+    activity: str = "",
 ) -> Prompt:
     """System prompt (+ memory), the window with the summary folded into the first user message,
     each related-context block on the user message it was found for (``related``: message id ->
-    block), then the plan anchor and the ``<workspace>`` block, last: they change at every step, and
-    last they leave the prefix the provider cached from the previous request intact (``end_with``
-    says on which message they ride).
+    block), then the plan anchor, the ``<workspace>`` block and the turn's ``<notebook_activity>`` block, last: they
+    change at every step or turn, and last they leave the prefix the provider cached from the previous request
+    intact (``end_with`` says on which message they ride).
 
     With ``image_detail`` (a model that sees), the images of the tool results not evicted follow
     their round's results as one user message: a tool message carries text only.
@@ -130,6 +131,8 @@ def assemble(
     tail = [PromptPart("plan", "user", f"<plan>\n{PLAN_NOTE}\n{plan}\n</plan>")] if plan else []
     if workspace:
         tail.append(PromptPart("workspace", "user", workspace))
+    if activity:
+        tail.append(PromptPart("notebook_activity", "user", activity))
     end_with(groups, tail)
     messages = [_message(g, image_detail) for g in groups]
     return Prompt(messages=messages, tools=tools, groups=groups, image_detail=image_detail)

@@ -54,6 +54,7 @@ class Window:
         self.blocks: dict[str, str] = {}  # memory, plan: replaced once per turn
         self.related: dict[str, str] = {}  # user message id -> the related-context block found for it
         self.workspace = ""  # the <workspace> block: rebuilt from the kernel before each step's request
+        self.activity = ""  # the <notebook_activity> block: the user's cells since the last turn, for this turn
         self._last_prompt: tuple[tuple[Any, ...], Prompt] | None = None
         self._mark: tuple[int, int] | None = None  # the store's history mark when this window last knew every write
 
@@ -253,10 +254,11 @@ class Window:
             tuple(self.related.items()),
             self.blocks.get("plan"),
             self.workspace,
+            self.activity,
         )
         if self._last_prompt is not None and self._last_prompt[0] == inputs:
             return self._last_prompt[1]
-        system, memory, summary, _, _, _, plan, workspace = inputs
+        system, memory, summary, _, _, _, plan, workspace, activity = inputs
         prompt = assemble(
             system=system,
             memory=memory,
@@ -267,6 +269,7 @@ class Window:
             plan=plan,
             image_detail=self.frame.image_detail,
             workspace=workspace,
+            activity=activity,
         )
         self._last_prompt = (inputs, prompt)
         return prompt

@@ -21,12 +21,13 @@ PART_ORDER = (
     "plan",
     "related_context",
     "workspace",
+    "notebook_activity",
     "message",
     "tool_result",
     "image",
     "placeholder",
 )
-INJECTED_KINDS = frozenset({"memory", "summary", "plan", "related_context", "workspace"})
+INJECTED_KINDS = frozenset({"memory", "summary", "plan", "related_context", "workspace", "notebook_activity"})
 
 
 def as_int(value: Any) -> int:
