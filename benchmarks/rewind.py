@@ -167,7 +167,7 @@ def rewind_every_turn(session: Any, root: Path, ns: dict, hidden: dict, snaps: d
         if missed or not report.complete:
             misses[turn] = missed + [f"said: {line}" for line in report.lines() if "not" in line]
         started = time.perf_counter()
-        session.undo_rewind(report)
+        session.undo_rewind(report.epoch)
         undos.append(time.perf_counter() - started)
         left = compare(root, ns, hidden, final)
         if left:

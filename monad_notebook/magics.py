@@ -21,7 +21,15 @@ from monad_notebook.approval.gate import ApprovalGate
 from monad_notebook.cell.background import Inbox
 from monad_notebook.cell.heap import settle_heap
 from monad_notebook.cell.prompt_record import render_prompt_record
-from monad_notebook.cell.rewind import rebuild_lines, rebuild_offer, rewind_lines, sweep_kept
+from monad_notebook.cell.rewind import (
+    rebuild_lines,
+    rebuild_offer,
+    rewind_session,
+    rewind_turn,
+    rewound_from,
+    sweep_kept,
+    undo_lines,
+)
 from monad_notebook.cell.screen import say_error, screened
 from monad_notebook.cell.status import footer_for, notebook_sentence, status_sentences
 from monad_notebook.cell.view import CellView
@@ -60,7 +68,8 @@ HELP = """\
 %monad forget ID            forget a remembered fact
 %monad export PATH.ipynb    write this session as a notebook to run top to bottom (--session NAME for another)
 %monad code                 put the code the last turn ran into the next cell
-%monad rewind [TURN]        files and names as they were before TURN (the last turn by default); --undo undoes it
+%monad rewind [TURN]        the session as it was before TURN (the last by default): conversation, files, names;
+                            it goes on as a copy, the original keeps every turn; --undo goes back to it
 %monad rebuild              after a kernel restart: rerun the code that made what it lost (one approval)"""
 
 
@@ -411,7 +420,24 @@ class MonadMagics(Magics):
         print("\n".join(rebuild_lines(self.session(), rest)))
 
     def _cmd_rewind(self, rest: list[str]) -> None:
-        print("\n".join(rewind_lines(self.session(), rest)))
+        session = self.session()
+        if rest == ["--undo"]:
+            mark = rewound_from(session)
+            print("\n".join(undo_lines(session, self._switch(str(mark["from"])), mark)))
+            return
+        name, lines = rewind_session(session, rewind_turn(session, rest))
+        self._switch(name)
+        print("\n".join(lines))
+
+    def _switch(self, name: str) -> Session:
+        """Use session ``name`` from now on, and name it in the open notebook, so a new kernel takes it up."""
+        from monad_notebook.notebook.frontend import open_notebook
+
+        session = self.session(name)
+        notebook = open_notebook(self.shell)
+        if notebook is not None:
+            notebook.name_session(name)
+        return session
 
     def _history(self) -> list[str]:
         """This kernel's inputs by execution count, where an export finds the user's own cells."""

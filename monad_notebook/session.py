@@ -265,9 +265,10 @@ class Session:
         self.emit(RESET)
         self.flush_events()
 
-    def branch(self, name: str) -> SessionRecord:
-        """Copy this session (messages, summary, spilled outputs) into ``name``."""
-        return branch_session(self.store, self.name, name, settle=self.cascade.wait)
+    def branch(self, name: str, *, before_turn: int | None = None) -> SessionRecord:
+        """Copy this session (messages, summary, spilled outputs) into ``name``; with ``before_turn``, as it was just
+        before that turn began (``branching.clone_session``)."""
+        return branch_session(self.store, self.name, name, settle=self.cascade.wait, before_turn=before_turn)
 
     def handoff(self, name: str) -> SessionRecord:
         """A fresh session seeded with this one's summary (compacting first if there is none yet)."""
@@ -298,9 +299,10 @@ class Session:
         back as it was before it (the conversation's side is the caller's). The report says what was not."""
         return self._restored(self.rewind.restore(before_turn))
 
-    def undo_rewind(self, report: RestoreReport) -> RestoreReport:
-        """Undo a rewind: what it moved, wrote or removed goes back as it was just before it."""
-        return self._restored(self.rewind.undo(report))
+    def undo_rewind(self, epoch: int) -> RestoreReport:
+        """Undo the rewind of journal epoch ``epoch`` (its report's): what it moved, wrote or removed goes back as it
+        was just before it."""
+        return self._restored(self.rewind.restore_to(epoch))
 
     def _restored(self, report: RestoreReport) -> RestoreReport:
         """The workspace record sees what a restore changed, each name given back its earlier value's maker."""

@@ -1,12 +1,14 @@
 """``%monad rewind`` and ``%monad rebuild`` as a cell says them: the kernel's side of undoing turns, and of a restart
 (offered in the first cell of a new kernel that lost names); the kept bytes a deleted session leaves, swept.
 
-A rewind here puts back the files and names (``Session.rewind_kernel``); the conversation goes on from where it
-is, and the first line says so, so nobody reads it as more than it did.
+A rewind puts back the files and names (``Session.rewind_kernel``) and copies the conversation as it was before the
+turn into a session of its own, which the notebook then uses; the session it came from keeps every turn, so the
+rewind loses nothing, and ``--undo`` goes back to it.
 """
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from monad_notebook.errors import UsageError
@@ -15,22 +17,15 @@ from monad_notebook.rewind.kept_bytes import KeptBytes, kept_folder
 if TYPE_CHECKING:
     from monad_notebook.config_schema import RewindConfig
     from monad_notebook.session import Session
-    from monad_notebook.store.base import Store
+    from monad_notebook.store.base import Sessions, Store
 
 SHOWN = 5  # lost names the rebuild's offer names
-USAGE = "usage: %monad rewind [TURN] (files and names as they were before TURN, the last by default) | --undo"
+USAGE = "usage: %monad rewind [TURN] (the session as it was before TURN, the last by default) | --undo"
+REWOUND = "rewound"  # a rewound copy's record: {"from": the session with every turn, "turn": ..., "epoch": ...}
 
 
-def rewind_lines(session: Session, rest: list[str]) -> list[str]:
-    """What ``%monad rewind [TURN]`` or ``%monad rewind --undo`` did, one sentence a line."""
-    if not session.rewind.enabled:
-        raise UsageError("rewind is off (rewind.enabled in agents.json): nothing the session changed was kept")
-    if rest == ["--undo"]:
-        last = session.rewind.last
-        if last is None or not last.epoch:
-            raise UsageError("no rewind to undo in this kernel; %monad rewind TURN rewinds")
-        report = session.undo_rewind(last)
-        return ["the files and names are back as they were before that rewind", *report.lines()]
+def rewind_turn(session: Session, rest: list[str]) -> int:
+    """The turn ``%monad rewind [TURN]`` names: the last by default; UsageError for anything else."""
     if len(rest) > 1 or (rest and not rest[0].isdigit()):
         raise UsageError(USAGE)
     latest = session.window.turn
@@ -39,13 +34,59 @@ def rewind_lines(session: Session, rest: list[str]) -> list[str]:
     turn = int(rest[0]) if rest else latest
     if not 1 <= turn <= latest:
         raise UsageError(f"no turn {turn}: this session's turns are 1 to {latest}")
-    report = session.rewind_kernel(turn)
-    whole = "everything put back" if report.complete else "not all of it, as said below"
+    return turn
+
+
+def rewound_name(store: Sessions, source: str, turn: int) -> str:
+    """``<name>@turnT`` (a copy of a copy drops the earlier mark), with the first free number after it."""
+    base = re.sub(r"@turn\d+(-\d+)?$", "", source) or source
+    name, number = f"{base}@turn{turn}"[-200:], 2
+    while store.get_session(name) is not None:
+        name, number = f"{base}@turn{turn}-{number}"[-200:], number + 1
+    return name
+
+
+def rewind_session(session: Session, turn: int) -> tuple[str, list[str]]:
+    """Take the session back to just before ``turn``: the kernel's files and names put back, and the conversation
+    copied as it was then under a new name (``session`` keeps every turn). The copy's name, and what was done."""
+    report = session.rewind_kernel(turn) if session.rewind.enabled else None
+    name = rewound_name(session.store, session.name, turn)
+    try:
+        record = session.branch(name, before_turn=turn)
+    except BaseException:
+        if report is not None and report.epoch:
+            session.undo_rewind(report.epoch)
+        raise
+    mark = {"from": session.name, "turn": turn, "epoch": report.epoch if report is not None else 0}
+    session.store.set_session_meta(name, {**record.meta, REWOUND: mark})
     head = (
-        f"files and names as they were before turn {turn} ({whole}); the conversation goes on from where it is; "
-        "%monad rewind --undo puts them back"
+        f"rewound to before turn {turn}: the conversation goes on as session {name!r}; {session.name!r} keeps every "
+        "turn, and %monad rewind --undo goes back to it"
     )
-    return [head, *report.lines()]
+    if report is None:
+        return name, [head, "files and names were not kept (rewind.enabled is off): they stay as they are"]
+    whole = "everything put back" if report.complete else "not all of it, as said below"
+    return name, [head, f"files and names as they were before turn {turn} ({whole})", *report.lines()]
+
+
+def rewound_from(session: Session) -> dict:
+    """What a rewound copy came from (its record's mark); UsageError if ``session`` is no rewind's copy."""
+    record = session.store.get_session(session.name)
+    mark = record.meta.get(REWOUND) if record is not None else None
+    if not isinstance(mark, dict) or session.store.get_session(str(mark.get("from"))) is None:
+        raise UsageError("no rewind to undo: this session is not what a rewind left (%monad rewind TURN rewinds)")
+    return mark
+
+
+def undo_lines(copy: Session, back: Session, mark: dict) -> list[str]:
+    """Back in the session with every turn: the kernel's side undone too, unless the copy's own turns moved on."""
+    lines = [f"back in session {back.name!r} with every turn; the rewound copy stays as session {copy.name!r}"]
+    if copy.window.turn >= int(mark.get("turn", 0)):
+        return [*lines, "files and names stay as they are: the copy's turns since the rewind changed them"]
+    if not mark.get("epoch"):
+        return lines
+    report = back.undo_rewind(int(mark["epoch"]))
+    return [*lines, "the files and names are back as they were before the rewind", *report.lines()]
 
 
 def rebuild_lines(session: Session, rest: list[str]) -> list[str]:

@@ -156,7 +156,7 @@ class ValueNotes:
         self.names = list(dict.fromkeys([*mentioned(code), *self._globals_of_functions(mentioned(code))]))
         self.in_place = changed_in_place(code, namespace) if code else set()
         self.noted: dict[str, Noted] = {}
-        self.last_key = next(reversed(namespace), MISSING) if namespace else MISSING  # type: ignore[call-overload]
+        self.before = _keys(namespace)
         for name in self.names:
             value = namespace.get(name, MISSING)
             if value is MISSING or not is_tracked(name, hidden, value):
@@ -212,14 +212,25 @@ class ValueNotes:
         return None
 
     def _added(self) -> list[str]:
-        """Keys added since the change began, walking back from the namespace's end."""
+        """Keys added since the change began (at most 1,000). Every key is looked at: a key the code (or Python
+        itself, as ``__warningregistry__``) deleted or put back leaves no mark of where the new ones begin."""
         found: list[str] = []
+        if self.before is None:
+            return found
         try:
-            for key in reversed(self.namespace):  # type: ignore[call-overload]
-                if key is self.last_key or len(found) >= 1_000:
-                    break
-                if type(key) is str and key not in self.noted:
+            for key in self.namespace:
+                if type(key) is str and key not in self.before and key not in self.noted:
                     found.append(key)
+                    if len(found) >= 1_000:
+                        break
         except (RuntimeError, TypeError):
             pass
-        return found[::-1]
+        return found
+
+
+def _keys(namespace: Mapping[str, Any]) -> frozenset[Any] | None:
+    """The namespace's keys now; None if they cannot be read (changed meanwhile by another thread)."""
+    try:
+        return frozenset(namespace)
+    except (RuntimeError, TypeError):
+        return None

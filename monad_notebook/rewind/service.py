@@ -110,7 +110,6 @@ class KernelRewind:
         self.kept = KeptBytes(kept_folder("", None))
         self.keeper = FileKeeper(self.kept, self.config.max_file_bytes, self.room_for)
         self._kernel_noted = False
-        self.last: RestoreReport | None = None  # this kernel's latest restore, which an undo undoes
 
     def reconfigure(self, config: RewindConfig, redactor: Redactor | None, store_uri: str) -> None:
         """The configuration in force (``rewind``), the session's redactor, and where the store is."""
@@ -187,7 +186,6 @@ class KernelRewind:
         report.names_not_restored = [replace(n, code=self.code_of(n.made_by)) for n in report.names_not_restored]
         self.bound_values(own)
         self.flush()
-        self.last = report
         return report
 
     def undo(self, report: RestoreReport) -> RestoreReport:

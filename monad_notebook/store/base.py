@@ -301,8 +301,10 @@ class Summaries(Protocol):
     what the provider's counts taught (per session and model)."""
 
     def save_summary(self, summary: Summary) -> None: ...
-    def load_summary(self, session: str) -> Summary | None: ...
-    def summary_head(self, session: str) -> tuple[float, int] | None:
+    def load_summary(self, session: str, *, before: float | None = None) -> Summary | None:
+        """The newest summary; with ``before``, the newest made before that time (the one in force then)."""
+
+    def summary_head(self, session: str, *, before: float | None = None) -> tuple[float, int] | None:
         """The newest summary's (created_at, boundary_seq), without its text: has another kernel compacted?"""
 
     def save_ledger(self, session: str, entries: list[LedgerEntry]) -> None:
@@ -391,8 +393,9 @@ class Workspaces(Protocol):
         """Keep entries, in one write; of one (kind, key), the entry with the highest ``seq`` is the one in force
         (the one written last among equals)."""
 
-    def load_workspace(self, session: str) -> list[WorkspaceEntry]:
-        """The entry in force of each (kind, key), in no set order."""
+    def load_workspace(self, session: str, *, before_turn: int | None = None) -> list[WorkspaceEntry]:
+        """The entry in force of each (kind, key), in no set order; with ``before_turn``, the one in force before
+        that turn began (of the entries of earlier turns, the newest)."""
 
 
 class RewindJournal(Protocol):

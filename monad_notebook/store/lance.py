@@ -276,20 +276,20 @@ class LanceStore:
         sql_str(summary.session)
         self.tables.add("summaries", [as_row(summary, "summaries")])
 
-    def summary_head(self, session: str) -> tuple[float, int] | None:
-        where = f"session = {sql_str(session)}"
+    def summary_head(self, session: str, *, before: float | None = None) -> tuple[float, int] | None:
+        where = f"session = {sql_str(session)}" + (f" AND created_at < {float(before)!r}" if before is not None else "")
         heads = self.tables.read("summaries", where, ["boundary_seq", "created_at"])
         if not heads:
             return None
         newest = max(heads, key=lambda r: (r["created_at"], r["boundary_seq"]))
         return newest["created_at"], newest["boundary_seq"]
 
-    def load_summary(self, session: str) -> Summary | None:
+    def load_summary(self, session: str, *, before: float | None = None) -> Summary | None:
         """Two small reads, so a long history of summaries is never read in full."""
-        head = self.summary_head(session)
+        head = self.summary_head(session, before=before)
         if head is None:
             return None
-        where = f"session = {sql_str(session)}"
+        where = f"session = {sql_str(session)}" + (f" AND created_at < {float(before)!r}" if before is not None else "")
         rows = self.tables.read("summaries", f"{where} AND boundary_seq = {int(head[1])}")
         return Summary(**max(rows, key=lambda r: r["created_at"]))
 

@@ -29,15 +29,16 @@ class LanceWorkspace:
         latest = {(e.kind, e.key): e for e in entries}  # one row per key and write
         self.tables.add("workspace", [workspace_row(session, e, now) for e in latest.values()])
 
-    def load_workspace(self, session: str) -> list[WorkspaceEntry]:
-        return [workspace_from_row(r) for r in self._latest(session)]
+    def load_workspace(self, session: str, *, before_turn: int | None = None) -> list[WorkspaceEntry]:
+        return [workspace_from_row(r) for r in self._latest(session, before_turn)]
 
     def drop(self, session: str) -> None:
         self.tables.delete("workspace", f"session = {sql_str(session)}")
 
-    def _latest(self, session: str) -> list[dict[str, Any]]:
+    def _latest(self, session: str, before_turn: int | None = None) -> list[dict[str, Any]]:
         latest: dict[tuple[str, str], dict[str, Any]] = {}
-        for row in self.tables.read("workspace", f"session = {sql_str(session)}"):
+        where = f"session = {sql_str(session)}" + (f" AND turn < {int(before_turn)}" if before_turn is not None else "")
+        for row in self.tables.read("workspace", where):
             kept = latest.get((row["kind"], row["key"]))
             if kept is None or (row["seq"], row["updated_at"]) >= (kept["seq"], kept["updated_at"]):
                 latest[(row["kind"], row["key"])] = row

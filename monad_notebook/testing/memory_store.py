@@ -239,13 +239,13 @@ class MemoryStore:
             self._summaries[checked(summary.session)].append(replace(summary, text=as_text(summary.text)))
             self._wrote("summaries")
 
-    def summary_head(self, session: str) -> tuple[float, int] | None:
-        newest = self.load_summary(session)
+    def summary_head(self, session: str, *, before: float | None = None) -> tuple[float, int] | None:
+        newest = self.load_summary(session, before=before)
         return None if newest is None else (newest.created_at, newest.boundary_seq)
 
-    def load_summary(self, session: str) -> Summary | None:
+    def load_summary(self, session: str, *, before: float | None = None) -> Summary | None:
         with self.lock:
-            saved = self._summaries.get(checked(session), [])
+            saved = [s for s in self._summaries.get(checked(session), []) if before is None or s.created_at < before]
             return replace(max(saved, key=lambda s: (s.created_at, s.boundary_seq))) if saved else None
 
     def save_ledger(self, session: str, entries: list[LedgerEntry]) -> None:
@@ -336,24 +336,27 @@ class MemoryClaims:
 
 
 class MemoryWorkspace:
-    """The workspace record (``Workspaces``): of each (kind, key), the entry with the highest ``seq``."""
+    """The workspace record (``Workspaces``): every entry kept; of each (kind, key), the one with the highest ``seq``
+    is in force."""
 
     def __init__(self, lock: threading.RLock) -> None:
         self.lock = lock
-        self._workspace: dict[str, dict[tuple[str, str], WorkspaceEntry]] = defaultdict(dict)
+        self._workspace: dict[str, list[WorkspaceEntry]] = defaultdict(list)
 
     def save_workspace(self, session: str, entries: list[WorkspaceEntry]) -> None:
         with self.lock:
-            kept = self._workspace[checked(session)]
-            for e in entries:
-                entry = replace(e, key=as_text(e.key), columns=[as_text(c) for c in e.columns])
-                known = kept.get((entry.kind, entry.key))
-                if known is None or entry.seq >= known.seq:
-                    kept[(entry.kind, entry.key)] = entry
+            self._workspace[checked(session)].extend(
+                replace(e, key=as_text(e.key), columns=[as_text(c) for c in e.columns]) for e in entries
+            )
 
-    def load_workspace(self, session: str) -> list[WorkspaceEntry]:
+    def load_workspace(self, session: str, *, before_turn: int | None = None) -> list[WorkspaceEntry]:
         with self.lock:
-            return [replace(e, columns=list(e.columns)) for e in self._workspace.get(checked(session), {}).values()]
+            latest: dict[tuple[str, str], WorkspaceEntry] = {}
+            for entry in self._workspace.get(checked(session), []):
+                known = latest.get((entry.kind, entry.key))
+                if (before_turn is None or entry.turn < before_turn) and (known is None or entry.seq >= known.seq):
+                    latest[(entry.kind, entry.key)] = entry
+            return [replace(e, columns=list(e.columns)) for e in latest.values()]
 
     def drop(self, session: str) -> None:
         with self.lock:

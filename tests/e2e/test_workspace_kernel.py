@@ -1,6 +1,6 @@
-"""A real kernel: ``%monad rewind`` puts a turn's files and names back and is undone; after a restart the first
-request, the first cell and ``%monad status`` say what the kernel lost, and ``%monad rebuild`` reruns the agent's
-calls and the user's own cell in the order they first ran."""
+"""A real kernel: ``%monad rewind`` takes the conversation back as a copy, puts a turn's files and names back, and is
+undone; after a restart the first request, the first cell and ``%monad status`` say what the kernel lost, and
+``%monad rebuild`` reruns the agent's calls and the user's own cell in the order they first ran."""
 
 from __future__ import annotations
 
@@ -50,11 +50,14 @@ def test_a_rewind_is_undone_and_after_a_restart_what_was_lost_is_named_then_rebu
             second_csv = (isolated_env / "sales.csv").read_bytes()
 
             said = printed(kc, "%monad rewind 2")
-            assert said.startswith("files and names as they were before turn 2 (everything put back)")
+            assert said.startswith("rewound to before turn 2: the conversation goes on as session 'rs@turn2'")
+            assert "files and names as they were before turn 2 (everything put back)" in said
             assert "names removed: base, extra" in said and "names given their earlier value: sales" in said
             assert (isolated_env / "sales.csv").read_bytes() == first_csv
             assert printed(kc, "print(bonus, 'extra' in dir(), list(sales.amount))") == "6 False [1, 2]"
-            assert printed(kc, "%monad rewind --undo").startswith("the files and names are back")
+            undone = printed(kc, "%monad rewind --undo")
+            assert undone.startswith("back in session 'rs' with every turn; the rewound copy stays as session 'rs@t")
+            assert "the files and names are back as they were before the rewind" in undone
             assert (isolated_env / "sales.csv").read_bytes() == second_csv
             assert printed(kc, "print(base, extra, list(sales.amount))") == "20 2 [20, 40]"
 

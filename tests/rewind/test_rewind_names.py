@@ -60,3 +60,23 @@ def test_a_rewind_across_a_compaction_removes_what_the_turn_bound_and_gives_back
     assert ns["threshold"] == 0.9 and ns["counts"] == {"a": 1, "b": 2} and ns["fresh"] == 30
     assert list(ns["sales"]["amount"]) == [10, 20]
     unhook(shell, session)
+
+
+def test_names_an_earlier_turn_bound_stay_when_the_namespaces_last_name_went_away_meanwhile(store, shell, isolated_env):
+    """The turn deletes the name bound last before it (as Python itself does with ``__warningregistry__``)."""
+    model = ScriptedModel(
+        [
+            *(python("alpha = 1", "call_alpha"), "a"),
+            *(python("scratch = 0", "call_s"), "s"),
+            *(python("del scratch\ngamma = 3", "call_gamma"), "g"),
+        ]
+    )
+    session = make(store, shell, model)
+    for question in ("bind alpha", "bind scratch", "tidy up"):
+        session.ask(question)
+
+    report = session.rewind_kernel(3)
+
+    assert report.names_removed == ["gamma"] and report.names_restored == ["scratch"]
+    assert shell.user_ns["alpha"] == 1 and shell.user_ns["scratch"] == 0 and "gamma" not in shell.user_ns
+    unhook(shell, session)

@@ -150,6 +150,8 @@ def test_load_summary_returns_the_newest(store: Store) -> None:
 
     assert store.load_summary("s") == newest
     assert store.summary_head("s") == (200.0, 40)
+    assert store.load_summary("s", before=160.0).text == "reflected"  # the one in force at 160
+    assert store.load_summary("s", before=100.0) is None
 
 
 def test_events_round_trip_in_time_order_and_drop_transient_kinds(store: Store) -> None:

@@ -69,3 +69,15 @@ def test_the_workspace_follows_branch_and_goes_with_reset_and_delete(store: Stor
     assert len(store.workspace.load_workspace("copy")) == 2
     store.delete_session("copy")
     assert store.workspace.load_workspace("copy") == []
+
+
+def test_the_record_as_it_stood_before_a_turn_is_the_newest_entry_of_each_key_from_earlier_turns(store: Store) -> None:
+    store.create_session("s")
+    store.workspace.save_workspace("s", [WorkspaceEntry("name", "df", "DataFrame", "2 rows x 1 cols", turn=1, seq=1)])
+    store.workspace.save_workspace("s", [WorkspaceEntry("name", "df", "DataFrame", "9 rows x 1 cols", turn=2, seq=2)])
+    store.workspace.save_workspace("s", [WorkspaceEntry("name", "new", "int", turn=3, seq=3)])
+
+    then = store.workspace.load_workspace("s", before_turn=2)
+
+    assert [(e.key, e.shape) for e in then] == [("df", "2 rows x 1 cols")]
+    assert {e.key for e in store.workspace.load_workspace("s")} == {"df", "new"}  # the record itself is unchanged
