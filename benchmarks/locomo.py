@@ -205,14 +205,14 @@ def measure(conv: Conversation, args: argparse.Namespace, endpoint: tuple[str, s
 def sides(conv: Conversation, store: LanceStore, service: RecallService) -> None:
     """Each question's top 10 by the full-text side alone (recall without an embedder) and by the vector side
     alone (the nearest messages), kept on the question."""
-    words = Recall(store, None)
+    words = Recall(store.search, None)
     embedder = service.recall.embedder if service.recall is not None else None
     for question in conv.questions:
         by_words = words.search(conv.name, question.text, 10)
         question.found[WORDS] = [conv.dialog_of[p.hit.message_id] for p in by_words]
         if embedder is not None:
             vector = embedder.embed([as_question(embedder, question.text)])[0]
-            hits = store.search_embeddings(conv.name, vector, 10, model=embedder.name)
+            hits = store.search.search_embeddings(conv.name, vector, 10, model=embedder.name)
             question.found[VECTORS] = [conv.dialog_of[h.message_id] for h in hits]
 
 
@@ -222,7 +222,7 @@ def ablate(conv: Conversation, store: LanceStore, service: RecallService) -> Non
     embedder = service.recall.embedder
     words = shared_word_vectors(embedder.name) if embedder is not None else None
     for step in service.recall.steps:
-        recall = Recall(store, embedder, words, [s for s in service.recall.steps if s != step])
+        recall = Recall(store.search, embedder, words, [s for s in service.recall.steps if s != step])
         for question in conv.questions:
             passages = recall.search(conv.name, question.text, 10)
             question.found[f"without {step}"] = [conv.dialog_of[p.hit.message_id] for p in passages]
