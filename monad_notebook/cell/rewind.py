@@ -12,6 +12,8 @@ import re
 from typing import TYPE_CHECKING
 
 from monad_notebook.errors import UsageError
+from monad_notebook.events import NOTEBOOK_DECIDED, NOTEBOOK_PROPOSED
+from monad_notebook.notebook.proposals import ACCEPTED, APPLIED
 from monad_notebook.rewind.kept_bytes import KeptBytes, kept_folder
 
 if TYPE_CHECKING:
@@ -63,10 +65,31 @@ def rewind_session(session: Session, turn: int) -> tuple[str, list[str]]:
         f"rewound to before turn {turn}: the conversation goes on as session {name!r}; {session.name!r} keeps every "
         "turn, and %monad rewind --undo goes back to it"
     )
+    cells = cells_left(session.store, session.name, turn)
     if report is None:
-        return name, [head, "files and names were not kept (rewind.enabled is off): they stay as they are"]
+        return name, [head, "files and names were not kept (rewind.enabled is off): they stay as they are", *cells]
     whole = "everything put back" if report.complete else "not all of it, as said below"
-    return name, [head, f"files and names as they were before turn {turn} ({whole})", *report.lines()]
+    return name, [head, f"files and names as they were before turn {turn} ({whole})", *report.lines(), *cells]
+
+
+def cells_left(store: Store, session: str, turn: int) -> list[str]:
+    """The line naming the cells the agent's proposals put in the notebook from turn ``turn`` on (accepted or applied):
+    a rewind leaves the notebook as it is, so the user knows which cells to look at."""
+    began = [m.created_at for m in store.load_messages(session) if m.turn >= turn]
+    events = [*store.list_events(session, kind=NOTEBOOK_PROPOSED), *store.list_events(session, kind=NOTEBOOK_DECIDED)]
+    proposed: dict[str, dict] = {}
+    new, changed = [], []
+    for event in sorted((e for e in events if began and e.ts >= min(began)), key=lambda e: e.ts):
+        made = proposed.get(str(event.data.get("proposal")))
+        if event.kind == NOTEBOOK_PROPOSED:
+            proposed[str(event.data.get("proposal"))] = event.data
+        elif made is not None and event.data.get("decision") in (ACCEPTED, APPLIED):
+            insert = made.get("change") == "insert"
+            (new if insert else changed).append(str(made.get("new_id" if insert else "cell_id")))
+    if not new and not changed:
+        return []
+    named = [f"new {', '.join(new)}" if new else "", f"changed {', '.join(dict.fromkeys(changed))}" if changed else ""]
+    return [f"cells the undone turns put in the notebook stay as they are: {'; '.join(n for n in named if n)}"]
 
 
 def rewound_from(session: Session) -> dict:

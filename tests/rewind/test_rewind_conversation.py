@@ -12,6 +12,7 @@ import pytest
 from monad_notebook import Session
 from monad_notebook.cell.rewind import rewind_session, rewind_turn, rewound_from, rewound_name, undo_lines
 from monad_notebook.errors import UsageError
+from monad_notebook.events import NOTEBOOK_DECIDED, NOTEBOOK_PROPOSED, Event
 from monad_notebook.testing import ScriptedModel
 from tests.rewind.session_kit import make, python, unhook
 
@@ -38,6 +39,14 @@ def test_a_rewound_conversation_goes_on_from_before_the_turn_with_what_was_in_fo
     session.memory.suggest(session.name, ["The alpha table is the reference."])
     session.ask("make the beta table")
     session.memory.suggest(session.name, ["The beta table replaces the alpha table."])
+    store.append_events(
+        [
+            Event(NOTEBOOK_PROPOSED, "rw", {"proposal": "p1", "change": "insert", "cell_id": "c0", "new_id": "c-beta"}),
+            Event(NOTEBOOK_DECIDED, "rw", {"proposal": "p1", "decision": "accepted"}),
+            Event(NOTEBOOK_PROPOSED, "rw", {"proposal": "p2", "change": "change", "cell_id": "c1", "new_id": ""}),
+            Event(NOTEBOOK_DECIDED, "rw", {"proposal": "p2", "decision": "rejected"}),
+        ]
+    )
     session.ask("make gamma")
     session.compact()  # folds beta's turn too
     assert "beta_table.csv" in {e.item for e in store.load_ledger("rw")}
@@ -47,6 +56,7 @@ def test_a_rewound_conversation_goes_on_from_before_the_turn_with_what_was_in_fo
     copy = Session(name, config=session.config, store=store, model=model, shell=shell)
 
     assert name == "rw@turn2" and lines[0].startswith("rewound to before turn 2: the conversation goes on as session")
+    assert lines[-1] == "cells the undone turns put in the notebook stay as they are: new c-beta"
     assert copy.ask("go on").text == "going on without beta"
     sent = said_to_model(model)
     assert "alpha" in sent and "beta" not in sent and "gamma" not in sent
