@@ -11,12 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from monad_notebook.context.compaction.ledger import IdentifierLedger
 from monad_notebook.errors import StoreError, UsageError
 from monad_notebook.events import MEMORY_SUGGESTION, MEMORY_SUGGESTION_RESOLVED
 from monad_notebook.messages import Message, new_id
-from monad_notebook.store.base import SessionRecord, Store, Summary
+from monad_notebook.store.base import LedgerEntry, SessionRecord, Store, Summary
 from monad_notebook.store.rows import is_text
+
+Fold = Callable[[list[Message], dict[str, str]], list[LedgerEntry]]  # a span's ledger, as compaction grows it
 
 
 def check_session_name(name: str) -> None:
@@ -26,21 +27,30 @@ def check_session_name(name: str) -> None:
 
 
 def branch_session(
-    store: Store, source: str, target: str, *, settle: Callable[[], None], before_turn: int | None = None
+    store: Store,
+    source: str,
+    target: str,
+    *,
+    settle: Callable[[], None],
+    before_turn: int | None = None,
+    fold: Fold | None = None,
 ) -> SessionRecord:
     """``target`` as a copy of ``source``; ``settle`` lets background work on ``source`` land first."""
     check_session_name(target)
     settle()
-    return clone_session(store, source, target, before_turn=before_turn)
+    return clone_session(store, source, target, before_turn=before_turn, fold=fold)
 
 
-def clone_session(store: Store, source: str, target: str, *, before_turn: int | None = None) -> SessionRecord:
+def clone_session(
+    store: Store, source: str, target: str, *, before_turn: int | None = None, fold: Fold | None = None
+) -> SessionRecord:
     """``target`` as an independent copy of ``source``: what either does next leaves the other as it was.
 
     With ``before_turn``, the copy is ``source`` as it was just before that turn began (a conversation's
     rewind): the messages of earlier turns and the spilled outputs and images of their calls; the summary
-    in force then, with the identifier ledger of what it folded; the workspace record of earlier turns;
-    the memory suggestions made before it. ``source`` keeps every turn.
+    in force then, with the identifier ledger of what it folded (``fold``: without it, the summary's own
+    list seeds the ledger); the workspace record of earlier turns; the memory suggestions made before it.
+    ``source`` keeps every turn.
 
     What an interrupted clone left under ``target`` is dropped first; the record is written last,
     so a session of that name exists only once its copy is whole.
@@ -64,7 +74,7 @@ def clone_session(store: Store, source: str, target: str, *, before_turn: int | 
             store.save_images(target, store.load_images(source))
             store.save_ledger(target, store.load_ledger(source))
         else:
-            _copy_earlier(store, source, target, originals, summary, since)
+            _copy_earlier(store, source, target, originals, summary, since, fold)
         store.workspace.save_workspace(target, store.workspace.load_workspace(source, before_turn=before_turn))
         store.rewind.save_rewind(target, store.rewind.load_rewind(source))  # rows: the kept bytes are shared
         if summary is not None:
@@ -82,7 +92,13 @@ def _turn_began(messages: list[Message], turn: int) -> float:
 
 
 def _copy_earlier(
-    store: Store, source: str, target: str, kept: list[Message], summary: Summary | None, since: float
+    store: Store,
+    source: str,
+    target: str,
+    kept: list[Message],
+    summary: Summary | None,
+    since: float,
+    fold: Fold | None,
 ) -> None:
     """What a rewound copy keeps of the earlier turns besides their messages: their calls' spilled outputs and
     images, the ledger of what the summary in force then folded (rebuilt, as its compactions grew it), and
@@ -91,10 +107,8 @@ def _copy_earlier(
     raw = store.get_raw_outputs(source, calls)
     store.save_raw_outputs(target, raw)
     store.save_images(target, store.load_images(source, calls))
-    if summary is not None:
-        ledger = IdentifierLedger()
-        ledger.add_span([m for m in kept if m.seq <= summary.boundary_seq], raw)
-        store.save_ledger(target, list(ledger.entries.values()))
+    if summary is not None and fold is not None:
+        store.save_ledger(target, fold([m for m in kept if m.seq <= summary.boundary_seq], raw))
     said = [
         replace(event, session=target)
         for kind in (MEMORY_SUGGESTION, MEMORY_SUGGESTION_RESOLVED)

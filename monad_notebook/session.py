@@ -19,6 +19,7 @@ from monad_notebook.branching import branch_session, check_session_name
 from monad_notebook.config import Config, ConfigWatcher, watch_config
 from monad_notebook.context.cascade import Cascade
 from monad_notebook.context.compaction.handoff import seed_handoff
+from monad_notebook.context.compaction.ledger import folded_ledger
 from monad_notebook.context.recall.service import RecallService
 from monad_notebook.context.window import Window
 from monad_notebook.errors import UsageError
@@ -268,7 +269,9 @@ class Session:
     def branch(self, name: str, *, before_turn: int | None = None) -> SessionRecord:
         """Copy this session (messages, summary, spilled outputs) into ``name``; with ``before_turn``, as it was just
         before that turn began (``branching.clone_session``)."""
-        return branch_session(self.store, self.name, name, settle=self.cascade.wait, before_turn=before_turn)
+        return branch_session(
+            self.store, self.name, name, settle=self.cascade.wait, before_turn=before_turn, fold=folded_ledger
+        )
 
     def handoff(self, name: str) -> SessionRecord:
         """A fresh session seeded with this one's summary (compacting first if there is none yet)."""

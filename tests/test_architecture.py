@@ -36,7 +36,18 @@ LAYERS: list[set[str]] = [
     },
     {"store", "redaction"},
     {"provider"},
-    {"config", "config_errors", "config_json", "config_schema", "events", "errors", "foreground", "messages", "images"},
+    {
+        "config",
+        "config_errors",
+        "config_json",
+        "config_schema",
+        "events",
+        "errors",
+        "foreground",
+        "messages",
+        "images",
+        "time_limit",
+    },
 ]
 
 
@@ -95,6 +106,24 @@ def test_no_stage_imports_the_session_or_the_magics():
     edges = graph()
     below = [m for m in edges if room(m) in {"agent", "context", "memory", "store", "widget", "provider"}]
     assert [(m, sorted(edges[m] & top)) for m in below if edges[m] & top] == []
+
+
+def test_no_folder_imports_itself_back_through_others():
+    """The rooms of one layer point one way too: no room reaches back to itself through another room."""
+    rooms: dict[str, set[str]] = defaultdict(set)
+    for module, targets in graph().items():
+        rooms[room(module)].update(room(t) for t in targets if room(t) != room(module))
+
+    def reached(start: str) -> set[str]:
+        seen, todo = set(), [start]
+        while todo:
+            for nxt in rooms.get(todo.pop(), ()):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        return seen
+
+    assert sorted(r for r in rooms if r in reached(r)) == []
 
 
 def test_no_module_imports_itself_back_through_others():

@@ -28,10 +28,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from monad_notebook.agent.tools.time_limit import CodeTimedOut, TimeLimit
 from monad_notebook.approval.code_view import shown_lines, summary, terminal_view
 from monad_notebook.config_schema import PythonToolConfig
 from monad_notebook.events import APPROVAL, Emit, Excerpt
+from monad_notebook.time_limit import CodeTimedOut, TimeLimit
 
 RUN, SKIP, ALLOW_SESSION, NO_ANSWER = "run", "skip", "allow for session", "no answer"
 TIMEOUT = PythonToolConfig().approval_timeout_seconds

@@ -20,7 +20,7 @@ promotion, recall) are handed to it.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any, Protocol
 
@@ -43,13 +43,19 @@ from monad_notebook.events import EventLog
 from monad_notebook.images.image import Image
 from monad_notebook.memory import MemoryPromotion, MemoryService
 from monad_notebook.messages import Message, ToolCall
-from monad_notebook.notebook.activity import NotebookActivity
 from monad_notebook.store.base import Images
 from monad_notebook.store.lease import TurnLease
 from monad_notebook.workspace.block import BETWEEN_TURNS, budget
 from monad_notebook.workspace.record import WorkspaceRecord
 
 INDEX_STOP_SECONDS = 5.0
+
+
+class Activity(Protocol):
+    """The user's work in the notebook since the last turn (``notebook.activity.NotebookActivity``)."""
+
+    def block(self, count_text: Callable[[str], int]) -> str: ...
+    def seen(self) -> None: ...
 
 
 class CascadeStore(CompactionStore, Images, Calibrations, Protocol):
@@ -69,7 +75,7 @@ class Cascade:
         promotion: MemoryPromotion,
         recall: RecallService,
         workspace: WorkspaceRecord | None = None,
-        activity: NotebookActivity | None = None,
+        activity: Activity | None = None,
     ) -> None:
         """``memory``, ``promotion``, ``recall``, ``workspace`` (the record taken from the kernel, which the
         ``<workspace>`` block shows) and ``activity`` (the user's cells since the last turn, the

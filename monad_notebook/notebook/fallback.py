@@ -16,8 +16,8 @@ import html
 from collections.abc import Callable
 from typing import Any
 
-from monad_notebook.agent.tools.time_limit import CodeTimedOut, TimeLimit
 from monad_notebook.notebook.proposals import ACCEPTED, APPLIED, NO_ANSWER, OUTDATED, REJECTED, Proposal
+from monad_notebook.time_limit import CodeTimedOut, TimeLimit
 
 INSERTED = "it will be inserted below the %%monad cell when this turn ends"
 COPY = "this frontend cannot {what}, so the source is shown in the %%monad cell's output for the user to copy"

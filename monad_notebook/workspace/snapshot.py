@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from monad_notebook.agent.tools.time_limit import CodeTimedOut, TimeLimit
+from monad_notebook.time_limit import CodeTimedOut, TimeLimit
 from monad_notebook.workspace.description import Description, describe, family, is_user_value, signature, type_name
 
 LOOK_NAMES = 1_000  # names of the round looked at per look (and at most this many mentioned, and new)

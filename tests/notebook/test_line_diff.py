@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from monad_notebook.agent.tools.time_limit import CodeTimedOut, TimeLimit
 from monad_notebook.notebook.proposals import Proposal, diff_lines
+from monad_notebook.time_limit import CodeTimedOut, TimeLimit
 
 LINES = 10_000
 TARGET_SECONDS = 0.1  # what a diff may cost the kernel; the test allows ten times that on a busy machine

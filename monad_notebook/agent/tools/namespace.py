@@ -21,9 +21,9 @@ from itertools import islice
 from typing import Any
 
 from monad_notebook.agent.tools.base import Tool, ToolContext, reads, tool
-from monad_notebook.agent.tools.time_limit import CodeTimedOut, TimeLimit
 from monad_notebook.errors import ToolError
 from monad_notebook.redaction.redactor import builtin_redactor
+from monad_notebook.time_limit import CodeTimedOut, TimeLimit
 from monad_notebook.workspace.block import origin
 from monad_notebook.workspace.description import describe as description_of
 from monad_notebook.workspace.description import dtype_text, family, is_user_value, label, type_name

@@ -23,10 +23,10 @@ from typing import Any
 from monad_notebook.agent.tools.base import Tool, ToolContext, asks, tool
 from monad_notebook.agent.tools.consent import NOBODY_FOR_WRITTEN, ask, must_ask
 from monad_notebook.agent.tools.output_screen import OutputScreen, strip_ansi
-from monad_notebook.agent.tools.time_limit import CodeTimedOut, TimeLimit
 from monad_notebook.approval.gate import PYTHON
 from monad_notebook.config_schema import ImagesConfig
 from monad_notebook.images.figures import FigureRecorder
+from monad_notebook.time_limit import CodeTimedOut, TimeLimit
 
 CutPoint = Callable[..., int]  # Redactor.cut_point(text, at, *, forward) -> where to cut instead
 

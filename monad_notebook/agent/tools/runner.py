@@ -13,7 +13,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from monad_notebook.agent.tools.base import READS, Tool, ToolContext, ToolOutput, ToolStore, Waited
 from monad_notebook.agent.tools.consent import refused_unless_asked
@@ -30,8 +30,22 @@ if TYPE_CHECKING:
     from monad_notebook.memory.service import MemoryService
     from monad_notebook.notebook.frontend import NotebookFrontend
     from monad_notebook.redaction.redactor import Redactor
-    from monad_notebook.rewind import Change, KernelRewind
     from monad_notebook.workspace.record import WorkspaceRecord
+
+
+class KeptChange(Protocol):
+    """One call's change, kept while it runs (``rewind.Change``)."""
+
+    notes: list[str]  # lines the user and the model should read (a file too large to keep)
+
+    def finish(self) -> None: ...
+
+
+class Keeping(Protocol):
+    """What the session's rewind lends the tools (``rewind.KernelRewind``): what each call changes, kept."""
+
+    def change(self, made_by: str, code: str = "") -> KeptChange | None: ...
+    def cell_keeper(self) -> Callable[[str], Callable[[], None] | None]: ...
 
 
 @dataclass
@@ -49,7 +63,7 @@ class ToolServices:
     notebook: NotebookFrontend | None = None
     root: str | Path | None = None  # where the file tools may read (``Session(root=...)``); None: configured
     workspace: WorkspaceRecord | None = None  # the record each call's changes to the kernel are noted in
-    rewind: KernelRewind | None = None  # keeps what each call changes, so its turn can be undone
+    rewind: Keeping | None = None  # keeps what each call changes, so its turn can be undone
 
 
 class ToolRunner:
@@ -124,7 +138,7 @@ class ToolRunner:
             text = "\n".join([text, *(f"note: {note}" for note in change.notes)])
         return ToolOutput(text, redacted=ctx.redacted, outcome=ctx.outcome, images=tuple(ctx.images))
 
-    def _kept_change(self, call: ToolCall, tool: Tool | None) -> Change | None:
+    def _kept_change(self, call: ToolCall, tool: Tool | None) -> KeptChange | None:
         """Rewind keeps what a call of a tool that may change anything is about to change (None: nothing to keep)."""
         rewind = self.services.rewind
         if rewind is None or tool is None or tool.effect == READS:

@@ -97,6 +97,13 @@ def extract_handles(messages: list[Message]) -> list[tuple[str, Message]]:
     ]
 
 
+def folded_ledger(span: list[Message], raw: dict[str, str]) -> list[LedgerEntry]:
+    """The ledger compaction grows from ``span`` folded from the start (``raw``: saved full outputs by call id)."""
+    ledger = IdentifierLedger()
+    ledger.add_span(span, raw)
+    return list(ledger.entries.values())
+
+
 class IdentifierLedger:
     """A session's ledger entries by item, grown one folded span at a time."""
 
