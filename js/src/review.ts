@@ -17,8 +17,8 @@ import { findCell, sourceOf } from './document';
 /** A proposal as the kernel sends it. */
 export interface IProposal {
   id: string;
-  kind: 'insert' | 'change';
-  cell_id: string; // the cell to change, or the cell a new one is placed against
+  kind: 'insert' | 'change' | 'remove'; // remove: a rewind takes out a cell the agent put in
+  cell_id: string; // the cell to change or remove, or the cell a new one is placed against
   position: 'below' | 'above';
   new_id: string;
   cell_type: string;
@@ -52,6 +52,7 @@ type Tell = (decided: IDecided) => void;
 type Ask = (proposal: string, message: { type: 'merge'; proposal: string; source: string; ref: number }) => void;
 
 const EDITED = 'You edited this cell, so the agent\u2019s change was set aside.';
+const EDITED_REMOVAL = 'You edited this cell, so its removal was set aside.';
 const MERGE_WAIT_MS = 300; // after the last keystroke, before the kernel is asked for the change on top of the edit
 
 function h(tag: string, className: string, text?: string): HTMLElement {
@@ -122,7 +123,10 @@ class ReviewView extends Widget {
       'on-top': 'on top of your edit'
     };
     const whats: Record<State, string> = {
-      pending: `${this.proposal.summary}: not in the notebook until you accept`,
+      pending:
+        this.proposal.kind === 'remove'
+          ? `${this.proposal.summary}: the cell stays until you accept`
+          : `${this.proposal.summary}: not in the notebook until you accept`,
       applied: `${this.proposal.summary}: applied by the agent (tools.notebook.approval is "auto")`,
       outdated: `${this.proposal.summary}: not applied`,
       edited: `${this.proposal.summary}, against the cell as the agent read it: not applied`,
@@ -220,7 +224,7 @@ export class Reviews {
   /** The pending change to a cell, if any. */
   pendingFor(cellId: string): string | null {
     for (const item of this._pending.values()) {
-      if (item.proposal.kind === 'change' && item.proposal.cell_id === cellId) {
+      if (item.proposal.kind !== 'insert' && item.proposal.cell_id === cellId) {
         return item.proposal.id;
       }
     }
@@ -233,7 +237,7 @@ export class Reviews {
     if (!found) {
       return { error: `no cell with id ${proposal.cell_id} in the notebook: read_notebook lists the ids` };
     }
-    if (proposal.kind === 'change') {
+    if (proposal.kind !== 'insert') {
       const waiting = this.pendingFor(proposal.cell_id);
       if (waiting) {
         return { error: `cell ${proposal.cell_id} already has a change waiting for the user's decision (${waiting})` };
@@ -353,11 +357,19 @@ export class Reviews {
     if (!found) {
       return { error: `cell ${proposal.cell_id} is no longer in the notebook` };
     }
+    if (proposal.kind !== 'insert' && sourceOf(found.cell.model) !== proposal.base) {
+      return { error: 'the cell changed since the agent read it' };
+    }
     if (proposal.kind === 'change') {
-      if (sourceOf(found.cell.model) !== proposal.base) {
-        return { error: 'the cell changed since the agent read it' };
-      }
       found.cell.model.sharedModel.setSource(proposal.source);
+      return { cell: found.cell };
+    }
+    if (proposal.kind === 'remove') {
+      const notebook = this.panel.content.model;
+      if (!notebook) {
+        return { error: 'the notebook is not loaded' };
+      }
+      notebook.sharedModel.deleteCell(found.index);
       return { cell: found.cell };
     }
     if (findCell(this.panel, proposal.new_id)) {
@@ -406,7 +418,12 @@ export class Reviews {
   private watch(item: IPending): () => void {
     const model = item.cell.model;
     const onChange = (): void => {
-      if (item.proposal.kind !== 'change' || !this._pending.has(item.proposal.id)) {
+      if (item.proposal.kind === 'insert' || !this._pending.has(item.proposal.id)) {
+        return;
+      }
+      if (item.proposal.kind === 'remove') {
+        const same = sourceOf(model) === item.proposal.base;
+        item.view.show_state(same ? 'pending' : 'edited', same ? '' : EDITED_REMOVAL);
         return;
       }
       window.clearTimeout(item.timer);

@@ -65,31 +65,57 @@ def rewind_session(session: Session, turn: int) -> tuple[str, list[str]]:
         f"rewound to before turn {turn}: the conversation goes on as session {name!r}; {session.name!r} keeps every "
         "turn, and %monad rewind --undo goes back to it"
     )
-    cells = cells_left(session.store, session.name, turn)
+    cells = cells_back(session, turn)
     if report is None:
         return name, [head, "files and names were not kept (rewind.enabled is off): they stay as they are", *cells]
     whole = "everything put back" if report.complete else "not all of it, as said below"
     return name, [head, f"files and names as they were before turn {turn} ({whole})", *report.lines(), *cells]
 
 
-def cells_left(store: Store, session: str, turn: int) -> list[str]:
-    """The line naming the cells the agent's proposals put in the notebook from turn ``turn`` on (accepted or applied):
-    a rewind leaves the notebook as it is, so the user knows which cells to look at."""
+def landed_since(store: Store, session: str, turn: int) -> list[tuple[str, str, str]]:
+    """The agent's proposals the user accepted (or that were applied) from turn ``turn`` on, in the order they
+    landed: (proposal id, "insert" or "change", the cell's id)."""
     began = [m.created_at for m in store.load_messages(session) if m.turn >= turn]
     events = [*store.list_events(session, kind=NOTEBOOK_PROPOSED), *store.list_events(session, kind=NOTEBOOK_DECIDED)]
     proposed: dict[str, dict] = {}
-    new, changed = [], []
+    landed = []
     for event in sorted((e for e in events if began and e.ts >= min(began)), key=lambda e: e.ts):
         made = proposed.get(str(event.data.get("proposal")))
         if event.kind == NOTEBOOK_PROPOSED:
             proposed[str(event.data.get("proposal"))] = event.data
         elif made is not None and event.data.get("decision") in (ACCEPTED, APPLIED):
             insert = made.get("change") == "insert"
-            (new if insert else changed).append(str(made.get("new_id" if insert else "cell_id")))
-    if not new and not changed:
+            landed.append(
+                (
+                    str(event.data.get("proposal")),
+                    str(made.get("change")),
+                    str(made.get("new_id" if insert else "cell_id")),
+                )
+            )
+    return landed
+
+
+def cells_back(session: Session, turn: int) -> list[str]:
+    """The cells the undone turns put in the notebook, proposed back at the cells (a cell they inserted removed, a
+    cell they changed given its earlier source) for the user to accept or reject; else named, to look at."""
+    landed = landed_since(session.store, session.name, turn)
+    if not landed:
         return []
-    named = [f"new {', '.join(new)}" if new else "", f"changed {', '.join(dict.fromkeys(changed))}" if changed else ""]
-    return [f"cells the undone turns put in the notebook stay as they are: {'; '.join(n for n in named if n)}"]
+    made, missed = [], ["the notebook is not open in a page"]
+    if session.notebook is not None:
+        made, missed = session.notebook.undo_landed([proposal for proposal, _, _ in landed])
+    lines = (
+        [f"proposed back at the cells, each to accept or reject: {'; '.join(p.summary() for p in made)}"]
+        if made
+        else []
+    )
+    if missed:
+        new = [cell for _, kind, cell in landed if kind == "insert"]
+        changed = list(dict.fromkeys(cell for _, kind, cell in landed if kind != "insert"))
+        named = [f"new {', '.join(new)}" if new else "", f"changed {', '.join(changed)}" if changed else ""]
+        why = "; ".join(missed)
+        lines.append(f"cells the undone turns put in the notebook ({'; '.join(n for n in named if n)}): {why}")
+    return lines
 
 
 def rewound_from(session: Session) -> dict:

@@ -268,7 +268,38 @@ class NotebookFrontend:
 
     def _remember(self, proposal: Proposal) -> None:
         with self._lock:
+            if proposal.kind == "remove":
+                self.seen.pop(proposal.cell_id, None)
+                return
             self.seen[proposal.new_id if proposal.kind == "insert" else proposal.cell_id] = proposal.source
+
+    def undo_landed(self, proposal_ids: list[str]) -> tuple[list[Proposal], list[str]]:
+        """Put before the user, as diffs at the cells, what undoes the proposals of ``proposal_ids`` (in the order
+        they landed) that this kernel put in the notebook: a cell they inserted removed, a cell they changed given
+        its source from before the first of them; each waits for Accept or Reject, whatever the approval setting.
+        Returns those proposed, and the cells that could not be, each with why."""
+        if self.path() != EXTENSION:
+            return [], ["this frontend cannot show a change at a cell: put the cells back by hand"]
+        landed = [p for i in proposal_ids if (p := self.proposals.landed.get(i)) is not None]
+        unknown = [i for i in proposal_ids if i not in self.proposals.landed]
+        earlier: dict[str, Proposal] = {}
+        for proposal in landed:
+            cell = proposal.new_id if proposal.kind == "insert" else proposal.cell_id
+            earlier.setdefault(cell, proposal)  # the first of them: the cell as it was before every one
+        now = {cell.id: cell.source for cell in self.read(ids=list(earlier)).cells}
+        made, missed = [], [f"proposal {i} was made before this kernel started" for i in unknown]
+        for cell, first in reversed(earlier.items()):
+            if cell not in now or (first.kind == "change" and now[cell] == first.base):
+                continue  # gone already, or back as it was
+            kind, source = ("remove", "") if first.kind == "insert" else ("change", first.base)
+            back = Proposal(self.proposals.next_id(), kind, cell, source, base=now[cell], by="rewind")
+            try:
+                self._submit_to_extension(back, "ask")
+            except NotebookRefused as refused:
+                missed.append(f"cell {cell}: {refused}")
+                continue
+            made.append(back)
+        return made, missed
 
     def check_can_run(self, cell_id: str) -> None:
         """Only the extension can run a cell for the agent."""
@@ -373,6 +404,10 @@ class NotebookFrontend:
 
 def _shown_summary(proposal: Proposal) -> str:
     """The proposal as the user reads it at the cell, with its size."""
+    if proposal.kind == "remove":
+        return f"A rewind removes this cell, which an undone turn put in ({proposal.size()})"
+    if proposal.kind == "change" and proposal.by:
+        return f"A rewind gives this cell back its source from before the undone turns ({proposal.size()})"
     if proposal.kind == "change":
         mine = " on top of your edit" if proposal.on_top else ""
         return f"A change to this cell{mine} ({proposal.size()}){proposal.origin()}"

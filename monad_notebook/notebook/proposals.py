@@ -50,11 +50,12 @@ def new_cell_id() -> str:
 
 @dataclass
 class Proposal:
-    """One change the agent asked for: a new cell (``insert``) or a new source (``change``)."""
+    """One change the agent asked for: a new cell (``insert``) or a new source (``change``); or one a rewind asks
+    for, to undo what the agent's accepted proposals did (``remove`` a cell it put in, ``change`` one back)."""
 
     id: str
-    kind: str  # insert | change
-    cell_id: str  # the cell to change, or the cell a new one goes against
+    kind: str  # insert | change | remove
+    cell_id: str  # the cell to change or remove, or the cell a new one goes against
     source: str
     base: str = ""  # change: the source the agent read
     cell_type: str = "code"
@@ -63,11 +64,12 @@ class Proposal:
     anchor_is_running: bool = False  # insert: placed against the running %%monad cell
     written: str = ""  # the call was read from the model's text: the user is asked, whatever the approval setting
     on_top: bool = False  # change: the agent's change applied on top of the user's edit (``base`` is that edit)
+    by: str = ""  # "rewind": proposed by a rewind, not the agent; the agent is not told what became of it
     lines: list[tuple[str, str]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if not self.lines:
-            self.lines = diff_lines(self.base if self.kind == "change" else "", self.source)
+            self.lines = diff_lines("" if self.kind == "insert" else self.base, self.source)
 
     @property
     def added(self) -> int:
@@ -80,13 +82,19 @@ class Proposal:
     def size(self) -> str:
         """What the cell would hold, as the python approval states code: lines, hidden characters, longest line."""
         facts = summary(self.source)
+        if self.kind == "remove":
+            return f"\u2212{self.removed} lines"
         if self.kind == "change":
             return f"+{self.added} \u2212{self.removed} lines; {facts} in all"
         return facts
 
     def summary(self) -> str:
         """What it is and its size: "new code cell ... below the %%monad cell (3 lines)"."""
+        if self.kind == "remove":
+            return f"removal of cell {self.cell_id}, which an undone turn put in ({self.size()})"
         if self.kind == "change":
+            if self.by:
+                return f"cell {self.cell_id} back as it was before the undone turns ({self.size()})"
             mine = " on top of the user's edit" if self.on_top else ""
             return f"change to cell {self.cell_id}{mine} ({self.size()}){self.origin()}"
         where = "the %%monad cell" if self.anchor_is_running else f"cell {self.cell_id}"
@@ -164,6 +172,7 @@ class ProposalBook:
         self.emit = emit
         self._lock = threading.Lock()
         self.pending: dict[str, Proposal] = {}
+        self.landed: dict[str, Proposal] = {}  # what this kernel put in the notebook, by proposal id (for a rewind)
         self._untold: list[Decided] = []
 
     def next_id(self) -> str:
@@ -212,7 +221,9 @@ class ProposalBook:
         decided = Decided(proposal, decision, via, detail)
         with self._lock:
             self.pending.pop(proposal.id, None)
-            if tell:
+            if decision in (ACCEPTED, APPLIED):
+                self.landed[proposal.id] = proposal
+            if tell and not proposal.by:
                 self._untold.append(decided)
         on_top = {"on_top": True} if proposal.on_top else {}
         self._emit(NOTEBOOK_DECIDED, proposal=proposal.id, decision=decision, via=via, detail=detail, **on_top)

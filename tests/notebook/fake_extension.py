@@ -76,13 +76,13 @@ class FakeExtension:
         """Nothing to reopen: the fake never loses its connection."""
 
     def pending_for(self, cell_id: str) -> str | None:
-        return next((p["id"] for p in self.pending.values() if p["kind"] == "change" and p["cell_id"] == cell_id), None)
+        return next((p["id"] for p in self.pending.values() if p["kind"] != "insert" and p["cell_id"] == cell_id), None)
 
     def propose(self, proposal: dict[str, Any]) -> dict[str, Any]:
         at = self.find(proposal["cell_id"])
         if at is None:
             return {"ok": False, "error": f"no cell with id {proposal['cell_id']} in the notebook"}
-        if proposal["kind"] == "change":
+        if proposal["kind"] in ("change", "remove"):
             if self.pending_for(proposal["cell_id"]):
                 return {"ok": False, "error": f"cell {proposal['cell_id']} already has a change waiting"}
             if self.cells[at]["source"] != proposal["base"]:
@@ -98,6 +98,9 @@ class FakeExtension:
         assert at is not None
         if proposal["kind"] == "change":
             self.cells[at]["source"] = proposal["source"]
+            return
+        if proposal["kind"] == "remove":
+            del self.cells[at]
             return
         cell = {"id": proposal["new_id"], "type": proposal["cell_type"], "source": proposal["source"]}
         self.cells.insert(at + (1 if proposal["position"] == "below" else 0), {**cell, "execution_count": None})

@@ -56,7 +56,7 @@ def test_a_rewound_conversation_goes_on_from_before_the_turn_with_what_was_in_fo
     copy = Session(name, config=session.config, store=store, model=model, shell=shell)
 
     assert name == "rw@turn2" and lines[0].startswith("rewound to before turn 2: the conversation goes on as session")
-    assert lines[-1] == "cells the undone turns put in the notebook stay as they are: new c-beta"
+    assert lines[-1] == "cells the undone turns put in the notebook (new c-beta): the notebook is not open in a page"
     assert copy.ask("go on").text == "going on without beta"
     sent = said_to_model(model)
     assert "alpha" in sent and "beta" not in sent and "gamma" not in sent
