@@ -212,8 +212,6 @@ class MonadMagics(Magics):
         view = CellView(self.rich, inbox=self.inbox, redact=self.redact)
         unsubscribe = session.events.subscribe(view.on_event)
         message = cell.rstrip().lstrip("\n")  # the cell's blank edges
-        if session.notebook is not None and message.strip():
-            message = session.notebook.with_decisions(message)  # what the user decided on the agent's proposals
         try:
             reply = session.ask(message, on_text=view.on_text)
         finally:

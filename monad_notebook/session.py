@@ -206,10 +206,13 @@ class Session:
     # --- public API ----------------------------------------------------------------
 
     def ask(self, text: str, *, on_text: TextCallback | None = None) -> Reply:
-        """Run one turn: the model answers ``text``, calling tools as it needs."""
+        """Run one turn: the model answers ``text``, calling tools as it needs. What the user decided on the agent's
+        proposals since it was last told comes first, from a cell or from Python alike."""
         if not text.strip():
             raise UsageError("the message is empty: write what you want the agent to do")
         AGENT_RUNS.refuse_turn()  # a cell the agent queued never starts a turn
+        if self.notebook is not None:
+            text = self.notebook.with_decisions(text)
         with FOREGROUND.held(), self.lease.hold():  # set aside while the model answers, tools run or the lease waits
             self.cascade.catch_up()
             with self.cascade.turn():

@@ -138,7 +138,7 @@ def test_proposals_wait_for_the_user_and_each_decision_is_stored_and_told_with_t
     notebook.click(second, accept=True)
     assert len(notebook.cells) == 4 and notebook.cells[2]["source"] == FIXED
 
-    session.ask(session.notebook.with_decisions("thanks"))
+    session.ask("thanks")  # from Python as from a cell: the decisions come first
     told = model.calls[-1].messages[-1]["content"]
     assert f"{first} (new code cell" in told and "rejected by the user; nothing changed" in told
     assert f"{second} (change to cell group" in told and "accepted; it is in the notebook now" in told
@@ -225,7 +225,7 @@ def test_a_change_whose_lines_the_user_edited_is_set_aside_with_only_dismiss_and
     assert "source" not in offer and offer["overlap"].startswith("your edit and the agent's change touch the same")
     assert session.notebook.proposals.pending_ids() == [waiting]  # set aside, not decided: the user has not said
     notebook.dismiss(waiting)
-    session.ask(session.notebook.with_decisions("I did it myself"))
+    session.ask("I did it myself")
     assert notebook.cells[2]["source"] == "df.groupby('region').median()"
     told = model.calls[-1].messages[-1]["content"]
     assert "not applied: the user edited the cell while the change waited" in told
@@ -262,7 +262,7 @@ def test_a_change_applied_on_top_of_the_users_comment_is_shown_as_it_lands_and_t
     ]  # the diff the user accepts: from the cell as they left it to what it will hold
     notebook.apply_on_top(waiting)
     assert notebook.cells[0]["source"] == merged
-    session.ask(session.notebook.with_decisions("and use info()"))
+    session.ask("and use info()")
     told = model.calls[3].messages[-1]["content"]
     assert f"{waiting} (change to cell load on top of the user's edit (+1 \u22121 lines" in told
     assert f"accepted; it is in the notebook now; the cell's new source:\n```\n{merged}\n```" in told
@@ -483,7 +483,7 @@ def test_a_decision_taken_while_the_turn_runs_rides_on_the_next_notebook_tool_re
     session.ask("add a describe")
     _, listing = tool_results(model)
     assert "Meanwhile the user decided:\n- p" in listing and "accepted; it is in the notebook now" in listing
-    session.ask(session.notebook.with_decisions("next"))
+    session.ask("next")
     assert "notebook-decisions" not in model.calls[-1].messages[-1]["content"]  # told once
 
 
