@@ -176,6 +176,15 @@ class EventLog:
         if event.persisted and threading.current_thread() is not threading.main_thread():
             self.flush()
 
+    def record(self, events: list[Event]) -> None:
+        """Events that are stored at once, in one write (a fact saved, a suggestion made), then told, cleaned."""
+        events = [self.bus.clean(event) for event in events]
+        persisted = [event for event in events if event.persisted]
+        if persisted:
+            self.write(persisted)
+        for event in events:
+            self.bus.emit(event)
+
     def discard(self) -> None:
         """Drop what is pending (the conversation it belongs to was just forgotten)."""
         with self._lock:

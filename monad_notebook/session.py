@@ -91,21 +91,21 @@ class Session:
         self.store = store if store is not None else open_store(self.config)
         self.shell = shell
         self.events = EventBus()
+        self.event_log = EventLog(name, self.events, self.store.append_events)  # the one door of its events
         self.lease = TurnLease(self.store.claims, name)
         ensure_session(self.store, name, self.model.name)
         self.window = Window(name)
         self.window.load(self.store)
-        self.memory = MemoryService(self.store, events=self.events)
+        self.memory = MemoryService(self.store, events=self.event_log)
         self.recall = RecallService(self.window, self.store, make_embedder if embedder is None else lambda _: embedder)
         self.promotion = MemoryPromotion(self.memory)
         user_ns = namespace if namespace is not None else (shell.user_ns if shell is not None else {})
-        self.workspace = WorkspaceRecord(self.store.workspace, name, user_ns, shell, root, notify=self.events.emit)
+        self.workspace = WorkspaceRecord(self.store.workspace, name, user_ns, shell, root, notify=self.event_log.emit)
         self.workspace.interrupted = interrupted(self.window)
         self.rewind = KernelRewind(
             self.store.rewind, name, user_ns, shell, root, turn=lambda: self.window.turn, workspace=self.workspace
         )
         self.activity = NotebookActivity(shell)
-        self.event_log = EventLog(name, self.events, self.store.append_events)
         self.cascade = Cascade(
             window=self.window, store=self.store, events=self.event_log,
             lease=self.lease, counter=setup.cascade.counter, memory=self.memory, promotion=self.promotion,

@@ -60,6 +60,8 @@ def test_an_event_cleaned_once_is_not_redacted_again():
 def test_a_memory_event_is_stored_and_told_as_the_bus_cleaned_it():
     store, bus, heard = MemoryStore(), redacting_bus(), []
     bus.subscribe(heard.append)
-    MemoryService(store, events=bus).record_events([Event(MEMORY_SAVED, "s", {"facts": [{"text": f"tok{GITHUB}"}]})])
+    MemoryService(store, events=EventLog("s", bus, store.append_events)).record_events(
+        [Event(MEMORY_SAVED, "s", {"facts": [{"text": f"tok{GITHUB}"}]})]
+    )
     stored = store.list_events("s", kind=MEMORY_SAVED)[0]
     assert stored.data == heard[0].data == {"facts": [{"text": "tok[REDACTED:github]"}]}

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from monad_notebook.errors import UsageError
-from monad_notebook.events import MEMORY_SAVED, MEMORY_SUGGESTION, MEMORY_SUGGESTION_RESOLVED, Event, EventBus
+from monad_notebook.events import MEMORY_SAVED, MEMORY_SUGGESTION, MEMORY_SUGGESTION_RESOLVED, Event, EventLog
 from monad_notebook.memory.instructions import instruction_kind
 from monad_notebook.memory.notes_block import render_notes
 from monad_notebook.memory.secrets import secret_kinds
@@ -145,11 +145,12 @@ def _detector(redactor: Redactor | None) -> Redactor:
 class MemoryService:
     """Facts in the store, suggestions as persisted events; every write goes through ``sanitize_fact``.
 
-    ``events`` is the session's bus: each event this service persists is cleaned by it first (the
-    redaction every event passes) and then told to its listeners, so the panel hears it.
+    ``events`` is the session's event log, the one door of its events: each event this service
+    persists is cleaned first (the redaction every event passes), stored and then told to its
+    listeners, so the panel hears it.
     """
 
-    def __init__(self, store: FactStore, redactor: Redactor | None = None, *, events: EventBus | None = None) -> None:
+    def __init__(self, store: FactStore, redactor: Redactor | None = None, *, events: EventLog | None = None) -> None:
         self.store = store
         self.redactor = redactor
         self.events = events
@@ -250,15 +251,11 @@ class MemoryService:
         return next((item for item in self.pending_suggestions(session) if item["id"] == item_id), None)
 
     def record_events(self, events: list[Event]) -> None:
-        """Persist in one write, as the bus cleans them, then tell its listeners."""
-        bus = self.events
-        if bus is None:
+        """Persist in one write (cleaned, through the session's event log), then tell its listeners."""
+        if self.events is None:
             self.store.append_events(events)
-            return
-        events = [bus.clean(event) for event in events]
-        self.store.append_events(events)
-        for event in events:
-            bus.emit(event)
+        else:
+            self.events.record(events)
 
 
 # --- promotion ----------------------------------------------------------------------

@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from monad_notebook.events import WORKSPACE_CHANGED, Event
+from monad_notebook.events import WORKSPACE_CHANGED
 from monad_notebook.store.base import WorkspaceEntry, Workspaces
 from monad_notebook.workspace.block import Notes, render
 from monad_notebook.workspace.description import MAX_COLUMN_CHARS
@@ -58,9 +58,9 @@ class WorkspaceRecord:
         shell: Any = None,
         root: Any = None,
         *,
-        notify: Callable[[Event], None] | None = None,
+        notify: Callable[..., None] | None = None,
     ) -> None:
-        """``notify`` is told when a user's cell changed the record (pass the session's ``EventBus.emit``: the
+        """``notify`` is told when a user's cell changed the record (pass the session's ``EventLog.emit``: the
         panel lists the workspace again at once, not at the next step)."""
         self.store, self.session, self.notify = store, session, notify
         self.namespace, self.shell, self.root = namespace, shell, root
@@ -142,7 +142,7 @@ class WorkspaceRecord:
         if made and self.notify is not None:
             names = sum(1 for entry in made if entry.kind == "name")
             data = {"made_by": cell, "names": names, "files": len(made) - names}
-            self.notify(Event(WORKSPACE_CHANGED, self.session, data))
+            self.notify(WORKSPACE_CHANGED, **data)
 
     def credit(self, makers: dict[str, tuple[str, int]]) -> None:
         """Give live names back the provenance of the value they hold again (a restore put an earlier one back):

@@ -12,7 +12,7 @@ from monad_notebook.agent.tools.base import ToolContext
 from monad_notebook.agent.tools.memory import TOOLS
 from monad_notebook.agent.tools.registry import run_tool
 from monad_notebook.errors import UsageError
-from monad_notebook.events import MEMORY_SAVED, MEMORY_SUGGESTION, MEMORY_SUGGESTION_RESOLVED, Event, EventBus
+from monad_notebook.events import MEMORY_SAVED, MEMORY_SUGGESTION, MEMORY_SUGGESTION_RESOLVED, Event, EventBus, EventLog
 from monad_notebook.memory import (
     MemoryPromotion,
     MemoryService,
@@ -226,8 +226,9 @@ def test_prompt_block_is_empty_without_facts_or_budget(service: MemoryService) -
 
 def test_suggest_persists_one_event_with_only_the_facts_that_pass(service: MemoryService, store: LanceStore) -> None:
     heard: list[Event] = []
-    service.events = EventBus()
-    service.events.subscribe(heard.append)
+    bus = EventBus()
+    service.events = EventLog(SESSION, bus, store.append_events)
+    bus.subscribe(heard.append)
     service.add(SEEDED, scope="global")
 
     items = service.suggest(

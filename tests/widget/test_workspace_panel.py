@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from monad_notebook.events import EventLog
 from monad_notebook.redaction.redactor import Redactor
 from monad_notebook.testing import MemoryStore
 from monad_notebook.widget.panel import MonadPanel
@@ -50,7 +51,12 @@ def test_a_users_cell_is_listed_at_once_not_at_the_next_step(comms, session, ip,
     store = MemoryStore()
     store.create_session("eda")
     session.workspace = WorkspaceRecord(
-        store.workspace, "eda", ip.user_ns, ip, root=tmp_path, notify=session.events.emit
+        store.workspace,
+        "eda",
+        ip.user_ns,
+        ip,
+        root=tmp_path,
+        notify=EventLog("eda", session.events, store.append_events).emit,
     )
     session.workspace.reconfigure(True, Redactor())
     panel = MonadPanel(session)
