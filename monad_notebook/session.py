@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from monad_notebook.agent.loop import Reply, Turn
 from monad_notebook.agent.text_calls import TextCallReader, tally
 from monad_notebook.agent.tools.base import Tool, ToolOutput
+from monad_notebook.agent.tools.mcp import McpServers
 from monad_notebook.agent.tools.mcp_approval import turned_off
 from monad_notebook.agent.tools.runner import ToolRunner, ToolServices
 from monad_notebook.branching import branch_session, check_session_name
@@ -78,8 +79,10 @@ class Session:
         self.name = name
         self.notebook = notebook
         self.watcher = watch_config(config)
+        self.mcp = McpServers()  # the user's MCP servers: this session's, kept running across reloads while unchanged
         self.settings = FollowedConfig(
             self.watcher,
+            mcp=self.mcp,
             model=model,
             fast_model=fast_model,
             extra_tools=list(extra_tools or []),
@@ -244,7 +247,7 @@ class Session:
             **self.cascade.usage(),
             "images": self.window.frame.image_detail or "",
             **self.workspace.status(),
-            "mcp_servers": self.settings.mcp.statuses(),
+            "mcp_servers": self.mcp.statuses(),
             "text_calls": tally(
                 self.store.list_events(self.name, kind=TEXT_CALLS), self.config.models.main.text_tool_calls
             ),
@@ -324,7 +327,7 @@ class Session:
     def close(self) -> None:
         """Let a compaction in flight land, write what is pending, and stop the user's MCP servers."""
         self.cascade.close()
-        self.settings.mcp.close()
+        self.mcp.close()
 
 
 def interrupted(window: Window) -> Interrupted | None:

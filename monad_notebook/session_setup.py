@@ -139,6 +139,7 @@ class FollowedConfig:
         self,
         watcher: ConfigWatcher,
         *,
+        mcp: McpServers,
         model: ChatModel | None,
         fast_model: ChatModel | None,
         extra_tools: list[Tool],
@@ -150,7 +151,7 @@ class FollowedConfig:
         self.notebook_open = notebook_open
         self._fixed = {"main": model, "fast": fast_model}
         self._extra_tools = extra_tools
-        self.mcp = McpServers()  # the user's MCP servers, kept running across reloads while unchanged
+        self.mcp = mcp  # the session's MCP servers, whose tools each prepared version offers
         self._opened: tuple[str | None, dict[str, str]] | None = None  # the store's keys when it was opened
         self._warned: tuple[str | None, dict[str, str]] | None = None
 
