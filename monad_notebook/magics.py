@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 
 from monad_notebook import events as ev
-from monad_notebook.approval.asking import notebook_gate
+from monad_notebook.approval.asking import AskIn
 from monad_notebook.approval.gate import ApprovalGate
 from monad_notebook.cell.background import Inbox
 from monad_notebook.cell.heap import settle_heap
@@ -129,16 +129,9 @@ class MonadMagics(Magics):
             from monad_notebook.session import Session
 
             notebook = notebook or open_notebook(self.shell)  # None where nobody sits at a notebook (nbclient)
-            session = Session(name, config=self.watcher, store=self.store, shell=self.shell, notebook=notebook)
-            if notebook is not None:
-                tools = lambda: session.config.tools  # noqa: E731 - read at each use: the config may change
-                notebook.attach(
-                    emit=session.emit,
-                    config=lambda: tools().notebook,
-                    timeout=lambda: tools().python.approval_timeout_seconds,
-                )
-            session.approve = notebook_gate(
-                session, self.shell, rich=self.rich, panel=lambda: self._panels.get(session.name)
+            asker = AskIn(self.rich, self._panels.get)
+            session = Session(
+                name, config=self.watcher, store=self.store, shell=self.shell, notebook=notebook, asker=asker
             )
             session.events.subscribe(self.inbox.on_event)
             self._sessions[name] = session

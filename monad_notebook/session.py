@@ -16,6 +16,7 @@ from monad_notebook.agent.tools.base import Tool, ToolOutput
 from monad_notebook.agent.tools.mcp import McpServers
 from monad_notebook.agent.tools.mcp_approval import turned_off
 from monad_notebook.agent.tools.runner import ToolRunner, ToolServices
+from monad_notebook.approval.asking import AskIn, notebook_gate
 from monad_notebook.branching import branch_session, check_session_name
 from monad_notebook.config import Config, ConfigWatcher, watch_config
 from monad_notebook.context.cascade import Cascade
@@ -56,7 +57,9 @@ class Session:
     same name replaces the built-in one). ``notebook``: the open notebook the notebook tools work in.
     ``approve(text)`` answers "run this code?" (True, False, or None: nobody can answer); any other
     question comes with ``subject=`` ("mcp:<server>", "tool:<name>", and "text:..." for a call read
-    from the model's text, which is asked about whatever the approval setting).
+    from the model's text, which is asked about whatever the approval setting). ``asker`` instead says
+    where a notebook's kernel asks (the session builds its approval gate: "allow for session" kept with
+    it, decisions as its events); the session ties ``notebook`` to its events and settings itself.
     """
 
     def __init__(
@@ -74,8 +77,11 @@ class Session:
         extra_tools: list[Tool] | None = None,
         embedder: Embedder | None = None,
         notebook: NotebookFrontend | None = None,
+        asker: AskIn | None = None,
     ) -> None:
         check_session_name(name)
+        if asker is not None and approve is not None:
+            raise UsageError("give the session either approve or asker: approve answers, asker says where to ask")
         self.name = name
         self.notebook = notebook
         self.watcher = watch_config(config)
@@ -119,6 +125,13 @@ class Session:
             self.rewind,
         )  # fmt: skip
         self._apply(setup)
+        if notebook is not None:
+            tools = lambda: self.config.tools  # noqa: E731 - read at each use: the configuration may change
+            notebook.attach(
+                emit=self.emit, config=lambda: tools().notebook, timeout=lambda: tools().python.approval_timeout_seconds
+            )
+        if asker is not None:
+            self.approve = notebook_gate(self, shell, rich=asker.rich, panel=lambda: asker.panel(self.name))
 
     # --- configuration -------------------------------------------------------------
 

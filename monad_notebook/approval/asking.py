@@ -11,11 +11,22 @@ papermill) the prompt reports that, and the python tool refuses with its usual e
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from monad_notebook.approval.busy import Approver
 from monad_notebook.approval.gate import PYTHON, Answer, ApprovalGate, Asker, Seconds, stdin_asker
 from monad_notebook.config import Config
+
+
+@dataclass(frozen=True)
+class AskIn:
+    """Where a notebook's kernel asks its questions: in the running cell when the frontend draws widgets
+    (``rich``), mirrored in the session's panel if one is open (``panel(name)``: the session's open panel
+    or None), else at the input prompt."""
+
+    rich: bool
+    panel: Callable[[str], Any] = lambda _name: None
 
 
 class Asking(Protocol):

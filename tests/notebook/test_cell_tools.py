@@ -43,8 +43,7 @@ def open_notebook(
     notebook = FakeExtension(frontend, list(cells))
     config = Config.model_validate({"tools": {"notebook": {"approval": approval}, "python": {"approval": python}}})
     session = Session("nb", config=config, store=store or MemoryStore(), model=model, notebook=frontend)
-    frontend.attach(emit=session.emit, config=lambda: session.config.tools.notebook, timeout=lambda: 5.0)
-    return session, notebook
+    return session, notebook  # the session ties the notebook to its events and its tools.notebook itself
 
 
 def tool_results(model: ScriptedModel, call: int = -1) -> list[str]:
