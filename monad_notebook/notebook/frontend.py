@@ -213,6 +213,14 @@ class NotebookFrontend:
                 raise NotebookRefused(f"cell {cell_id} was not read yet: read_cell({cell_id!r}) first")
             return self.seen[cell_id]
 
+    def propose(self, kind: str, cell_id: str, source: str, **fields: Any) -> str:
+        """The agent's proposal (``Proposal``'s fields), numbered here and put before the user; what happened, in a
+        line for the model. A change is refused while another waits on its cell."""
+        waiting = self.proposals.waiting_on(cell_id) if kind == "change" else None
+        if waiting:
+            raise NotebookRefused(f"cell {cell_id} already has change {waiting} waiting for the user's decision")
+        return self.submit(Proposal(self.proposals.next_id(), kind, cell_id, source, **fields))
+
     def submit(self, proposal: Proposal) -> str:
         """Put the proposal before the user; what happened, in a line for the model.
 

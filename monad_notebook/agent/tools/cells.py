@@ -23,7 +23,7 @@ from monad_notebook.errors import ToolError
 from monad_notebook.images.figures import FigureRecorder
 from monad_notebook.notebook.document import Cell
 from monad_notebook.notebook.frontend import EXTENSION, NotebookRefused
-from monad_notebook.notebook.proposals import CELL_TYPES, POSITIONS, Proposal, new_cell_id
+from monad_notebook.notebook.proposals import CELL_TYPES, POSITIONS, new_cell_id
 
 if TYPE_CHECKING:
     from monad_notebook.notebook.frontend import NotebookFrontend
@@ -202,18 +202,17 @@ def insert_cell(
     with _refusals():
         if not anchor and notebook.path() == EXTENSION:
             raise ToolError("the running cell's id is not known: name the cell_id to insert against")
-        proposal = Proposal(
-            id=notebook.proposals.next_id(),
-            kind="insert",
-            cell_id=anchor,
-            source=cell_source,
+        said = notebook.propose(
+            "insert",
+            anchor,
+            cell_source,
             cell_type=cell_type,
             position=position,
             new_id=new_cell_id(),
             anchor_is_running=cell_id is None or cell_id == running,
             written=ctx.written,
         )
-        return _told(notebook, notebook.submit(proposal))
+        return _told(notebook, said)
 
 
 def _no_copied_placeholders(ctx: ToolContext, source: str, base: str) -> None:
@@ -238,14 +237,8 @@ def _propose_change(ctx: ToolContext, cell_id: str, source: str, base: str) -> s
     _no_copied_placeholders(ctx, source, base)
     if source == base:
         return _told(notebook, f"cell {cell_id} already holds this source: nothing to change")
-    waiting = notebook.proposals.waiting_on(cell_id)
-    if waiting:
-        raise ToolError(f"cell {cell_id} already has change {waiting} waiting for the user's decision")
-    proposal = Proposal(
-        id=notebook.proposals.next_id(), kind="change", cell_id=cell_id, source=source, base=base, written=ctx.written
-    )
     with _refusals():
-        return _told(notebook, notebook.submit(proposal))
+        return _told(notebook, notebook.propose("change", cell_id, source, base=base, written=ctx.written))
 
 
 def _base(ctx: ToolContext, cell_id: str) -> str:
