@@ -115,6 +115,7 @@ class Session:
             self.store.rewind, name, user_ns, shell, root, turn=lambda: self.window.turn, workspace=self.workspace
         )
         self.activity = NotebookActivity(shell)
+        self.activity.notebook = notebook
         self.cascade = Cascade(
             window=self.window, store=self.store, events=self.event_log,
             lease=self.lease, counter=setup.cascade.counter, memory=self.memory, promotion=self.promotion,

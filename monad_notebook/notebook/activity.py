@@ -1,4 +1,5 @@
-"""What the user did in the notebook between two turns: the cells they ran, in order, and how each ended.
+"""What the user did in the notebook between two turns: the cells they ran, in order, and how each ended; and,
+where the notebook extension answers, the cells the agent read that they changed or deleted since.
 
 Heard from IPython's ``post_run_cell`` (registered by ``load_ipython_extension``): each cell the user ran
 is kept as its number, its id when the frontend sent one, the first line of its source and its outcome
@@ -19,7 +20,7 @@ import traceback
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from monad_notebook.notebook.agent_runs import AGENT_RUNS
 
@@ -33,7 +34,15 @@ MAX_TOKENS = 600  # the block's budget: it ends the requests of one turn, after 
 MAX_LINE_CHARS = 100  # a cell's first line, shortened
 MAX_ERROR_CHARS = 200  # an error's last line, shortened
 HEADER = "Cells the user ran in the notebook since your last turn, oldest first (their first line, how each ended):"
+EDITED = "Cells you read that the user changed since (read_cell shows them as they are now):"
 EARLIER = "({count:,} earlier cell(s) not shown)"
+
+
+class Edits(Protocol):
+    """The open notebook as the activity reads it (``NotebookFrontend``): the user's edits of cells the agent read."""
+
+    def edits(self) -> list[tuple[str, str, str]]: ...
+    def edits_told(self, edits: list[tuple[str, str, str]]) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -64,6 +73,8 @@ class NotebookActivity:
         self.shown = 0  # how many of ``runs`` (and of ``dropped``) the running turn's block holds
         self.shown_dropped = 0
         self._turn_cell: int | None = None  # the execution count of the cell the last turn ran in
+        self.notebook: Edits | None = None  # the open notebook, whose cells the user edits between turns
+        self.shown_edits: list[tuple[str, str, str]] = []
 
     def reconfigure(self, enabled: bool, redactor: Redactor | None) -> None:
         self.enabled, self.redactor = enabled, redactor
@@ -108,11 +119,14 @@ class NotebookActivity:
         cells are kept, the older ones counted. Marks the cell this turn runs in, which is never listed."""
         self._turn_cell = _running_cell(self.shell)
         self.shown, self.shown_dropped = len(self.runs), self.dropped
+        self.shown_edits = self._edits()
+        edited = [f"- cell {cell_id}: {what}" for cell_id, _, what in self.shown_edits[:MAX_CELLS]]
+        edited = [EDITED, *edited] if edited else []
         if not self.runs:
-            return ""
+            return "\n".join(["<notebook_activity>", *edited, "</notebook_activity>"]) if edited else ""
         lines = [run.line() for run in self.runs]
         fixed = count_text(
-            "\n".join(["<notebook_activity>", HEADER, EARLIER.format(count=999_999), "</notebook_activity>"])
+            "\n".join(["<notebook_activity>", HEADER, EARLIER.format(count=999_999), *edited, "</notebook_activity>"])
         )
         left, kept = max_tokens - fixed, 0
         for line in reversed(lines):
@@ -125,7 +139,17 @@ class NotebookActivity:
         out = ["<notebook_activity>", HEADER]
         out += [EARLIER.format(count=earlier)] if earlier else []
         out += lines[len(lines) - kept :]
-        return "\n".join([*out, "</notebook_activity>"])
+        return "\n".join([*out, *edited, "</notebook_activity>"])
+
+    def _edits(self) -> list[tuple[str, str, str]]:
+        """The user's edits of cells the agent read (a failure to look is logged: the turn goes on without them)."""
+        if not self.enabled or self.notebook is None:
+            return []
+        try:
+            return self.notebook.edits()
+        except Exception as exc:
+            log.warning("the notebook activity left out the user's edits: %s", exc)
+            return []
 
     def seen(self) -> None:
         """The model answered the turn whose block was built last: what it showed is not shown again."""
@@ -133,6 +157,9 @@ class NotebookActivity:
             self.runs.popleft()
         self.dropped = max(0, self.dropped - self.shown_dropped)
         self.shown = self.shown_dropped = 0
+        if self.shown_edits and self.notebook is not None:
+            self.notebook.edits_told(self.shown_edits)
+        self.shown_edits = []
 
     def _redact(self, texts: list[str]) -> list[str]:
         return self.redactor.redact_each(texts) if self.redactor is not None else texts

@@ -35,6 +35,7 @@ from monad_notebook.notebook.proposals import (
     Proposal,
     ProposalBook,
     decisions_note,
+    diff_lines,
 )
 
 EXTENSION, OUTPUT = "extension", "output"
@@ -72,6 +73,7 @@ class NotebookFrontend:
         self.bridge = Bridge(kernel, self._on_frontend)
         self.review = OutputReview(shell, lambda: 600.0)
         self.seen: dict[str, str] = {}  # cell id -> the source the agent last read or had accepted
+        self.told_edits: dict[str, str] = {}  # cell id -> the user's edit the agent was last told of
         self.about: dict[str, Any] = {}  # what the extension said of itself: path, app, version
         self._path: tuple[str, str] = ("", "")  # (execution, path)
         self._answered = False
@@ -180,6 +182,37 @@ class NotebookFrontend:
         with self._lock:
             self.seen.update({cell.id: cell.source for cell in snapshot.cells})
         return snapshot
+
+    def edits(self) -> list[tuple[str, str, str]]:
+        """The cells the agent read (or had its change accepted in) that the user changed or deleted since, and was
+        not told of yet: (cell id, its source now or "" when deleted, what happened). Only where the extension
+        answers: the live notebook; nothing is remembered as read."""
+        with self._lock:
+            seen, told = dict(self.seen), dict(self.told_edits)
+        if not seen or self.path() != EXTENSION:
+            return []
+        try:
+            cells = self._ask("read", start=0, limit=len(seen), outputs=False, ids=list(seen)).get("cells") or []
+        except NotebookRefused:
+            return []
+        now = {str(c.get("id")): str(c.get("source") or "") for c in cells}
+        edits = []
+        for cell_id, base in seen.items():
+            source = now.get(cell_id)
+            if source == base or told.get(cell_id) == (source or ""):
+                continue
+            if source is None:
+                edits.append((cell_id, "", "deleted"))
+                continue
+            lines = diff_lines(base, source)
+            added, removed = sum(s == "+" for s, _ in lines), sum(s == "-" for s, _ in lines)
+            edits.append((cell_id, source, f"changed (+{added} \u2212{removed} lines)"))
+        return edits
+
+    def edits_told(self, edits: list[tuple[str, str, str]]) -> None:
+        """The model answered a turn that told it of ``edits``: each is not told again while the cell stays so."""
+        with self._lock:
+            self.told_edits.update({cell_id: source for cell_id, source, _ in edits})
 
     def running_id(self, cells: list[Cell]) -> str:
         """The running ``%%monad`` cell among ``cells``: by its id, else (a saved file) by its source."""

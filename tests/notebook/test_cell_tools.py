@@ -504,3 +504,20 @@ def test_approval_off_offers_no_notebook_tool():
     assert "insert_cell" not in offered(model) and "read_notebook" not in offered(model)
     assert tool_results(model) == ['error: insert_cell: the notebook tools are off (tools.notebook.approval is "off")']
     assert not notebook.requests
+
+
+def test_the_next_turn_is_told_once_which_cells_it_read_the_user_changed_or_deleted_since():
+    model = ScriptedModel([tool_call("read_notebook", {}), "I read it.", "I see your edit.", "Fine."])
+    session, notebook = open_notebook(model)
+    session.ask("look at my notebook")
+    notebook.type_into("group", "df.groupby('region').mean()\ndf.shape")
+    del notebook.cells[1]  # the markdown cell
+
+    session.ask("I changed a few things")
+    session.ask("and now?")
+
+    told = "\n".join(str(m["content"]) for m in model.calls[2].messages)
+    assert "Cells you read that the user changed since (read_cell shows them as they are now):" in told
+    assert "- cell notes: deleted\n- cell group: changed (+2 \u22121 lines)" in told  # in the notebook's order
+    assert "df.shape" not in told  # what changed is for read_cell to show, not the block
+    assert all("cell group: changed" not in str(m["content"]) for m in model.calls[3].messages)  # told once
