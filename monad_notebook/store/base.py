@@ -158,6 +158,7 @@ class WorkspaceEntry:
     made_by: str = ""  # the python call's id, "cell 14", or "" (there before the session began)
     turn: int = 0
     seq: int = 0  # the record's own clock: the entry touched last has the highest
+    kernel: str = ""  # names: the kernel that holds the value ("host:pid"); "" for rows from before it was kept
 
 
 @dataclass

@@ -58,7 +58,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     ),
     "workspace": schema(
         "session:text! kind:text! key:text! type:text shape:text columns:text columns_total:int state:text"
-        " made_by:text turn:int seq:int updated_at:float"
+        " made_by:text turn:int seq:int updated_at:float kernel:text"
     ),
     "rewind": schema(
         "session:text! kind:text! seq:int! epoch:int turn:int label:text key:text root:text before:text digest:text"
@@ -307,7 +307,8 @@ def workspace_row(session: str, entry: WorkspaceEntry, updated_at: float) -> dic
 
 def workspace_from_row(row: dict[str, Any]) -> WorkspaceEntry:
     fields = [f for f in SCHEMAS["workspace"].names if f not in ("session", "updated_at")]
-    return WorkspaceEntry(**{**{f: row[f] for f in fields}, "columns": json.loads(row["columns"] or "[]")})
+    kept = {f: row[f] for f in fields}
+    return WorkspaceEntry(**{**kept, "columns": json.loads(row["columns"] or "[]"), "kernel": row["kernel"] or ""})
 
 
 def rewind_row(session: str, row: RewindRow) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -63,6 +64,7 @@ class WorkspaceRecord:
         """``notify`` is told when a user's cell changed the record (pass the session's ``EventLog.emit``: the
         panel lists the workspace again at once, not at the next step)."""
         self.store, self.session, self.notify = store, session, notify
+        self.kernel, self.alive = this_kernel(), kernel_alive  # who holds the names this record sees, and who lives
         self.namespace, self.shell, self.root = namespace, shell, root
         self.redactor: Redactor | None = None
         self.enabled = False
@@ -234,7 +236,7 @@ class WorkspaceRecord:
         if first and look.round_ended:
             live = set(self.keys.values())
             for entry in [e for e in self.entries.values() if e.kind == "name" and e.state not in GONE]:
-                if entry.key not in live:
+                if entry.key not in live and not self._elsewhere(entry):
                     self._note(replace(entry, state="lost"), keep=entry)
         return made
 
@@ -303,9 +305,15 @@ class WorkspaceRecord:
         made_by, turn = (known.made_by, known.turn) if known is not None else ("", self.turn)
         return WorkspaceEntry("name", key, kind, shape, columns, about.columns_total, state, made_by, turn)
 
+    def _elsewhere(self, entry: WorkspaceEntry) -> bool:
+        """The name is held by another kernel that still runs (a notebook sharing this session): not lost here."""
+        return bool(entry.kernel) and entry.kernel != self.kernel and self.alive(entry.kernel)
+
     def _note(self, entry: WorkspaceEntry, keep: WorkspaceEntry | None = None) -> WorkspaceEntry:
         """Keep ``entry``, a new object (to be written at the next save); one the record already held unchanged is
-        not news."""
+        not news. A name seen here is this kernel's."""
+        if entry.kind == "name" and entry.state not in GONE:
+            entry = replace(entry, kernel=self.kernel)
         if keep is not None and _told(keep) == _told(entry):
             self._list(keep)
             return keep
@@ -358,8 +366,27 @@ class WorkspaceRecord:
 
 def _told(e: WorkspaceEntry) -> tuple[Any, ...]:
     """What an entry says, its place in the record's order (``seq``) aside."""
-    return (e.kind, e.key, e.type, e.shape, e.columns, e.columns_total, e.state, e.made_by, e.turn)
+    return (e.kind, e.key, e.type, e.shape, e.columns, e.columns_total, e.state, e.made_by, e.turn, e.kernel)
 
 
 def _size(size: int) -> str:
     return f"{size:,} byte" + ("" if size == 1 else "s")
+
+
+def this_kernel() -> str:
+    """This process, as the record names the kernel that holds a name: "host:pid"."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def kernel_alive(kernel: str) -> bool:
+    """Whether the kernel named ``host:pid`` still runs; one on another machine is taken to (nothing here can say)."""
+    host, _, pid = kernel.rpartition(":")
+    if host != socket.gethostname():
+        return True
+    try:
+        os.kill(int(pid), 0)
+    except (ValueError, OverflowError, ProcessLookupError):
+        return False
+    except PermissionError:
+        return True
+    return True

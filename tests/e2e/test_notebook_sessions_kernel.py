@@ -1,4 +1,5 @@
-"""Two notebooks open at once, each with its own kernel as a Jupyter server starts it: two sessions, none shared."""
+"""Two notebooks open at once, each with its own kernel as a Jupyter server starts it: two sessions, none shared
+unasked; and shared on purpose, neither reports the names the other kernel holds as lost."""
 
 from __future__ import annotations
 
@@ -53,6 +54,8 @@ def test_two_notebooks_get_two_sessions_and_neither_sees_the_others_conversation
             sessions = shown_text(run(kernels[1][1], "%monad sessions"))
             run(kernels[0][1], "%%monad\nand now?")
             asked_in_first = said(server.chat_requests[-1])
+            run(kernels[1][1], "%monad session Untitled")  # shared on purpose: the first kernel still holds sales
+            shared_status = shown_text(run(kernels[1][1], "%monad status"))
         finally:
             for km, kc in kernels:
                 kc.stop_channels()
@@ -66,3 +69,4 @@ def test_two_notebooks_get_two_sessions_and_neither_sees_the_others_conversation
     assert rows[0].startswith("  Untitled  (") and rows[0].endswith(f"notebook {first.resolve()}")
     assert rows[1].startswith("* first  (") and rows[1].endswith(f"notebook {second.resolve()}")
     assert "monad:" not in seen  # a store with no earlier "default" session has nothing to point to
+    assert "Untitled" in shared_status and "Not in the kernel now" not in shared_status

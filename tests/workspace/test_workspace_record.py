@@ -123,3 +123,32 @@ def test_the_block_budget_is_eight_percent_of_the_window_between_800_and_4000_to
     windows = (8_000, 32_000, 128_000, 1_000_000)
     assert [budget(None, w) for w in windows] == [800, 2_560, 4_000, 4_000]
     assert budget(20_000, 1_000_000) == 20_000
+
+
+def test_a_name_another_running_kernel_holds_is_not_lost_here_and_is_once_that_kernel_is_gone(tmp_path):
+    """Two notebooks sharing one session on purpose: each kernel's names are its own, not lost in the other."""
+    store, running = MemoryStore(), {"host:1", "host:2"}
+
+    def kernel(name: str, namespace: dict) -> WorkspaceRecord:
+        made = WorkspaceRecord(store.workspace, "s", namespace, root=tmp_path)
+        made.kernel, made.alive = name, running.__contains__
+        made.reconfigure(True, Redactor())
+        return made
+
+    store.create_session("s")
+    first = {"__name__": "__main__"}
+    one = kernel("host:1", first)
+    one.take("")  # its first look
+    first["sales"] = [1, 2]
+    one.take("call_1")
+    one.save()
+
+    two = kernel("host:2", {"__name__": "__main__"})
+    two.take("")
+    two.save()
+    assert two.live()[2] == [] and [e.key for e in one.live()[0]] == ["sales"]
+
+    running.discard("host:1")  # the first kernel restarted: a new process
+    three = kernel("host:3", {"__name__": "__main__"})
+    three.take("")
+    assert [(e.key, e.made_by) for e in three.live()[2]] == [("sales", "call_1")]
