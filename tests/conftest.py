@@ -5,17 +5,26 @@ from __future__ import annotations
 import pytest
 
 
-@pytest.fixture(autouse=True)
-def isolated_env(tmp_path, monkeypatch):
-    home = tmp_path / "monad-home"
+def isolate(root, monkeypatch):
+    """MONAD_HOME and the cwd under ``root``, no config file, no API key: the work dir.
+
+    ``isolated_env`` does this for each test; a fixture shared by a module's tests calls it
+    with its own root and ``pytest.MonkeyPatch.context()``, as it is set up before that.
+    """
+    home = root / "monad-home"
     home.mkdir()
     monkeypatch.setenv("MONAD_HOME", str(home))
     for var in ("MONAD_CONFIG", "OPENAI_API_KEY", "OPENAI_BASE_URL", "MONAD_MODEL"):
         monkeypatch.delenv(var, raising=False)
-    work = tmp_path / "work"
+    work = root / "work"
     work.mkdir()
     monkeypatch.chdir(work)
     return work
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path, monkeypatch):
+    return isolate(tmp_path, monkeypatch)
 
 
 @pytest.fixture(scope="session")

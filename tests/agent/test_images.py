@@ -325,6 +325,7 @@ def test_two_hundred_figures_in_one_cell_keep_eight_and_the_turn_goes_on(store, 
         "for i in range(200):\n"
         "    fig, ax = plt.subplots(figsize=(1, 1), dpi=40)\n"
         "    ax.plot([0, i])\n"
+        "    ax.axis('off')\n"  # no ticks or labels to lay out: 200 figures draw in a quarter of the time
         "    display(fig)\n"
         "    plt.close(fig)\n"
         "print('drawn')"

@@ -21,10 +21,14 @@ PLANTED = "stage 300: the customer tenure in days is kept in column cust_tenure_
 READ = re.compile(r"read_tool_output\((\{.*?\})\)")
 
 
-def pipeline_log() -> str:
-    rows = [f"stage {i}: wrote {i * 13} rows to data/tmp/part_{i}.parquet" for i in range(600)]
-    rows[300] = PLANTED
+def pipeline_log(stages: range = range(600)) -> str:
+    """The log of ``stages``, stage 300's line the planted one."""
+    rows = [f"stage {i}: wrote {i * 13} rows to data/tmp/part_{i}.parquet" for i in stages]
+    rows[300 - stages.start] = PLANTED
     return "\n".join(rows)
+
+
+LATE_STAGES = "pipeline stages 150-449"  # stage 300 in its middle, 16,000 characters: half the whole log's chunks
 
 
 @tool
@@ -34,6 +38,8 @@ def show_log(ctx, name: str) -> str:
     Args:
         name: Which log.
     """
+    if name == LATE_STAGES:
+        return pipeline_log(range(150, 450))
     return pipeline_log() if name == "pipeline" else f"log {name}: " + "nothing happened today. " * 80
 
 
@@ -64,7 +70,7 @@ def test_an_identifier_in_the_middle_of_a_truncated_evicted_output_is_found_by_a
     session, model = session_with(
         store,
         [
-            tool_call("show_log", {"name": "pipeline"}, id="call_log"),
+            tool_call("show_log", {"name": LATE_STAGES}, id="call_log"),
             "The pipeline ran.",
             tool_call("show_log", {"name": "other"}, id="call_other"),
             tool_call("show_log", {"name": "third"}, id="call_third"),
@@ -202,7 +208,7 @@ def test_related_context_brings_back_the_middle_of_an_evicted_output_for_a_name_
     session, model = session_with(
         store,
         [
-            tool_call("show_log", {"name": "pipeline"}, id="call_log"),
+            tool_call("show_log", {"name": LATE_STAGES}, id="call_log"),
             tool_call("show_log", {"name": "other"}, id="call_other"),
             tool_call("show_log", {"name": "third"}, id="call_third"),
             "Shown.",

@@ -124,14 +124,14 @@ def test_a_fact_from_turn_one_is_found_by_its_words_in_turn_two_though_no_vector
 
 def test_after_a_restart_retrieval_finds_the_fact_at_once_without_waiting_for_the_whole_history(store, ip):
     words_only = {"recall": {"embedMaxChars": 0}, "summarize": {"keepRecent": 2}}
-    turns = [tool_call("python", {"code": TABLE}), "Table shown."] * 30
+    turns = [tool_call("python", {"code": TABLE}), "Table shown."] * 12
     first = session(store, ScriptedModel(["Noted.", *turns], context_window=3_000), None, ip, **words_only)
     first.ask(FACT)
-    for turn in range(30):
+    for turn in range(12):
         first.ask(f"Show batch {turn} of the readings.")
     first.close()  # its messages searchable by their words, none with a vector
 
-    embedder = SlowEmbedder(0.02)
+    embedder = SlowEmbedder(0.05)  # the history's ~150 inputs take 7.5 s: a turn that waited for them takes over 5 s
     model = ScriptedModel(["It is LX-4471-BARS."], context_window=3_000)
     restarted = session(store, model, embedder, ip, retrieval={"enabled": True}, summarize={"keepRecent": 2})
     started = time.monotonic()
@@ -148,7 +148,7 @@ def test_after_a_restart_retrieval_finds_the_fact_at_once_without_waiting_for_th
 
 def test_the_backlog_of_vectors_drains_while_turns_keep_coming(store, ip):
     embedder = SlowEmbedder(0.005)
-    turns = 40
+    turns = 20
     script = []
     for _ in range(turns):
         script += [tool_call("python", {"code": "print('\\n'.join(f'row {i}' for i in range(20)))"}), "Shown."]
@@ -160,7 +160,7 @@ def test_the_backlog_of_vectors_drains_while_turns_keep_coming(store, ip):
     stored = len(store.message_ids("quick"))
     quick.close()
 
-    assert embedded >= stored // 10  # embedded while the turns came (a quarter of the ~6 s, less on a busy machine)
+    assert embedded >= stored // 10  # embedded while the turns came (a quarter of the ~3 s, less on a busy machine)
 
 
 def test_a_search_does_not_wait_for_the_vectors_of_what_the_window_shows_whole(store):

@@ -5,6 +5,8 @@ JSON line per event on stdout:
 
 - ``{"ask": TEXT}`` runs one turn and answers ``turn`` (acknowledged) or ``refused`` (the message);
 - ``{"loop": SECONDS}`` runs turns back to back for that long, one answer per attempt, then ``done``;
+- ``{"leave": true}`` lets the session's background work land and closes it: ``left``;
+- ``{"open": SESSION}`` leaves the session open, if any, and opens SESSION on the same store: ``ready``;
 - ``{"quit": true}`` closes the session and exits.
 
 Every turn calls a tool, then answers, so a request can hold a tool round. Each answer
@@ -85,24 +87,37 @@ def record_summaries(session: Session) -> None:
 
 class Kernel:
     def __init__(self, db: str, session: str, name: str) -> None:
+        self.name = name
+        self.store = LanceStore(db, optimize_every=20)
+        self.session: Session | None = None
+        self.open(session)
+
+    def open(self, session: str) -> None:
+        """A new Session of ``session`` on this kernel's store, its own model and turn count."""
+        self.leave()
         config = Config.model_validate(
             {
                 "models": {"main": {"model": "scripted-demo"}},
                 "context": {"summarize": {"keepRecent": 4, "softFraction": 0.6, "hardFraction": 0.9}},
             }
         )
-        self.name = name
         self.model = TurnModel()
-        self.store = LanceStore(db, optimize_every=20)
         self.session = Session(session, config=config, store=self.store, model=self.model)
         record_summaries(self.session)
         self.count = 0
+
+    def leave(self) -> None:
+        if self.session is not None:
+            self.session.wait_for_background(30)
+            self.session.close()
+            self.session = None
 
     def ask(self) -> None:
         self.count += 1
         tag = f"[{self.name}:{self.count}]"
         first = len(self.model.requests)
         started = time.monotonic()
+        assert self.session is not None, "no session is open"
         try:
             reply = self.session.ask(f"{tag} {PADDING}")
         except SessionBusyError as exc:
@@ -130,10 +145,15 @@ def main(argv: list[str]) -> None:
             kernel.ask()
         elif "loop" in command:
             kernel.loop(float(command["loop"]))
+        elif "open" in command:
+            kernel.open(command["open"])
+            say(ready=True)
+        elif command.get("leave"):
+            kernel.leave()
+            say(left=True)
         elif command.get("quit"):
             break
-    kernel.session.wait_for_background(30)
-    kernel.session.close()
+    kernel.leave()
     kernel.store.close()
     say(closed=True)
 

@@ -38,6 +38,7 @@ class KernelProcess:
         self.answers: list[dict[str, Any]] = []
         self._queue: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self.stderr = ""
+        self._quit = False
         threading.Thread(target=self._read, daemon=True).start()
         threading.Thread(target=self._read_errors, daemon=True).start()
 
@@ -69,9 +70,15 @@ class KernelProcess:
             if any(kind in answer for kind in kinds):
                 return answer
 
+    def quit(self) -> None:
+        """Ask the kernel to close its session and exit, without waiting (``close`` waits)."""
+        if self.process.poll() is None and not self._quit:
+            self.send(quit=True)
+            self._quit = True
+
     def close(self) -> None:
         if self.process.poll() is None:
-            self.send(quit=True)
+            self.quit()
             self.expect("closed")
         self.process.wait(timeout=30)
 
@@ -84,22 +91,48 @@ class Run:
     kernels: list[KernelProcess]
     order: list[tuple[str, str]] = field(default_factory=list)  # (kernel, tag) of acknowledged turns, in order
     seconds: float = 0.0
+    since: list[int] = field(default_factory=list)  # each kernel's answers before this run, left out
+
+    def __post_init__(self) -> None:
+        self.since = self.since or [len(k.answers) for k in self.kernels]
 
     def answers(self, kind: str) -> list[dict[str, Any]]:
-        return [a for k in self.kernels for a in k.of(kind)]
+        return [a for k, n in zip(self.kernels, self.since, strict=True) for a in k.answers[n:] if kind in a]
 
 
-def start(db: Path, session: str) -> list[KernelProcess]:
-    """Kernels ``a`` and ``b``, started together, each with the session open."""
-    kernels = [KernelProcess(db, session, name) for name in ("a", "b")]
+def start(db: Path, session: str, kernels: list[KernelProcess] | None = None) -> list[KernelProcess]:
+    """Kernels ``a`` and ``b``, started together, each with the session open.
+
+    ``kernels``: ``a`` and ``b`` already running on ``db`` (``KernelProcess``), each told to open the session.
+    """
+    if kernels is None:
+        kernels = [KernelProcess(db, session, name) for name in ("a", "b")]
+    else:
+        for kernel in kernels:
+            kernel.send(open=session)
     for kernel in kernels:
         kernel.expect("ready")
     return kernels
 
 
-def take_turns(db: Path, session: str, turns: int) -> Run:
+def end(kernels: list[KernelProcess], started: bool) -> None:
+    """Close the kernels ``start`` started; leave the session on those it was given (their work landed)."""
+    for kernel in kernels:  # both at once
+        if started:
+            kernel.quit()
+        else:
+            kernel.send(leave=True)
+    for kernel in kernels:
+        if started:
+            kernel.close()
+        else:
+            kernel.expect("left", timeout=60)
+
+
+def take_turns(db: Path, session: str, turns: int, kernels: list[KernelProcess] | None = None) -> Run:
     """Two kernels with the session open alternate: each turn starts after the other's has ended."""
-    kernels = start(db, session)
+    mine = kernels is None
+    kernels = start(db, session, kernels)
     started = time.monotonic()
     run = Run(kernels)
     try:
@@ -110,15 +143,15 @@ def take_turns(db: Path, session: str, turns: int) -> Run:
             if "turn" in answer:
                 run.order.append((kernel.name, answer["turn"]))
     finally:
-        for kernel in kernels:
-            kernel.close()
+        end(kernels, mine)
     run.seconds = time.monotonic() - started  # from both kernels ready to both closed
     return run
 
 
-def at_once(db: Path, session: str, seconds: float) -> Run:
+def at_once(db: Path, session: str, seconds: float, kernels: list[KernelProcess] | None = None) -> Run:
     """Two kernels run turns back to back on the same session for ``seconds``."""
-    kernels = start(db, session)
+    mine = kernels is None
+    kernels = start(db, session, kernels)
     started = time.monotonic()
     run = Run(kernels)
     try:
@@ -127,8 +160,7 @@ def at_once(db: Path, session: str, seconds: float) -> Run:
         for kernel in kernels:
             kernel.expect("done", timeout=seconds + 120)
     finally:
-        for kernel in kernels:
-            kernel.close()
+        end(kernels, mine)
     run.seconds = time.monotonic() - started  # from both kernels ready to both closed
     return run
 

@@ -16,6 +16,7 @@ from monad_notebook.config import Config
 from monad_notebook.events import Event
 from monad_notebook.store.lance import LanceStore
 from monad_notebook.testing import FakeOpenAIServer, hash_vector, tool_call, tool_calls
+from tests.conftest import isolate
 
 _RNG = random.Random(7)
 
@@ -92,12 +93,18 @@ def run_session(server: FakeOpenAIServer, store: LanceStore, name: str) -> Sessi
     return session
 
 
-@pytest.fixture
-def neighbours(store) -> LanceStore:
-    with FakeOpenAIServer() as server:
-        for name in ("alice", "bob", "alice2", "alic"):
-            run_session(server, store, name)
-    return store
+@pytest.fixture(scope="module")
+def neighbours(tmp_path_factory: pytest.TempPathFactory):
+    """Four sessions written once for every reader below: the tests only read the store."""
+    root = tmp_path_factory.mktemp("neighbours")
+    store = LanceStore(root / "db")
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        isolate(root, monkeypatch)
+        with FakeOpenAIServer() as server:
+            for name in ("alice", "bob", "alice2", "alic"):
+                run_session(server, store, name)
+    yield store
+    store.close()
 
 
 @pytest.mark.parametrize(("reader", "other"), [("bob", "alice"), ("alice", "alice2"), ("alic", "alice")])

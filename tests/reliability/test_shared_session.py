@@ -20,7 +20,15 @@ from monad_notebook.session import Session
 from monad_notebook.store.base import Summary
 from monad_notebook.store.lance import LanceStore
 from monad_notebook.testing import ScriptedModel
-from tests.reliability.sharing import at_once, orphan_results, problems, saw_the_other_kernels_turns, take_turns
+from tests.conftest import isolate
+from tests.reliability.sharing import (
+    KernelProcess,
+    at_once,
+    orphan_results,
+    problems,
+    saw_the_other_kernels_turns,
+    take_turns,
+)
 
 CONFIG = Config.model_validate({"models": {"main": {"model": "scripted-demo"}}})
 
@@ -28,6 +36,26 @@ CONFIG = Config.model_validate({"models": {"main": {"model": "scripted-demo"}}})
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
     return tmp_path / "db"
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory: pytest.TempPathFactory):
+    """Kernel processes ``a`` and ``b`` on one store, started once: each test below opens a session of its own
+    in both, as a notebook opens another session, and reads it once both kernels have left it."""
+    root = tmp_path_factory.mktemp("pair")
+    db = root / "db"
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        isolate(root, monkeypatch)
+        kernels = [KernelProcess(db, "started", name) for name in ("a", "b")]
+    try:
+        for process in kernels:
+            process.expect("ready")
+        yield db, kernels
+    finally:
+        for process in kernels:
+            process.quit()
+        for process in kernels:
+            process.close()
 
 
 def kernel(db: Path, model: ScriptedModel, name: str = "shared") -> Session:
@@ -145,25 +173,27 @@ def test_a_kernel_resumes_after_the_other_kernel_compacted_with_one_summary_and_
     assert max(Counter(m.seq for m in stored).values()) == 1
 
 
-def test_two_kernels_taking_turns_share_one_numbering_and_each_model_sees_the_others_turns(db: Path):
-    run = take_turns(db, "shared", 12)
+def test_two_kernels_taking_turns_share_one_numbering_and_each_model_sees_the_others_turns(pair):
+    db, kernels = pair
+    run = take_turns(db, "taking-turns", 12, kernels)
     store = LanceStore(db)
     assert len(run.order) == 12 and run.answers("refused") == []
-    assert problems(run, store, "shared") == []
+    assert problems(run, store, "taking-turns") == []
     assert saw_the_other_kernels_turns(run) == []
     assert run.answers("summary"), "the window is small enough that the kernels compact"
 
 
-def test_two_kernels_at_once_for_ten_seconds_are_refused_cleanly_and_never_corrupt_the_session(db: Path):
-    run = at_once(db, "shared", 10)
+def test_two_kernels_at_once_for_ten_seconds_are_refused_cleanly_and_never_corrupt_the_session(pair):
+    db, kernels = pair
+    run = at_once(db, "at-once", 10, kernels)
     store = LanceStore(db)
-    assert problems(run, store, "shared") == []
+    assert problems(run, store, "at-once") == []
     assert run.answers("refused"), "the kernels did contend"
     assert {name for name, _ in run.order} <= {"a", "b"} and len(run.answers("turn")) >= 4
     model = ScriptedModel(["a fresh kernel answers"])
-    Session("shared", config=CONFIG, store=store, model=model).ask("where are we?")
+    Session("at-once", config=CONFIG, store=store, model=model).ask("where are we?")
     assert orphan_results(sent(model)) == []
-    stored = store.load_messages("shared")
+    stored = store.load_messages("at-once")
     last_question = max((m for m in stored if m.role == "user"), key=lambda m: m.seq).content
     assert any(m["role"] == "user" and last_question in m["content"] for m in sent(model))
 

@@ -215,19 +215,25 @@ class McpServer:
         return ""
 
     def _end(self) -> None:
-        """Stop the connection (and the process): a clean exit first, then a cancel."""
+        """Stop the connection (and the process): a clean exit first, then a cancel.
+
+        A server that never got through its start is not waiting for ``stop``: it is cancelled
+        at once, rather than after ``_STOP_WAIT`` more seconds of a turn waiting for nothing.
+        """
         task, stop, loop = self._task, self._stop, _LOOP.get()
         self._task = None
         if task is None:
             return
-        if stop is not None:
+        if stop is not None and self._session is not None:
             loop.call_soon_threadsafe(stop.set)
-        try:
-            task.result(timeout=_STOP_WAIT)
-        except Exception:
-            task.cancel()
-            with contextlib.suppress(Exception):
+            try:
                 task.result(timeout=_STOP_WAIT)
+                return
+            except Exception:
+                pass
+        task.cancel()
+        with contextlib.suppress(Exception):
+            task.result(timeout=_STOP_WAIT)
 
     def close(self) -> None:
         with self._lock:
