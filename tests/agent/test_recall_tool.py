@@ -166,14 +166,15 @@ def test_a_question_in_another_language_is_found_through_the_phrasing_the_agent_
         tool_call("recall", {"query": question, "also": ["customer tenure in days"]}),
         "Found it.",
     ]
-    session, model = session_with(store, script, (show_dictionary,), recall={"maxResults": 2})
+    session, _ = session_with(store, script, (show_dictionary,), recall={"maxResults": 2})
     session.ask("show the pipeline log and every batch's dictionary")
     session.cascade.wait(60)
 
     session.ask("¿dónde guardamos la antigüedad del cliente?")
 
-    alone, with_also = [m["content"] for m in model.calls[-1].messages if m["role"] == "tool"][-2:]
-    assert "cust_tenure_days_v2" not in alone
+    stored = [m.content for m in store.load_messages(session.name) if m.role == "tool"]  # whole, never cleared
+    alone, with_also = stored[-2:]
+    assert question in alone and "cust_tenure_days_v2" not in alone
     assert "cust_tenure_days_v2" in with_also
     assert with_also.startswith(f'2 earlier passage(s) for "{question}" / "customer tenure in days", best first')
 
