@@ -73,16 +73,16 @@ def rewind_session(session: Session, turn: int) -> tuple[str, list[str]]:
 
 
 def landed_since(store: Store, session: str, turn: int) -> list[tuple[str, str, str]]:
-    """The agent's proposals the user accepted (or that were applied) from turn ``turn`` on, in the order they
-    landed: (proposal id, "insert" or "change", the cell's id)."""
-    began = [m.created_at for m in store.load_messages(session) if m.turn >= turn]
+    """The agent's proposals made from turn ``turn`` on (each event names its turn) that the user accepted or that
+    were applied, in the order they landed: (proposal id, "insert" or "change", the cell's id)."""
     events = [*store.list_events(session, kind=NOTEBOOK_PROPOSED), *store.list_events(session, kind=NOTEBOOK_DECIDED)]
     proposed: dict[str, dict] = {}
     landed = []
-    for event in sorted((e for e in events if began and e.ts >= min(began)), key=lambda e: e.ts):
+    for event in sorted(events, key=lambda e: e.ts):
         made = proposed.get(str(event.data.get("proposal")))
         if event.kind == NOTEBOOK_PROPOSED:
-            proposed[str(event.data.get("proposal"))] = event.data
+            if int(event.data.get("turn") or 0) >= turn:
+                proposed[str(event.data.get("proposal"))] = event.data
         elif made is not None and event.data.get("decision") in (ACCEPTED, APPLIED):
             insert = made.get("change") == "insert"
             landed.append(

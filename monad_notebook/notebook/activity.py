@@ -120,7 +120,7 @@ class NotebookActivity:
         self._turn_cell = _running_cell(self.shell)
         self.shown, self.shown_dropped = len(self.runs), self.dropped
         self.shown_edits = self._edits()
-        edited = [f"- cell {cell_id}: {what}" for cell_id, _, what in self.shown_edits[:MAX_CELLS]]
+        edited = self._redact([f"- cell {cell_id}: {what}" for cell_id, _, what in self.shown_edits[:MAX_CELLS]])
         edited = [EDITED, *edited] if edited else []
         if not self.runs:
             return "\n".join(["<notebook_activity>", *edited, "</notebook_activity>"]) if edited else ""

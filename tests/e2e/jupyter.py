@@ -34,6 +34,12 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def write_agents(workdir: Path, base_url: str, **tools: dict[str, Any]) -> None:
+    """``workdir/agents.json``: the main model at ``base_url`` (a fake server), no retries, and ``tools`` settings."""
+    agents = {"models": {"main": {"model": "gpt-4.1-mini", "baseUrl": base_url, "maxRetries": 0}}, "tools": tools}
+    (workdir / "agents.json").write_text(json.dumps(agents))
+
+
 def write_notebook(path: Path, sources: list[str]) -> None:
     cells = [
         {

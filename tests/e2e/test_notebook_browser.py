@@ -22,7 +22,16 @@ from monad_notebook import events as ev
 from monad_notebook.testing import FakeOpenAIServer, tool_call, tool_calls
 from tests.conversation import conversation
 from tests.e2e.browser import ARTIFACTS, counting_server
-from tests.e2e.jupyter import DARK_THEME, NO_NEWS, jupyter_server, notebook_page, sign, signed, write_notebook
+from tests.e2e.jupyter import (
+    DARK_THEME,
+    NO_NEWS,
+    jupyter_server,
+    notebook_page,
+    sign,
+    signed,
+    write_agents,
+    write_notebook,
+)
 from tests.e2e.panel_page import AUDIT
 
 TOKEN = "ghp_" + "Zq8Lr2Xw9Kp4Tn7V" * 2 + "aB3d"
@@ -120,11 +129,7 @@ def test_the_agent_proposes_cells_the_user_decides_at_each_and_the_save_holds_wh
             tool_call("read_cell", {"cell_id": "cell-2"}),
             "Noted.",
         )
-        agents = {
-            "models": {"main": {"model": "gpt-4.1-mini", "baseUrl": model.base_url, "maxRetries": 0}},
-            "tools": {"python": {"approval": "auto"}},
-        }
-        (isolated_env / "agents.json").write_text(json.dumps(agents))
+        write_agents(isolated_env, model.base_url, python={"approval": "auto"})
         notebook = isolated_env / "work.ipynb"
         write_notebook(notebook, CELLS)
         sign(notebook, tmp_path)  # the user's own notebook: trusted when it opens
@@ -274,8 +279,7 @@ def test_a_proposed_cell_with_a_very_long_line_is_shown_whole_at_the_cell_with_i
     pytest.importorskip("jupyterlab", reason="jupyterlab is not installed (pip install jupyterlab)")
     with FakeOpenAIServer() as model:
         model.queue(tool_call("insert_cell", {"cell_type": "code", "cell_source": f"{LONG_LINE}\nprint(x)"}), "Done.")
-        agents = {"models": {"main": {"model": "gpt-4.1-mini", "baseUrl": model.base_url, "maxRetries": 0}}}
-        (isolated_env / "agents.json").write_text(json.dumps(agents))
+        write_agents(isolated_env, model.base_url)
         write_notebook(isolated_env / "long.ipynb", ["%load_ext monad_notebook", "%%monad\nAdd the cell."])
         with jupyter_server("lab", isolated_env, tmp_path, "long.ipynb", settings=NO_NEWS, extension=True) as url:
             page = notebook_page(browser, url, width=1400, height=1000)

@@ -3,13 +3,11 @@ notebook is proposed for removal at the cell, every line shown, and is gone from
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from monad_notebook.testing import FakeOpenAIServer, tool_call
 from tests.e2e.browser import ARTIFACTS
-from tests.e2e.jupyter import NO_NEWS, jupyter_server, notebook_page, write_notebook
+from tests.e2e.jupyter import NO_NEWS, jupyter_server, notebook_page, write_agents, write_notebook
 from tests.e2e.panel_page import AUDIT
 from tests.e2e.test_notebook_browser import diff_rows, on_disk, run_cell, save
 
@@ -26,11 +24,7 @@ def test_a_rewind_proposes_removing_the_cell_the_undone_turn_put_in_and_the_save
         model.queue(
             tool_call("insert_cell", {"cell_type": "code", "cell_source": ADDED, "cell_id": "cell-1"}), "Added."
         )
-        agents = {
-            "models": {"main": {"model": "gpt-4.1-mini", "baseUrl": model.base_url, "maxRetries": 0}},
-            "tools": {"notebook": {"approval": "auto"}},
-        }
-        (isolated_env / "agents.json").write_text(json.dumps(agents))
+        write_agents(isolated_env, model.base_url, notebook={"approval": "auto"})
         notebook = isolated_env / "work.ipynb"
         write_notebook(notebook, CELLS)
         with jupyter_server("lab", isolated_env, tmp_path, "work.ipynb", settings=NO_NEWS, extension=True) as url:

@@ -41,9 +41,17 @@ def test_a_rewound_conversation_goes_on_from_before_the_turn_with_what_was_in_fo
     session.memory.suggest(session.name, ["The beta table replaces the alpha table."])
     store.append_events(
         [
-            Event(NOTEBOOK_PROPOSED, "rw", {"proposal": "p1", "change": "insert", "cell_id": "c0", "new_id": "c-beta"}),
+            Event(
+                NOTEBOOK_PROPOSED,
+                "rw",
+                {"proposal": "p1", "change": "insert", "cell_id": "c0", "new_id": "c-beta", "turn": 2},
+            ),
             Event(NOTEBOOK_DECIDED, "rw", {"proposal": "p1", "decision": "accepted"}),
-            Event(NOTEBOOK_PROPOSED, "rw", {"proposal": "p2", "change": "change", "cell_id": "c1", "new_id": ""}),
+            Event(
+                NOTEBOOK_PROPOSED,
+                "rw",
+                {"proposal": "p2", "change": "change", "cell_id": "c1", "new_id": "", "turn": 2},
+            ),
             Event(NOTEBOOK_DECIDED, "rw", {"proposal": "p2", "decision": "rejected"}),
         ]
     )
