@@ -19,6 +19,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any, Protocol, TypeVar
 
+from monad_notebook.daemon import Daemon
 from monad_notebook.errors import StoreError
 from monad_notebook.foreground import Foreground
 from monad_notebook.store.failures import reason
@@ -91,7 +92,7 @@ class OptimizePasses:
         self._wake = threading.Event()
         self._dirty: dict[str, int] = {}  # table -> writes since its last pass
         self._rows: dict[str, int] = {}  # table -> rows added since its last pass
-        self._thread: threading.Thread | None = None
+        self._daemon: Daemon | None = None
         self._running = False  # a daemon is running its passes; set and cleared under the lock
         self._closed = False
 
@@ -108,10 +109,7 @@ class OptimizePasses:
         tables = self._take_due_tables()
         if tables:
             self._running = True
-            self._thread = threading.Thread(
-                target=self._run_while_due, args=(tables,), name="monad-store-optimize", daemon=True
-            )
-            self._thread.start()
+            self._daemon = Daemon("monad-store-optimize", self._run_while_due, tables).start()
 
     def _take_due_tables(self) -> list[str]:
         """Tables with ``writes_per_pass`` writes or ``rows`` rows since their last pass; counts reset."""
@@ -239,9 +237,8 @@ class OptimizePasses:
 
     def wait(self) -> None:
         """Wait for the passes running in the background, if any (not from their own thread)."""
-        thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join()
+        if self._daemon is not None:
+            self._daemon.wait()
 
     def close(self) -> None:
         """Waits for an in-flight pass, so the process never exits mid-compaction; a pending one is dropped."""
