@@ -62,7 +62,7 @@ def write_singly(store: LanceStore, embedder: LocalEmbedder, count: int, start: 
 
 def one_pass(store: LanceStore, table: str) -> str:
     cpu, wall = time.process_time(), time.perf_counter()
-    store.tables.optimize_alone(table, timedelta(0))
+    store.tables.passes.alone(table, timedelta(0))
     return f"{table}: {time.perf_counter() - wall:.2f} s wall, {time.process_time() - cpu:.2f} s CPU"
 
 

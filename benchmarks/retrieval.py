@@ -41,7 +41,7 @@ from monad_notebook.messages import Message
 from monad_notebook.provider.local_embedder import LocalEmbedder
 from monad_notebook.store.base import Chunk
 from monad_notebook.store.lance import LanceStore
-from monad_notebook.store.tables import OPTIMIZE_ROWS
+from monad_notebook.store.optimize_passes import OPTIMIZE_ROWS
 
 DIMS = 384
 MODEL = "synthetic"

@@ -217,7 +217,7 @@ def run_size(size: int, turns: int, queries: int, embedder: LocalEmbedder, model
         cfg = {"context": {"retrieval": {"enabled": True}}}
         asked = [QUESTIONS[n % len(QUESTIONS)] for n in range(queries)]
         _phase(store, cfg, queries, asked, lambda n: ("recall", {"query": asked[n]}), stage, model_seconds)
-        optimized = store.tables.optimize_runs
+        optimized = store.tables.passes.runs
         store.close()
     return {
         "overhead": overhead,

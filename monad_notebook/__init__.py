@@ -10,7 +10,6 @@ The public names are imported lazily, so ``import monad_notebook.config`` stays 
 
 from __future__ import annotations
 
-import threading
 from importlib import import_module
 from typing import Any
 
@@ -46,6 +45,7 @@ def load_ipython_extension(ipython: Any) -> None:
     ``%load_ext`` returns before LanceDB and openai are loaded; a warm-up thread imports them
     while the user writes the first cell, which then finds them ready (or waits for the rest).
     """
+    from monad_notebook.daemon import Daemon
     from monad_notebook.magics import MonadMagics
     from monad_notebook.notebook.agent_runs import AGENT_RUNS
 
@@ -54,7 +54,7 @@ def load_ipython_extension(ipython: Any) -> None:
     ipython.events.register("post_run_cell", magics.after_cell)
     ipython.events.register("pre_run_cell", AGENT_RUNS.before_cell)
     ipython.events.register("post_run_cell", AGENT_RUNS.after_cell)
-    threading.Thread(target=_warm_up, name="monad-warm-up", daemon=True).start()
+    Daemon("monad-warm-up", _warm_up).start()
 
 
 def unload_ipython_extension(ipython: Any) -> None:

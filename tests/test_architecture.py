@@ -41,6 +41,7 @@ LAYERS: list[set[str]] = [
         "config_errors",
         "config_json",
         "config_schema",
+        "daemon",
         "events",
         "errors",
         "foreground",

@@ -67,19 +67,19 @@ class LanceStore:
 
     @property
     def optimize_every(self) -> int:
-        return self.tables.optimize_every
+        return self.tables.passes.every
 
     @optimize_every.setter
     def optimize_every(self, writes: int) -> None:
-        self.tables.optimize_every = writes
+        self.tables.passes.every = writes
 
     def optimize(self) -> None:
         """Compact every table and drop every old version now."""
-        self.tables.optimize()
+        self.tables.passes.optimize()
 
     def close(self) -> None:
         """Waits for an in-flight optimize, so the process never exits mid-compaction."""
-        self.tables.close()
+        self.tables.passes.close()
 
     # sessions
 

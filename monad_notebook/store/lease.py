@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import replace
 
+from monad_notebook.daemon import Daemon
 from monad_notebook.errors import SessionBusyError, StoreError
 from monad_notebook.foreground import FOREGROUND
 from monad_notebook.store.base import Claim, Claims
@@ -67,7 +68,7 @@ class TurnLease:
         self._depth = 0
         self._lock = threading.Lock()
         self._renewing = threading.Lock()  # a renewal never lands after the release that withdrew its claim
-        self._stop = threading.Event()
+        self._renewer: Daemon | None = None
 
     @property
     def held(self) -> bool:
@@ -149,7 +150,8 @@ class TurnLease:
             if self._depth > 0 or self.claim is None:
                 return
             claim, self.claim = self.claim, None
-            self._stop.set()
+            if self._renewer is not None:
+                self._renewer.stop()
         with self._renewing:
             self._withdraw(claim)
 
@@ -162,10 +164,8 @@ class TurnLease:
             self.release()
 
     def _start_renewing(self) -> None:
-        self._stop = threading.Event()
-        stop, claim = self._stop, self.claim
-        thread = threading.Thread(target=self._renew, args=(stop, claim), name="monad-lease", daemon=True)
-        thread.start()
+        stop = threading.Event()
+        self._renewer = Daemon("monad-lease", self._renew, stop, self.claim, stop=stop.set).start()
 
     def _renew(self, stop: threading.Event, claim: Claim | None) -> None:
         while claim is not None and not stop.wait(self.ttl / 4):

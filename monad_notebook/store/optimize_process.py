@@ -66,9 +66,9 @@ def _pass(line: str, databases: OrderedDict[str, Any]) -> str | None:
         databases[key] = store
         while len(databases) > _OPEN_DATABASES:
             databases.popitem(last=False)
-        store.last_optimize_error = None
-        store.optimize_alone(request["table"], timedelta(seconds=float(request["grace"])))
-        return store.last_optimize_error
+        store.passes.last_error = None
+        store.passes.alone(request["table"], timedelta(seconds=float(request["grace"])))
+        return store.passes.last_error
     except Exception as exc:
         return f"cannot optimize in the background ({type(exc).__name__}: {reason(exc)})"
 

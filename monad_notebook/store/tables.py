@@ -1,17 +1,10 @@
-"""The LanceDB plumbing under the store: one connection, cached table handles, retries, optimize.
+"""The LanceDB plumbing under the store: one connection, cached table handles, retries.
 
-LanceDB makes a new version and fragment for every write, so a daemon thread has a table
-compacted and cleaned up after every ``optimize_every`` writes to it (or once ``optimize_rows`` rows
-were added to it since its last pass: rows not yet in a search index are scanned on every search),
-and a vector table indexed once it is large. The pass waits for a pause in the writes and runs
-outside the lock, in a helper process at the lowest CPU priority (``optimizer.py``), so a turn
-neither waits for it nor shares the cores with it.
-Counting per table keeps a busy side table (recall's chunks) from compacting the large messages
-table more often.
+Every write is counted towards the table's next background optimize (``optimize_passes.py``).
 Another kernel may commit between our read and our write: conflicting commits and versions
 removed under us are retried on the latest version. Every other part of the store that talks
 to LanceDB is given this object: ``lance.py`` composes the Store protocol from it and its parts
-(``search.py``, ``claims.py``); ``indexes.py`` builds the indexes its optimize keeps current.
+(``search.py``, ``claims.py``); ``indexes.py`` builds the indexes the optimize passes keep current.
 """
 
 from __future__ import annotations
@@ -21,7 +14,6 @@ import logging
 import random
 import threading
 import time
-import warnings
 from collections.abc import Callable, Iterable
 from datetime import timedelta
 from pathlib import Path
@@ -35,44 +27,28 @@ from monad_notebook.errors import StoreError
 from monad_notebook.foreground import FOREGROUND, Foreground
 from monad_notebook.store.failures import ADVICE, reason
 from monad_notebook.store.indexes import Indexes
-from monad_notebook.store.optimizer import WORKER, OptimizeWorker, WorkerUnavailable
+from monad_notebook.store.optimize_passes import OptimizePasses
+from monad_notebook.store.optimizer import WORKER, OptimizeWorker
 from monad_notebook.store.rows import (
     EMBEDDINGS_PREFIX,
     NULL_AS,
     SCHEMAS,
     arrow_table,
     embeddings_table,
-    search_table,
     sql_in,
 )
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
-# Cleaning up every old version is the point of the background optimize; reads retry on the latest version.
-warnings.filterwarnings("ignore", r"optimize\(cleanup_older_than=0\)", UserWarning, r"monad_notebook\.store\.tables")
-
 _RETRIES = 4
 IDS_PER_READ = 500  # ids per IN (...) filter
-OPTIMIZE_ROWS = 1000
-# Claims read the version just before their own under the lock (claims.py): that version must stay.
-_OPTIMIZED_UNDER_LOCK = frozenset({"claims"})
 _RETRYABLE = ("not found", "incompatible transaction", "commit conflict", "retryable")
 
 
 def default_db_uri() -> str:
     """``$MONAD_HOME/db``, or ``~/.monad/db``: one database shared by every kernel of this user."""
     return str(monad_home() / "db")
-
-
-def writes_per_pass(table: str, optimize_every: int) -> int:
-    """The writes to ``table`` that make its next background pass due.
-
-    Recall's search tables are merged five times as often: a search opens every fragment a write
-    left (``benchmarks/fragments.py`` measures what unmerged writes add to a search against what a
-    pass costs the helper process).
-    """
-    return max(1, optimize_every // 5) if search_table(table) else optimize_every
 
 
 class LanceTables:
@@ -94,27 +70,11 @@ class LanceTables:
         text = str(uri)
         self.uri = text if "://" in text else str(Path(text).expanduser().absolute())
         self.storage_options = dict(storage_options or {})
-        self.optimize_worker = optimize_worker  # None: background passes run in this process
-        self.optimize_every = optimize_every
-        self.cleanup_grace = cleanup_grace
         self.ann_min_rows = ann_min_rows
         self.rows_read = 0
-        self.optimize_runs = 0  # background passes finished
-        self.optimize_quiet = optimize_quiet
-        self.foreground = foreground
-        self.optimize_max_delay = 30.0
-        self._last_write = 0.0
-        self._wake = threading.Event()
-        self.last_optimize_error: str | None = None
         self.lock = threading.RLock()
         self._read_count_lock = threading.Lock()
         self._tables: dict[str, Any] = {}
-        self._dirty: dict[str, int] = {}  # table -> writes since its last optimize
-        self._rows: dict[str, int] = {}  # table -> rows added since its last optimize
-        self.optimize_rows = OPTIMIZE_ROWS
-        self._optimizer: threading.Thread | None = None
-        self._optimizing = False  # a background thread is running its passes; set and cleared under the lock
-        self._closed = False
         self.added: dict[str, int] = {}  # table -> rows this store has added to it, ever
         self.deletions: dict[str, int] = {}  # table -> deletes this store has made from it, ever
         interval = None if read_consistency_interval is None else timedelta(seconds=read_consistency_interval)
@@ -126,6 +86,14 @@ class LanceTables:
             fix = "" if why in ADVICE else f"; {fix}"
             raise StoreError(f"cannot open the database at {self.uri} ({why}){fix}") from None
         self.indexes = Indexes(self)
+        self.passes = OptimizePasses(
+            self,
+            every=optimize_every,
+            grace=cleanup_grace,
+            quiet=optimize_quiet,
+            foreground=foreground,
+            worker=optimize_worker,
+        )
 
     def table(self, name: str, *, create: bool) -> Any | None:
         """The cached handle; created on first write, so reads of a fresh database create nothing."""
@@ -267,8 +235,7 @@ class LanceTables:
         with self.lock:
             handle = self.table(table, create=True)
             result = self.retrying("write", table, lambda: operation(handle))
-            self._dirty[table] = self._dirty.get(table, 0) + 1
-            self._maybe_optimize_in_background()
+            self.passes.wrote(table)
         version = getattr(result, "version", None)
         return version if isinstance(version, int) else None
 
@@ -276,7 +243,7 @@ class LanceTables:
         if not rows:
             return None
         with self.lock:
-            self._rows[table] = self._rows.get(table, 0) + len(rows)
+            self.passes.rows_added(table, len(rows))
             self.added[table] = self.added.get(table, 0) + len(rows)
             return self.write(table, lambda h: h.add(arrow_table(rows, SCHEMAS[table])))
 
@@ -295,141 +262,6 @@ class LanceTables:
         if self.count(table, where):
             self.write(table, lambda h: h.delete(where))
 
-    def _maybe_optimize_in_background(self) -> None:
-        self._last_write = time.monotonic()
-        if self._closed or self._optimizing or self.optimize_every <= 0:
-            return  # a pass in hand takes up what came due meanwhile when it ends
-        tables = self._take_due_tables()
-        if not tables:
-            return
-        self._optimizing = True
-        self._optimizer = threading.Thread(
-            target=self._optimize_while_due,
-            args=(tables,),
-            name="monad-store-optimize",
-            daemon=True,
-        )
-        self._optimizer.start()
-
-    def _take_due_tables(self) -> list[str]:
-        """Tables with ``writes_per_pass`` writes or ``optimize_rows`` rows since their last pass; counts reset."""
-        tables = sorted(
-            t
-            for t, writes in self._dirty.items()
-            if writes >= writes_per_pass(t, self.optimize_every) or self._rows.get(t, 0) >= self.optimize_rows
-        )
-        for table in tables:
-            self._dirty.pop(table)
-            self._rows.pop(table, None)
-        return tables
-
-    def _optimize_while_due(self, tables: list[str]) -> None:
-        """Background passes until none is due: writes that came while a pass ran (a slow pass,
-        a burst of writes) get the next one without waiting for another write."""
-        try:
-            while tables:
-                self._optimize_tables(tables, background=True)
-                with self.lock:
-                    tables = [] if self._closed else self._take_due_tables()
-                    self._optimizing = bool(tables)
-        finally:
-            if tables:  # an unexpected error ended the passes: the next write starts them again
-                with self.lock:
-                    self._optimizing = False
-
-    def _optimize_tables(self, tables: list[str], *, background: bool) -> None:
-        """Compact each table, drop its old versions and fold new rows into its indexes.
-
-        In the background this runs outside the lock, in the helper process (here, on a handle
-        of its own, when the helper is unavailable): at 100k rows a pass takes seconds, and a
-        turn's writes and reads must not wait for it. The claims table, small, is the exception
-        (``_OPTIMIZED_UNDER_LOCK``). LanceDB
-        reconciles the compaction with writes committed meanwhile, as it does with another
-        kernel's; the files of a write still in flight are never removed (unreferenced new
-        files are kept), and versions younger than ``cleanup_grace`` are kept for readers.
-        An explicit ``optimize()`` holds the lock and drops every old version at once.
-        """
-        due = time.monotonic()
-        for name in tables:
-            if background and not self._quiet(due):
-                return
-            if not background:
-                self.indexes.before_optimize(name)
-                with self.lock:
-                    self._optimize_table(name, self.table(name, create=False), timedelta(0), raise_errors=True)
-                self.indexes.after_optimize(name)
-            elif name in _OPTIMIZED_UNDER_LOCK:
-                with self.lock:
-                    self.optimize_alone(name, self.cleanup_grace)
-            elif not self._optimize_elsewhere(name):
-                self.optimize_alone(name, self.cleanup_grace)
-        if background:
-            self.optimize_runs += 1
-
-    def optimize_alone(self, name: str, grace: timedelta) -> None:
-        """One table's background pass on a handle of its own: in the helper process, or here as a fallback."""
-        self.indexes.before_optimize(name)
-        self._optimize_table(name, self._own_handle(name), grace)
-        self.indexes.after_optimize(name)
-
-    def _optimize_elsewhere(self, name: str) -> bool:
-        """Hand the pass to the helper process; False when it cannot take it (the pass then runs here)."""
-        if self.optimize_worker is None:
-            return False
-        try:
-            logged, error = self.optimize_worker.optimize(
-                self.uri, name, self.cleanup_grace, storage_options=self.storage_options, ann_min_rows=self.ann_min_rows
-            )
-        except WorkerUnavailable as exc:
-            log.debug("optimizing the %s table in this process: %s", name, exc)
-            return False
-        for warning in logged:
-            log.warning("%s", warning)
-        if error is not None:
-            self.last_optimize_error = error
-        return True
-
-    def _quiet(self, due: float) -> bool:
-        """Wait for ``optimize_quiet`` seconds without writes and no search in the foreground.
-
-        A pass costs the cores a turn needs (seconds at 100k rows on 2 cores), so it starts
-        in a pause between writes rather than between a turn's steps, and not while the user
-        waits for a search (``foreground.py``); ``optimize_max_delay`` after ``due`` it runs
-        anyway. False once closed: the pass is left for the next one.
-        """
-        while not self._closed:
-            now = time.monotonic()
-            idle = now - self._last_write
-            late = now - due >= self.optimize_max_delay
-            if late or (idle >= self.optimize_quiet and not self.foreground.busy):
-                return True
-            wait = max(self.optimize_quiet - idle, 0.05)
-            self._wake.wait(min(wait, self.optimize_max_delay - (now - due)))
-        return False
-
-    def _own_handle(self, name: str) -> Any | None:
-        try:
-            return self.db.open_table(name)
-        except Exception as exc:
-            log.debug("cannot open the %s table to optimize it (%s)", name, reason(exc))
-            return None
-
-    def _optimize_table(self, name: str, handle: Any | None, grace: timedelta, *, raise_errors: bool = False) -> None:
-        if handle is None:
-            return
-        try:
-            self.retrying("optimize", name, lambda: handle.optimize(cleanup_older_than=grace))
-        except StoreError as exc:
-            self.last_optimize_error = str(exc)
-            if raise_errors:
-                raise
-            log.warning("%s", self.last_optimize_error)
-
-    def wait_for_optimizer(self) -> None:
-        optimizer = self._optimizer
-        if optimizer is not None and optimizer is not threading.current_thread():
-            optimizer.join()
-
     def embedding_tables(self) -> list[str]:
         """Every vector-width table in the database, whichever process created it."""
         try:
@@ -438,23 +270,6 @@ class LanceTables:
             raise StoreError(f"cannot list the tables at {self.uri} ({reason(exc)})") from None
         suffixes = [n.removeprefix(EMBEDDINGS_PREFIX) for n in names if n.startswith(EMBEDDINGS_PREFIX)]
         return [embeddings_table(int(s)) for s in suffixes if s.isdigit()]
-
-    # housekeeping
-
-    def optimize(self) -> None:
-        """Compact every table and drop every old version now; waits for a background run first."""
-        self.wait_for_optimizer()
-        with self.lock:
-            tables = [n for n in SCHEMAS if self.table(n, create=False) is not None]
-            self._dirty, self._rows = {}, {}
-        self._optimize_tables(tables, background=False)
-
-    def close(self) -> None:
-        """Waits for an in-flight optimize, so the process never exits mid-compaction; a pending one is dropped."""
-        with self.lock:
-            self._closed = True
-        self._wake.set()
-        self.wait_for_optimizer()
 
     def table_stats(self) -> dict[str, dict[str, int]]:
         """Versions, fragments and rows per existing table: what background optimize keeps bounded."""

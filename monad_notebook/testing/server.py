@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from monad_notebook.daemon import Daemon
 from monad_notebook.provider import ChatResponse
 from monad_notebook.testing.scripted import approximate_prompt_tokens, estimate_tokens, text
 from monad_notebook.testing.wire import chunks, completion, error, hash_vector, no_such_path
@@ -91,20 +92,21 @@ class FakeOpenAIServer:
         self._delays: deque[float] = deque()
         self._breaks: deque[int] = deque()
         self._httpd: ThreadingHTTPServer | None = None
+        self._serving: Daemon | None = None
 
     # lifecycle
     def start(self) -> FakeOpenAIServer:
         handler = type("FakeOpenAIHandler", (_Handler,), {"fake": self})
-        self._httpd = _QuietServer(("127.0.0.1", 0), handler)
-        serve = threading.Thread(target=self._httpd.serve_forever, args=(0.02,), name="fake-openai", daemon=True)
-        serve.start()
+        httpd = self._httpd = _QuietServer(("127.0.0.1", 0), handler)
+        self._serving = Daemon("fake-openai", httpd.serve_forever, 0.02, stop=httpd.shutdown).start()
         return self
 
     def stop(self) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
+        if self._httpd is not None and self._serving is not None:
+            self._serving.stop()
+            self._serving.wait()
             self._httpd.server_close()
-            self._httpd = None
+            self._httpd = self._serving = None
 
     def __enter__(self) -> FakeOpenAIServer:
         return self.start()

@@ -94,7 +94,7 @@ def test_a_kernel_waiting_briefly_gets_the_session_as_soon_as_the_holder_release
 def test_a_crashed_kernels_claim_expires_and_frees_the_session(kernels):
     crashed = TurnLease(kernels[0], "shared", ttl=0.8)
     crashed.acquire()
-    crashed._stop.set()  # its process died: no more renewals, no release
+    crashed._renewer.stop()  # its process died: no more renewals, no release
     other = TurnLease(kernels[1], "shared")
     with pytest.raises(SessionBusyError):
         other.acquire(wait=0)

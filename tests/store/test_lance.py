@@ -207,14 +207,14 @@ def test_background_optimize_keeps_versions_and_fragments_bounded(db: Path) -> N
     store = LanceStore(db, optimize_every=50, cleanup_grace=timedelta(0), optimize_quiet=0)
     for seq in range(300):
         store.append_messages(turn("s", seq, 1))
-    store.tables.wait_for_optimizer()  # the passes that came due, however slowly the helper ran them
+    store.tables.passes.wait()  # the passes that came due, however slowly the helper ran them
     store.close()
 
     stats = store.tables.table_stats()["messages"]
     assert stats["versions"] <= 60
     assert stats["fragments"] <= 60
     assert [m.seq for m in store.load_messages("s")] == list(range(300))
-    assert store.tables.last_optimize_error is None
+    assert store.tables.passes.last_error is None
 
 
 def test_messages_load_by_id_across_batches_and_their_ids_read_without_their_texts(store: LanceStore) -> None:
@@ -234,7 +234,7 @@ def test_after_a_background_optimize_a_turns_catch_up_read_uses_indexes_and_stil
     for seq in range(0, 150, 30):
         store.append_messages(turn("s", seq, 30) + turn("other", seq, 30))
     deadline = time.monotonic() + 20
-    while store.tables.optimize_runs == 0 and time.monotonic() < deadline:
+    while store.tables.passes.runs == 0 and time.monotonic() < deadline:
         time.sleep(0.05)
     store.append_messages(turn("s", 150, 3))
     handle = store.tables.table("messages", create=False)

@@ -69,8 +69,8 @@ def wait_until(condition: Callable[[], bool], timeout: float = 60) -> None:
 
 
 def wait_for_passes(store: LanceStore, runs: int, timeout: float = 60) -> None:
-    wait_until(lambda: store.tables.optimize_runs >= runs, timeout)
-    assert store.tables.optimize_runs >= runs
+    wait_until(lambda: store.tables.passes.runs >= runs, timeout)
+    assert store.tables.passes.runs >= runs
 
 
 @pytest.fixture
@@ -92,7 +92,7 @@ def test_a_background_pass_runs_in_a_helper_at_the_lowest_priority_and_compacts(
         assert os.getpriority(os.PRIO_PROCESS, worker.pid) == 19
     assert store.tables.table_stats()["messages"]["fragments"] == 1
     assert [m.seq for m in store.load_messages("s")] == list(range(10))
-    assert store.tables.last_optimize_error is None
+    assert store.tables.passes.last_error is None
     store.close()
 
 
@@ -107,11 +107,11 @@ def test_a_turns_write_and_read_return_while_the_helper_is_slow_and_close_waits_
     loaded = store.load_messages("s")
     waited = time.perf_counter() - started
 
-    assert store.tables.optimize_runs == 0
+    assert store.tables.passes.runs == 0
     assert waited < SLOW / 2
     assert [m.seq for m in loaded] == [0, 1, 2, 3]
     store.close()
-    assert store.tables.optimize_runs == 1
+    assert store.tables.passes.runs == 1
     assert store.tables.table_stats()["messages"]["fragments"] == 1
     slow.close()
 
@@ -121,12 +121,12 @@ def test_writes_that_land_while_a_pass_runs_get_the_next_pass_without_another_wr
     store = LanceStore(tmp_path / "db", optimize_every=10, optimize_quiet=0, optimize_worker=late)
     write(store, range(10))
     wait_until(lambda: compacted(store))
-    assert compacted(store) and store.tables.optimize_runs == 0  # the pass committed; its answer is LATE seconds away
+    assert compacted(store) and store.tables.passes.runs == 0  # the pass committed; its answer is LATE seconds away
     write(store, range(10, 25))  # a burst, then the session goes quiet
 
-    store.tables.wait_for_optimizer()
+    store.tables.passes.wait()
 
-    assert store.tables.optimize_runs == 2
+    assert store.tables.passes.runs == 2
     assert compacted(store)
     assert [m.seq for m in store.load_messages("s")] == list(range(25))
     store.close()
@@ -143,7 +143,7 @@ def test_a_helper_that_cannot_start_leaves_the_pass_to_the_kernel_and_is_given_u
     assert broken.failures == MAX_FAILURES
     assert compacted(store)
     assert [m.seq for m in store.load_messages("s")] == list(range(3 * MAX_FAILURES + 3))
-    assert store.tables.last_optimize_error is None
+    assert store.tables.passes.last_error is None
     store.close()
 
 
@@ -180,8 +180,8 @@ def test_what_the_helper_reports_reaches_the_kernels_log_and_last_error(
         write(store, range(3))
         wait_for_passes(store, 1)
 
-    assert store.tables.last_optimize_error == "cannot optimize the messages table (out of disk space)"
-    assert [r.getMessage() for r in caplog.records] == [store.tables.last_optimize_error]
+    assert store.tables.passes.last_error == "cannot optimize the messages table (out of disk space)"
+    assert [r.getMessage() for r in caplog.records] == [store.tables.passes.last_error]
     assert [m.seq for m in store.load_messages("s")] == [0, 1, 2]
     helper.close()
     store.close()

@@ -116,7 +116,7 @@ def test_a_burst_of_chunks_is_folded_into_the_index_without_waiting_for_fifty_wr
     store = LanceStore(tmp_path / "db", optimize_every=50)
     for batch in range(3):
         store.search.save_chunks("s", [chunk(f"m{batch}-{i}", f"row {i} of batch {batch}") for i in range(400)])
-    store.tables.wait_for_optimizer()
+    store.tables.passes.wait()
 
     handle = store.tables.handle(TEXT_TABLE)
     stats = [handle.index_stats(index.name) for index in handle.list_indices()]
@@ -133,7 +133,7 @@ def test_the_search_tables_are_merged_five_times_as_often_as_the_messages(tmp_pa
         store.append_messages([message])
         store.search.save_chunks("s", [chunk(message.id, message.content, seq=seq)])
         store.search.save_embeddings("s", [(message, [1.0, float(seq)])], "test-model")
-    store.tables.wait_for_optimizer()
+    store.tables.passes.wait()
 
     stats = store.tables.table_stats()
     assert stats["messages"]["fragments"] == 4
@@ -150,7 +150,7 @@ def test_a_busy_table_is_compacted_without_compacting_a_quiet_one(tmp_path: Path
         store.append_messages([Message("user", f"question {seq}", session="s", seq=seq)])
     for i in range(10):
         store.search.save_chunks("s", [chunk(f"m{i}", f"chunk {i}")])
-    store.tables.wait_for_optimizer()
+    store.tables.passes.wait()
 
     stats = store.tables.table_stats()
     assert stats["messages"]["fragments"] == 2

@@ -79,7 +79,7 @@ def test_a_turns_write_returns_while_a_slow_background_optimize_runs(
     store.close()
     assert optimize.finished.is_set()
     assert [m.seq for m in store.load_messages("s")] == [0, 1, 2, 3]
-    assert store.tables.last_optimize_error is None
+    assert store.tables.passes.last_error is None
 
 
 def test_a_turns_read_and_search_return_while_a_slow_background_optimize_runs(

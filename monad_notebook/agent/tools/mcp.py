@@ -35,6 +35,7 @@ from typing import Any
 from monad_notebook.agent.tools.base import ASKS, Tool, ToolContext
 from monad_notebook.agent.tools.mcp_approval import refusal, tool_name
 from monad_notebook.config_schema import McpServerConfig
+from monad_notebook.daemon import Daemon
 from monad_notebook.errors import ToolError
 
 log = logging.getLogger(__name__)
@@ -70,7 +71,7 @@ class _Loop:
         with self._lock:
             if self._loop is None:
                 loop = asyncio.new_event_loop()
-                threading.Thread(target=loop.run_forever, name="monad-mcp", daemon=True).start()
+                Daemon("monad-mcp", loop.run_forever).start()
                 self._loop = loop
             return self._loop
 

@@ -8,12 +8,12 @@ the superseded summary.
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-log = logging.getLogger(__name__)
+from monad_notebook.daemon import Daemon
+
 T = TypeVar("T")
 
 
@@ -21,39 +21,33 @@ class Background(Generic[T]):
     def __init__(self, name: str) -> None:
         self.name = name
         self._lock = threading.Lock()
-        self._worker: threading.Thread | None = None
+        self._worker: Daemon | None = None
         self._result: T | None = None
         self._closed = False
 
     @property
     def in_flight(self) -> bool:
         worker = self._worker
-        return worker is not None and worker.is_alive()
+        return worker is not None and worker.running
 
     def start(self, job: Callable[[], T | None]) -> bool:
         """Run ``job`` on a daemon thread; False if one is running, a result waits, or this was closed."""
         with self._lock:
             if self._closed or self.in_flight or self._result is not None:
                 return False
-            worker = threading.Thread(target=self._run, args=(job,), name=self.name, daemon=True)
-            self._worker = worker
-            worker.start()
+            self._worker = Daemon(self.name, self._run, job).start()
         return True
 
     def _run(self, job: Callable[[], T | None]) -> None:
-        try:
-            result = job()
-        except BaseException:
-            log.exception("%s crashed", self.name)
-            return
+        result = job()  # what it raises is logged by the daemon
         if result is not None:
             with self._lock:
                 self._result = result
 
     def wait(self, timeout: float | None = None) -> None:
         worker = self._worker
-        if worker is not None and worker is not threading.current_thread():
-            worker.join(timeout)
+        if worker is not None:
+            worker.wait(timeout)
 
     def take(self) -> T | None:
         """The finished result, once; None while running or when there is none."""

@@ -21,6 +21,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future
 
+from monad_notebook.daemon import Daemon
 from monad_notebook.provider import ChatModel
 
 log = logging.getLogger(__name__)
@@ -94,7 +95,7 @@ class Rewriter:
             except Exception as exc:
                 answer.set_exception(exc)
 
-        threading.Thread(target=asking, name="monad-rewrite", daemon=True).start()
+        Daemon("monad-rewrite", asking).start()
         return answer
 
     def _rewrite(self, question: str) -> list[str]:
