@@ -51,6 +51,7 @@ from monad_notebook.config import Config, EmbeddingConfig
 from monad_notebook.context.compaction.summarize import SECTIONS, render_sections
 from monad_notebook.context.recall.chunks import indexed_text
 from monad_notebook.context.recall.indexing import RecallIndexer
+from monad_notebook.context.recall.pacing import Pacing
 from monad_notebook.provider import ChatResponse, local_embedder
 from monad_notebook.session import Session
 from monad_notebook.store.lance import LanceStore
@@ -245,11 +246,11 @@ def main() -> None:
     parser.add_argument(
         "--share",
         type=float,
-        default=RecallIndexer.share,
+        default=Pacing.share,
         help="the share of the time embedding keeps beside a busy turn",
     )
     args = parser.parse_args()
-    RecallIndexer.settle_seconds, RecallIndexer.share = args.settle_seconds, args.share
+    RecallIndexer.settle_seconds, Pacing.share = args.settle_seconds, args.share
     logging.disable(logging.WARNING)
     if local_embedder.local_model_files() is None:
         sys.exit(f"the offline embedder is not installed: {local_embedder.LOCAL_INSTALL_HINT}")

@@ -19,6 +19,7 @@ import pytest
 from monad_notebook import Session
 from monad_notebook.config import Config
 from monad_notebook.context.recall.indexing import RecallIndexer
+from monad_notebook.context.recall.pacing import Pacing
 from monad_notebook.context.recall.wordmatch import WordVectors
 from monad_notebook.foreground import FOREGROUND, Foreground
 from monad_notebook.messages import Message
@@ -72,7 +73,7 @@ def test_while_a_turn_holds_the_foreground_without_a_pause_embedding_keeps_only_
 
     assert searchable == 200  # the words at once
     busy = len(during) * SlowEmbedder.seconds
-    assert 0 < busy <= indexer.share * held_for + 0.2  # its share, never none
+    assert 0 < busy <= indexer.pacing.share * held_for + 0.2  # its share, never none
     assert indexer.flush(timeout=60)
     assert store.search.embedded_ids("s", model=embedder.name, dims=embedder.dims) == {m.id for m in messages}
 
@@ -211,7 +212,7 @@ def test_an_interrupted_embedding_runs_again_after_the_search_and_at_last_to_its
         assert store.search.embedded_ids(session, model=embedder.name, dims=embedder.dims) == {messages[0].id}
 
     assert (twice.attempts, len(twice.calls)) == (3, 1)
-    assert (always.attempts, len(always.calls)) == (RecallIndexer.max_interruptions, 1)
+    assert (always.attempts, len(always.calls)) == (Pacing.max_interruptions, 1)
 
 
 def test_a_gate_held_for_too_long_delays_indexing_but_never_stops_it(store):
@@ -229,7 +230,7 @@ def test_stopping_an_indexer_that_works_beside_a_held_foreground_returns_at_once
     indexer = RecallIndexer(store, embedder)
     with FOREGROUND.held():
         indexer.add("s", notes(300), {})
-        time.sleep(indexer.linger + 0.2)
+        time.sleep(indexer.queue.linger + 0.2)
         started = time.monotonic()
         indexer.stop(timeout=10)
         assert time.monotonic() - started < 1.0

@@ -292,14 +292,14 @@ def test_stopping_the_indexer_drops_queued_work_and_nothing_is_written_afterward
     embedder = KeywordEmbedder()
     embedder.gate = threading.Event()
     indexer = RecallIndexer(store, embedder)
-    indexer.embed_batch = 2
+    indexer.vectors.embed_batch = 2
     indexer.add("s", [Message("user", f"cat note {i}", session="s", seq=i) for i in range(10)], {})
     assert embedder.entered.wait(10)
     indexer.add("s", [Message("user", "queued cat", session="s", seq=99)], {})
 
     stopper = threading.Thread(target=indexer.stop, kwargs={"timeout": 10})
     stopper.start()
-    while not indexer._stopping:
+    while not indexer.queue.stopping:
         time.sleep(0.01)
     embedder.gate.set()
     stopper.join(10)

@@ -232,7 +232,7 @@ def test_the_indexer_writes_once_per_batch_and_a_new_one_leaves_what_is_embedded
 def test_jobs_queued_while_the_indexer_is_busy_are_merged_into_one_batch(store, embedder) -> None:
     messages = history("s", *[f"cat note {i}" for i in range(31)])
     indexer = RecallIndexer(store, embedder, batch_size=32)
-    indexer.embed_batch = 32
+    indexer.vectors.embed_batch = 32
     embedder.gate = threading.Event()
     indexer.add("s", messages[:1], {})
     assert embedder.entered.wait(10)

@@ -111,7 +111,7 @@ def test_a_sessions_recall_tool_matches_words_with_what_its_indexer_learns_unles
         session = Session("w", config=config, store=store, model=ScriptedModel([]))
         stages = session.recall
         assert stages.indexer is not None and stages.recall is not None
-        words, learner = stages.recall.words, stages.indexer.words
+        words, learner = stages.recall.words, stages.indexer.learner.words
         session.close()
         assert words is None or words is learner
         return words

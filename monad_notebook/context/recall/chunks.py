@@ -84,6 +84,11 @@ def indexed_text(message: Message, raw: str | None = None) -> str:
     return "" if text.startswith(PLACEHOLDER_PREFIX) else text
 
 
+def worth_indexing(message: Message) -> bool:
+    """A message recall indexes: not a system prompt; a tool result always, any other with text to index."""
+    return message.role != "system" and (message.role == "tool" or bool(indexed_text(message)))
+
+
 def _arguments_text(arguments: str) -> str:
     try:
         parsed = json.loads(arguments) if arguments.strip() else {}
