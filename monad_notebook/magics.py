@@ -28,6 +28,7 @@ from monad_notebook.cell.rewind import (
     rewind_session,
     rewind_turn,
     rewound_from,
+    rewound_mark,
     sweep_kept,
     undo_lines,
 )
@@ -272,6 +273,7 @@ class MonadMagics(Magics):
             print(MonadPanel.text_report(session))
             return None
         panel = MonadPanel.for_session(session)
+        panel.offer_rewinds(PanelRewinds(self))
         self._panels[session.name] = panel
         return panel
 
@@ -384,14 +386,26 @@ class MonadMagics(Magics):
         print("\n".join(rebuild_lines(self.session(), rest)))
 
     def _cmd_rewind(self, rest: list[str]) -> None:
-        session = self.session()
+        print("\n".join(self.rewind(rest)))
+
+    def rewind(self, rest: list[str], session: str | None = None) -> list[str]:
+        """``%monad rewind [TURN] | --undo``, typed in a cell or clicked on the panel's timeline: ``session`` (else the
+        one in use) taken back to before the turn, or the rewind that made it undone. The notebook uses the session the
+        conversation goes on in from then on, and an open panel of the one it left follows it. What was done, as
+        lines."""
+        start = self.session(session)
         if rest == ["--undo"]:
-            mark = rewound_from(session)
-            print("\n".join(undo_lines(session, self._switch(str(mark["from"])), mark)))
-            return
-        name, lines = rewind_session(session, rewind_turn(session, rest))
-        self._switch(name)
-        print("\n".join(lines))
+            mark = rewound_from(start)
+            goes_on = self._switch(str(mark["from"]))
+            lines = undo_lines(start, goes_on, mark)
+        else:
+            name, lines = rewind_session(start, rewind_turn(start, rest))
+            goes_on = self._switch(name)
+        panel = self._panels.pop(start.name, None)
+        if panel is not None:
+            panel.follow(goes_on)
+            self._panels[goes_on.name] = panel
+        return lines
 
     def _switch(self, name: str) -> Session:
         """Use session ``name`` from now on, and name it in the open notebook, so a new kernel takes it up."""
@@ -430,3 +444,33 @@ class MonadMagics(Magics):
         "rebuild": _cmd_rebuild,
         "rewind": _cmd_rewind,
     }
+
+
+class PanelRewinds:
+    """The panel's timeline rewinds through the magic, so a click does exactly what ``%monad rewind`` does
+    (``widget.source.Rewinds``); what it says is redacted like the magic's output, and an error is a line."""
+
+    def __init__(self, magics: MonadMagics) -> None:
+        self.magics = magics
+
+    def rewind(self, session: str, turn: int) -> tuple[bool, list[str]]:
+        return self._done(session, [str(turn)])
+
+    def undo(self, session: str) -> tuple[bool, list[str]]:
+        return self._done(session, ["--undo"])
+
+    def rewound_from(self, session: str) -> dict[str, Any]:
+        mark = rewound_mark(self.magics.store, session)
+        return {"from": str(mark["from"]), "turn": int(mark.get("turn") or 0)} if mark else {}
+
+    def _done(self, session: str, words: list[str]) -> tuple[bool, list[str]]:
+        using = self.magics.current
+        try:
+            ok, lines = True, self.magics.rewind(words, session=session)
+        except MonadError as exc:
+            ok, lines = False, [str(exc)]
+        except Exception as exc:  # a click has no cell to show a traceback in: the panel says it
+            ok, lines = False, [f"the rewind failed: {type(exc).__name__}: {exc}"]
+        if not ok:
+            self.magics.current = using
+        return ok, [self.magics.redact(line) for line in lines]

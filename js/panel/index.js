@@ -7,6 +7,7 @@ import { NARROW, h } from "./dom.js";
 import { drawInspected, drawRecordChoices } from "./inspector.js";
 import { drawMemory } from "./memory.js";
 import { drawHeader, drawNotices, drawOccupancy, drawWindowGrid } from "./occupancy.js";
+import { drawRewind, rewindLocal, showUndone } from "./rewind.js";
 import { drawTimeline } from "./timeline.js";
 import { drawWorkspace } from "./workspace.js";
 
@@ -24,6 +25,8 @@ function render({ model, el }) {
   const occupancy = h("div", { class: "monad-occupancy" });
   const windowGrid = h("div", { class: "monad-window", "data-role": "window" });
   const timeline = h("div", { class: "monad-timeline-box" });
+  const rewind = h("div", { class: "monad-rewind", "data-role": "rewind" });
+  const rewinding = rewindLocal();
   const approval = h("div", { class: "monad-approval", "data-role": "approval" });
   const memory = h("div", { class: "monad-memory", "data-role": "memory" });
   const factsBox = /** @type {HTMLDetailsElement} */ (h("details", { class: "monad-facts-box", "data-role": "facts-box" }));
@@ -35,7 +38,7 @@ function render({ model, el }) {
     h("summary", {}, ["Inspect what the model received"]),
     h("div", { class: "monad-inspector-body", "data-role": "inspector-body" }, [h("label", { class: "monad-dim" }, ["step ", select]), inspected]),
   ]);
-  const panel = h("div", { class: "monad-panel" }, [header, notices, approval, occupancy, windowGrid, timeline, memory, workspace, inspector]);
+  const panel = h("div", { class: "monad-panel" }, [header, notices, approval, occupancy, windowGrid, timeline, rewind, memory, workspace, inspector]);
   el.replaceChildren(panel);
 
   // The kernel sends the step list and the inspected parts only while an inspector is open.
@@ -50,7 +53,10 @@ function render({ model, el }) {
   select.addEventListener("change", onSelect);
   inspector.addEventListener("toggle", onToggle);
 
-  const drawTimelineNow = () => drawTimeline(model, timeline);
+  const drawTimelineNow = () => {
+    drawTimeline(model, timeline);
+    showUndone(timeline, rewinding.ask?.turn || rewinding.sent?.turn || 0);
+  };
   /** @type {[string[], () => void][]} */
   const sections = [
     [["session_name", "activity"], () => drawHeader(model, header)],
@@ -58,6 +64,7 @@ function render({ model, el }) {
     [["usage", "thresholds", "composition", "compaction"], () => drawOccupancy(model, occupancy)],
     [["usage", "thresholds", "composition"], () => drawWindowGrid(model, windowGrid)],
     [["timeline_base", "timeline_tail", "markers", "thresholds"], drawTimelineNow],
+    [["rewind"], () => drawRewind(model, rewind, timeline, rewinding)],
     [["approval", "decisions"], () => drawApproval(model, approval, answered)],
     [["suggestions", "facts", "receipt"], () => drawMemory(model, memory, factsBox)],
     [["workspace"], () => drawWorkspace(model, workspace, workspaceBox)],

@@ -64,6 +64,18 @@ export function drawTimeline(model, root) {
   const y = (/** @type {number} */ f) => pad.top + (1 - Math.min(1, Math.max(0, f))) * (height - pad.top - pad.bottom);
   const share = (/** @type {number} */ tokens, /** @type {number} */ win) => (win ? tokens / win : 0);
 
+  // A band per turn, behind everything: a rewind button marks the turns it would undo (rewind.js).
+  const starts = points.filter((p, index) => index === 0 || points[index - 1].turn !== p.turn);
+  const edges = starts.map((p) => {
+    const index = points.indexOf(p);
+    return index === 0 ? pad.left : (x(points[index - 1].i) + x(p.i)) / 2;
+  });
+  starts.forEach((p, n) => {
+    const right = n + 1 < edges.length ? edges[n + 1] : width - pad.right;
+    const band = { x: edges[n], y: pad.top, width: Math.max(0, right - edges[n]), height: height - pad.top - pad.bottom };
+    svg.append(s("rect", { ...band, class: "monad-turn-band", "data-turn": p.turn, "data-role": "turn-band" }));
+  });
+
   for (const tick of [0, 0.5, 1]) {
     svg.append(s("line", { x1: pad.left, x2: width - pad.right, y1: y(tick), y2: y(tick), class: "monad-gridline" }));
     svg.append(s("text", { x: pad.left - 5, y: y(tick) + 4, "text-anchor": "end", class: "monad-axis" }, `${tick * 100}%`));
@@ -83,7 +95,6 @@ export function drawTimeline(model, root) {
   // The turn axis: a tick where each turn starts, labelled while the labels fit; the current turn always is.
   const axisY = height - pad.bottom + 6;
   svg.append(s("line", { x1: pad.left, x2: width - pad.right, y1: axisY, y2: axisY, class: "monad-gridline" }));
-  const starts = points.filter((p, index) => index === 0 || points[index - 1].turn !== p.turn);
   const turnLabels = starts.map((p) => {
     const text = `turn ${p.turn}`;
     const textWidth = text.length * CHAR_WIDTH;
@@ -112,7 +123,7 @@ export function drawTimeline(model, root) {
   const coords = points.map((p) => `${x(p.i).toFixed(1)},${y(share(p.occ, p.win)).toFixed(1)}`);
   svg.append(s("polyline", { points: coords.join(" "), class: "monad-line", "data-role": "line" }));
   for (const p of points) {
-    svg.append(s("circle", { cx: x(p.i), cy: y(share(p.occ, p.win)), r: 3.5, class: "monad-dot", "data-role": "point", "data-tip": pointTip(p) }));
+    svg.append(s("circle", { cx: x(p.i), cy: y(share(p.occ, p.win)), r: 3.5, class: "monad-dot", "data-role": "point", "data-turn": p.turn, "data-tip": pointTip(p) }));
   }
 
   let tagEnd = -Infinity;

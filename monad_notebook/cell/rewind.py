@@ -118,11 +118,20 @@ def cells_back(session: Session, turn: int) -> list[str]:
     return lines
 
 
+def rewound_mark(store: Sessions, name: str) -> dict:
+    """What the rewound copy ``name`` came from (its record's mark: "from", "turn", "epoch"); {} when ``name`` is no
+    rewind's copy, or the session it came from is gone."""
+    record = store.get_session(name)
+    mark = record.meta.get(REWOUND) if record is not None else None
+    if not isinstance(mark, dict) or store.get_session(str(mark.get("from"))) is None:
+        return {}
+    return mark
+
+
 def rewound_from(session: Session) -> dict:
     """What a rewound copy came from (its record's mark); UsageError if ``session`` is no rewind's copy."""
-    record = session.store.get_session(session.name)
-    mark = record.meta.get(REWOUND) if record is not None else None
-    if not isinstance(mark, dict) or session.store.get_session(str(mark.get("from"))) is None:
+    mark = rewound_mark(session.store, session.name)
+    if not mark:
         raise UsageError("no rewind to undo: this session is not what a rewind left (%monad rewind TURN rewinds)")
     return mark
 

@@ -112,7 +112,7 @@ class NotebookFrontend:
             return False
         for _attempt in range(2 if self._answered else 1):  # once answered, a reloaded page gets a new comm
             try:
-                reply = self.bridge.request("hello", timeout=HELLO_SECONDS, cell_id=self.running_cell())
+                reply = self.bridge.request("hello", timeout=HELLO_SECONDS, cell_id=self._hello_cell())
             except BridgeError:
                 self.bridge.reopen()
                 continue
@@ -123,6 +123,12 @@ class NotebookFrontend:
                 return True
         self._absent_until = time.monotonic() + ABSENT_SECONDS
         return False
+
+    def _hello_cell(self) -> str:
+        """The cell a hello names, so that the notebook holding it answers: the running one, or between executions
+        (a click in the context panel) the one that ran last."""
+        info = getattr(getattr(self.shell, "last_execution_result", None), "info", None)
+        return self.running_cell() or str(getattr(info, "cell_id", None) or "")
 
     def _reconcile(self, shown: list[str]) -> None:
         """Proposals the page no longer shows (it was reloaded) can no longer be accepted."""

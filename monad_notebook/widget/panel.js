@@ -571,6 +571,198 @@ function drawWindowGrid(model, root) {
   );
 }
 
+;// ./panel/rewind.js
+// Rewind from the timeline: a button per turn, a confirmation (a rewind changes files and names), what was done,
+// and the undo. The kernel does the rewind exactly as `%monad rewind` does; everything shown here is text.
+
+
+
+const SHOWN = 12; // the latest turns get a button each; earlier ones are picked from a list
+
+/**
+ * @typedef {{from?: string, turn?: number}} RewoundFrom
+ * @typedef {{id: string, ok: boolean, undo: boolean, lines: string[]}} RewindResult
+ * @typedef {{turns?: number, undo?: RewoundFrom, result?: RewindResult}} RewindView
+ * @typedef {{turn?: number, undo?: boolean}} RewindAsk
+ * @typedef {{ask: RewindAsk | null, sent: RewindAsk | null, seen: string, hidden: string, focus: string}} RewindLocal
+ */
+
+/** @returns {RewindLocal} what this view asked, kept across redraws */
+function rewindLocal() {
+  return { ask: null, sent: null, seen: "", hidden: "", focus: "" };
+}
+
+/**
+ * Mark on the timeline the turns a rewind to before `turn` undoes (0: none).
+ * @param {HTMLElement} timeline
+ * @param {number} turn
+ */
+function showUndone(timeline, turn) {
+  for (const node of timeline.querySelectorAll("[data-turn]")) {
+    node.classList.toggle("monad-undone", turn > 0 && Number(node.getAttribute("data-turn")) >= turn);
+  }
+}
+
+/**
+ * @param {number} turn
+ * @param {number} turns
+ */
+function undoneTurns(turn, turns) {
+  return turn === turns ? `Turn ${turn} is undone` : `Turns ${turn} to ${turns} are undone`;
+}
+
+/**
+ * The question before anything changes, with the button that does it and the one that does not (focused first).
+ * @param {RewindAsk} ask
+ * @param {RewindView} view
+ * @param {(yes: boolean) => void} answer
+ */
+function question(ask, view, answer) {
+  const from = view.undo || {};
+  const text = ask.undo
+    ? `Undo the rewind? The conversation goes back to session “${from.from}” with every turn, and the files and ` +
+      "names the rewind put back return to how they were before it (unless this session's own turns changed them since)."
+    : `Rewind to before turn ${ask.turn}? ${undoneTurns(ask.turn || 0, view.turns || 0)}: the files and names they ` +
+      "changed are put back (files they made are moved aside into .monad-rewind/, never deleted), the cells they put " +
+      "in the notebook are proposed back for you to accept or reject, and the conversation goes on as a copy. This " +
+      "session keeps every turn, and Undo brings it all back.";
+  const yes = h("button", { class: "monad-btn monad-primary", "data-role": "rewind-confirm" }, [
+    ask.undo ? "Undo the rewind" : `Rewind to before turn ${ask.turn}`,
+  ]);
+  const no = h("button", { class: "monad-btn", "data-role": "rewind-cancel" }, ["Cancel"]);
+  yes.addEventListener("click", () => answer(true));
+  no.addEventListener("click", () => answer(false));
+  const title = ask.undo ? "Undo the rewind" : `Rewind to before turn ${ask.turn}`;
+  const box = h("div", { class: "monad-request monad-rewind-ask", role: "alertdialog", "aria-label": title, "data-role": "rewind-ask" }, [
+    h("div", { class: "monad-rewind-text" }, [text]),
+    h("div", { class: "monad-actions" }, [yes, no]),
+  ]);
+  box.addEventListener("keydown", (event) => {
+    if (/** @type {KeyboardEvent} */ (event).key === "Escape") answer(false);
+  });
+  return { box, no };
+}
+
+/**
+ * What the last rewind did, line by line, as the kernel said it.
+ * @param {RewindResult} result
+ * @param {() => void} hide
+ */
+function outcome(result, hide) {
+  const title = result.ok ? (result.undo ? "Rewind undone" : "Rewound") : result.undo ? "Not undone" : "Not rewound";
+  const close = h("button", { class: "monad-x", "data-role": "rewind-result-dismiss", title: "Dismiss", "aria-label": "Dismiss" }, ["×"]);
+  close.addEventListener("click", hide);
+  return h("div", { class: `monad-rewind-result${result.ok ? "" : " monad-rewind-failed"}`, role: "status", "data-role": "rewind-result" }, [
+    h("div", { class: "monad-rewind-head" }, [h("span", { class: "monad-section-title" }, [title]), close]),
+    h("ul", {}, (result.lines || []).map((line) => h("li", {}, [line]))),
+  ]);
+}
+
+/**
+ * The turn buttons (the latest SHOWN; a list for the earlier), each marking on the timeline what it would undo.
+ * @param {number} turns
+ * @param {boolean} busy
+ * @param {HTMLElement} timeline
+ * @param {(turn: number) => void} pick
+ * @param {() => void} unmark
+ */
+function turnButtons(turns, busy, timeline, pick, unmark) {
+  const first = Math.max(1, turns - SHOWN + 1);
+  const controls = [];
+  if (first > 1) {
+    const earlier = /** @type {HTMLSelectElement} */ (h("select", { class: "monad-rewind-earlier", "data-role": "rewind-earlier", "aria-label": "Rewind to before an earlier turn" }));
+    earlier.append(h("option", { value: "" }, ["earlier…"]));
+    for (let turn = 1; turn < first; turn++) earlier.append(h("option", { value: String(turn) }, [String(turn)]));
+    if (busy) earlier.setAttribute("disabled", "");
+    earlier.addEventListener("change", () => earlier.value && pick(Number(earlier.value)));
+    controls.push(earlier);
+  }
+  for (let turn = first; turn <= turns; turn++) {
+    const label = `Rewind to before turn ${turn}`;
+    const button = h("button", { class: "monad-turn-btn", "data-role": "rewind-turn", "data-turn": String(turn), "aria-label": label, title: `${label}: ${undoneTurns(turn, turns).toLowerCase()}` }, [`↶ ${turn}`]);
+    if (busy) button.setAttribute("disabled", "");
+    button.addEventListener("click", () => pick(turn));
+    for (const name of ["mouseenter", "focus"]) button.addEventListener(name, () => showUndone(timeline, turn));
+    for (const name of ["mouseleave", "blur"]) button.addEventListener(name, unmark);
+    controls.push(button);
+  }
+  return h("div", { class: "monad-rewind-row", role: "group", "aria-label": "Rewind the session to before a turn" }, [
+    h("span", { class: "monad-dim" }, ["Rewind to before turn"]),
+    ...controls,
+  ]);
+}
+
+/**
+ * @param {Model} model
+ * @param {HTMLElement} root
+ * @param {HTMLElement} timeline the timeline's box, whose points a rewind would undo are marked
+ * @param {RewindLocal} local
+ */
+function drawRewind(model, root, timeline, local) {
+  /** @type {RewindView} */
+  const view = model.get("rewind") || {};
+  const result = view.result;
+  if (result && result.id !== local.seen) {
+    local.seen = result.id;
+    local.sent = null;
+    local.ask = null;
+  }
+  const turns = view.turns || 0;
+  const from = view.undo || {};
+  if (view.turns === undefined || (turns === 0 && !from.from && !result)) {
+    root.replaceChildren();
+    return;
+  }
+  const redraw = () => drawRewind(model, root, timeline, local);
+  const unmark = () => showUndone(timeline, local.ask?.turn || local.sent?.turn || 0);
+  const ask = (/** @type {RewindAsk} */ what) => {
+    local.ask = what;
+    local.focus = "rewind-cancel";
+    redraw();
+  };
+  const busy = local.sent !== null;
+  const children = [];
+  if (turns > 0) children.push(turnButtons(turns, busy, timeline, (turn) => ask({ turn }), unmark));
+  if (from.from) {
+    const undo = h("button", { class: "monad-link", "data-role": "rewind-undo" }, ["Undo the rewind"]);
+    if (busy) undo.setAttribute("disabled", "");
+    undo.addEventListener("click", () => ask({ undo: true }));
+    children.push(h("div", { class: "monad-dim", "data-role": "rewound-from" }, [`This session is “${from.from}” rewound to before turn ${from.turn}. `, undo]));
+  }
+  if (local.ask && !busy) {
+    const asked = local.ask;
+    const { box } = question(asked, view, (yes) => {
+      local.ask = null;
+      if (yes) {
+        local.sent = asked;
+        model.send({ type: "rewind", ...(asked.undo ? { undo: true } : { turn: asked.turn }) });
+      }
+      local.focus = yes ? "rewind-status" : asked.undo ? "rewind-undo" : `rewind-turn-${asked.turn}`;
+      redraw();
+    });
+    children.push(box);
+  }
+  if (local.sent) {
+    const doing = local.sent.undo ? "Undoing the rewind" : `Rewinding to before turn ${local.sent.turn}`;
+    children.push(h("div", { class: "monad-dim", role: "status", tabindex: "-1", "data-role": "rewind-status" }, [`${doing}… (after the running cell, if one runs)`]));
+  } else if (result && result.id !== local.hidden) {
+    children.push(
+      outcome(result, () => {
+        local.hidden = result.id;
+        redraw();
+      }),
+    );
+  }
+  root.replaceChildren(...children);
+  unmark();
+  const focus = local.focus;
+  local.focus = "";
+  const target = focus.startsWith("rewind-turn-")
+    ? root.querySelector(`[data-role=rewind-turn][data-turn="${focus.slice(12)}"]`)
+    : focus && root.querySelector(`[data-role=${focus}]`);
+  /** @type {HTMLElement | null} */ (target || null)?.focus();
+}
+
 ;// ./panel/timeline.js
 // The occupancy timeline: what was sent at each step, and where the cascade evicted, compacted or reinjected.
 
@@ -638,6 +830,18 @@ function drawTimeline(model, root) {
   const y = (/** @type {number} */ f) => pad.top + (1 - Math.min(1, Math.max(0, f))) * (height - pad.top - pad.bottom);
   const share = (/** @type {number} */ tokens, /** @type {number} */ win) => (win ? tokens / win : 0);
 
+  // A band per turn, behind everything: a rewind button marks the turns it would undo (rewind.js).
+  const starts = points.filter((p, index) => index === 0 || points[index - 1].turn !== p.turn);
+  const edges = starts.map((p) => {
+    const index = points.indexOf(p);
+    return index === 0 ? pad.left : (x(points[index - 1].i) + x(p.i)) / 2;
+  });
+  starts.forEach((p, n) => {
+    const right = n + 1 < edges.length ? edges[n + 1] : width - pad.right;
+    const band = { x: edges[n], y: pad.top, width: Math.max(0, right - edges[n]), height: height - pad.top - pad.bottom };
+    svg.append(s("rect", { ...band, class: "monad-turn-band", "data-turn": p.turn, "data-role": "turn-band" }));
+  });
+
   for (const tick of [0, 0.5, 1]) {
     svg.append(s("line", { x1: pad.left, x2: width - pad.right, y1: y(tick), y2: y(tick), class: "monad-gridline" }));
     svg.append(s("text", { x: pad.left - 5, y: y(tick) + 4, "text-anchor": "end", class: "monad-axis" }, `${tick * 100}%`));
@@ -657,7 +861,6 @@ function drawTimeline(model, root) {
   // The turn axis: a tick where each turn starts, labelled while the labels fit; the current turn always is.
   const axisY = height - pad.bottom + 6;
   svg.append(s("line", { x1: pad.left, x2: width - pad.right, y1: axisY, y2: axisY, class: "monad-gridline" }));
-  const starts = points.filter((p, index) => index === 0 || points[index - 1].turn !== p.turn);
   const turnLabels = starts.map((p) => {
     const text = `turn ${p.turn}`;
     const textWidth = text.length * CHAR_WIDTH;
@@ -686,7 +889,7 @@ function drawTimeline(model, root) {
   const coords = points.map((p) => `${x(p.i).toFixed(1)},${y(share(p.occ, p.win)).toFixed(1)}`);
   svg.append(s("polyline", { points: coords.join(" "), class: "monad-line", "data-role": "line" }));
   for (const p of points) {
-    svg.append(s("circle", { cx: x(p.i), cy: y(share(p.occ, p.win)), r: 3.5, class: "monad-dot", "data-role": "point", "data-tip": pointTip(p) }));
+    svg.append(s("circle", { cx: x(p.i), cy: y(share(p.occ, p.win)), r: 3.5, class: "monad-dot", "data-role": "point", "data-turn": p.turn, "data-tip": pointTip(p) }));
   }
 
   let tagEnd = -Infinity;
@@ -798,6 +1001,7 @@ function drawWorkspace(model, root, box) {
 
 
 
+
 /**
  * @param {{ model: Model, el: HTMLElement }} context
  * @returns {() => void} cleanup
@@ -812,6 +1016,8 @@ function render({ model, el }) {
   const occupancy = h("div", { class: "monad-occupancy" });
   const windowGrid = h("div", { class: "monad-window", "data-role": "window" });
   const timeline = h("div", { class: "monad-timeline-box" });
+  const rewind = h("div", { class: "monad-rewind", "data-role": "rewind" });
+  const rewinding = rewindLocal();
   const approval = h("div", { class: "monad-approval", "data-role": "approval" });
   const memory = h("div", { class: "monad-memory", "data-role": "memory" });
   const factsBox = /** @type {HTMLDetailsElement} */ (h("details", { class: "monad-facts-box", "data-role": "facts-box" }));
@@ -823,7 +1029,7 @@ function render({ model, el }) {
     h("summary", {}, ["Inspect what the model received"]),
     h("div", { class: "monad-inspector-body", "data-role": "inspector-body" }, [h("label", { class: "monad-dim" }, ["step ", select]), inspected]),
   ]);
-  const panel = h("div", { class: "monad-panel" }, [header, notices, approval, occupancy, windowGrid, timeline, memory, workspace, inspector]);
+  const panel = h("div", { class: "monad-panel" }, [header, notices, approval, occupancy, windowGrid, timeline, rewind, memory, workspace, inspector]);
   el.replaceChildren(panel);
 
   // The kernel sends the step list and the inspected parts only while an inspector is open.
@@ -838,7 +1044,10 @@ function render({ model, el }) {
   select.addEventListener("change", onSelect);
   inspector.addEventListener("toggle", onToggle);
 
-  const drawTimelineNow = () => drawTimeline(model, timeline);
+  const drawTimelineNow = () => {
+    drawTimeline(model, timeline);
+    showUndone(timeline, rewinding.ask?.turn || rewinding.sent?.turn || 0);
+  };
   /** @type {[string[], () => void][]} */
   const sections = [
     [["session_name", "activity"], () => drawHeader(model, header)],
@@ -846,6 +1055,7 @@ function render({ model, el }) {
     [["usage", "thresholds", "composition", "compaction"], () => drawOccupancy(model, occupancy)],
     [["usage", "thresholds", "composition"], () => drawWindowGrid(model, windowGrid)],
     [["timeline_base", "timeline_tail", "markers", "thresholds"], drawTimelineNow],
+    [["rewind"], () => drawRewind(model, rewind, timeline, rewinding)],
     [["approval", "decisions"], () => drawApproval(model, approval, answered)],
     [["suggestions", "facts", "receipt"], () => drawMemory(model, memory, factsBox)],
     [["workspace"], () => drawWorkspace(model, workspace, workspaceBox)],

@@ -2,7 +2,10 @@
 
 The panel listens to the session's events (from the turn, or from the background worker
 between cells) and mirrors a PanelState into synced traits. The frontend never writes
-traits; it sends small custom messages (save, dismiss, forget, undo, run, skip, inspect) handled here.
+traits; it sends small custom messages (save, dismiss, forget, undo, run, skip, inspect, rewind) handled here.
+
+A rewind from the timeline is done by whoever opened the panel (``Rewinds``: the magic, the way ``%monad rewind``
+does it), which moves the panel to the session the conversation goes on in (``follow``).
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from monad_notebook.events import Event
 from monad_notebook.widget.memory_actions import MemoryActions
 from monad_notebook.widget.report import records_of, render_text, state_from_session, thresholds_of, workspace_of
 from monad_notebook.widget.report import text_report as _text_report
-from monad_notebook.widget.source import PanelSource
+from monad_notebook.widget.source import PanelSource, Rewinds
 from monad_notebook.widget.state import FIELDS, PanelState
 
 HERE = Path(__file__).resolve().parent
@@ -74,6 +77,7 @@ class MonadPanel(anywidget.AnyWidget):
     inspected = t.Dict().tag(sync=True)
     activity = t.Unicode("idle").tag(sync=True)
     approval = t.Dict().tag(sync=True)
+    rewind = t.Dict().tag(sync=True)  # {"turns", "undo": {"from", "turn"}, "result": {"id", "ok", "lines"}}; {} off
 
     handlers: ClassVar[dict[str, str]] = {
         "approval": "_answer_approval",
@@ -83,16 +87,21 @@ class MonadPanel(anywidget.AnyWidget):
         "memory.undo": "_undo_memory",
         "inspect": "_inspect",
         "notice.dismiss": "_dismiss_notice",
+        "rewind": "_rewind",
     }
 
-    def __init__(self, session: PanelSource, *, memory_scope: str | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self, session: PanelSource, *, memory_scope: str | None = None, rewinds: Rewinds | None = None, **kwargs: Any
+    ) -> None:
         self.session = session
         self.memory_scope = memory_scope
+        self.rewinds = rewinds
+        self._results = 0
         self._state: PanelState = state_from_session(session)
         self._memory = MemoryActions(session, self._state, memory_scope)
         self._pending: PendingAnswer | None = None
         self.busy_note = ""
-        super().__init__(session_name=session.name, **self._state.snapshot(), **kwargs)
+        super().__init__(session_name=session.name, rewind=self._rewind_view(), **self._state.snapshot(), **kwargs)
         self.on_msg(self._on_frontend_msg)
         self.answers_while_busy = self._route_busy_messages()
         self._unsubscribe = session.events.subscribe(self._on_event)
@@ -120,6 +129,30 @@ class MonadPanel(anywidget.AnyWidget):
     def report(self) -> str:
         """This panel's live state as text (includes transient notices the store never saw)."""
         return render_text(self._state)
+
+    def offer_rewinds(self, rewinds: Rewinds) -> None:
+        """Let the timeline rewind the session (``%monad panel`` hands the magic's rewind here)."""
+        self.rewinds = rewinds
+        self.rewind = self._rewind_view(self.rewind.get("result"))
+
+    def follow(self, session: PanelSource) -> None:
+        """Show ``session`` from now on: the session the conversation goes on in after a rewind or its undo."""
+        if session is self.session:
+            return
+        self._unsubscribe()
+        with _panels_lock:
+            if _panels.get(self.session) is self:
+                del _panels[self.session]
+            _panels[session] = self
+        self.session = session
+        self._state = state_from_session(session)
+        self._memory = MemoryActions(session, self._state, self.memory_scope)
+        self._unsubscribe = session.events.subscribe(self._on_event)
+        with self._state.lock, self.hold_sync():
+            self.session_name = session.name
+            for name, value in self._state.snapshot().items():
+                setattr(self, name, value)
+            self.rewind = self._rewind_view()
 
     def approver(self, *, timeout: float = 600.0, fallback: Any = None) -> PanelApprover:
         return PanelApprover(self, timeout=timeout, fallback=fallback)
@@ -163,6 +196,8 @@ class MonadPanel(anywidget.AnyWidget):
                 self._state.usage = session.usage_snapshot()
             changed |= self._state.set_records(records_of(session)) | self._memory.refresh()
             changed |= self._state.clear_receipt() | self._state.set_workspace(workspace_of(session))
+        if event.kind in (ev.TURN_FINISHED, ev.RESET) and self.rewinds is not None:
+            self.rewind = self._rewind_view(self.rewind.get("result"))
         self._push(changed)
 
     def _push(self, names: set[str]) -> None:
@@ -262,3 +297,24 @@ class MonadPanel(anywidget.AnyWidget):
 
     def _dismiss_notice(self, content: dict[str, Any]) -> None:
         self._push(self._state.dismiss_notice(str(content.get("id", ""))))
+
+    def _rewind_view(self, result: dict[str, Any] | None = None) -> dict[str, Any]:
+        """What the timeline offers: a rewind to before each turn, and the undo when this session is a rewind's copy."""
+        if self.rewinds is None:
+            return {}
+        undo = self.rewinds.rewound_from(self.session.name)
+        return {"turns": self.session.turn, "undo": undo, **({"result": result} if result else {})}
+
+    def _rewind(self, content: dict[str, Any]) -> None:
+        """A confirmed click on the timeline: rewind to before a turn (``turn``) or undo the rewind (``undo``)."""
+        rewinds, name = self.rewinds, self.session.name
+        if rewinds is None:
+            return
+        if content.get("undo"):
+            ok, lines = rewinds.undo(name)
+        else:
+            turn = content.get("turn")
+            ok, lines = rewinds.rewind(name, turn) if isinstance(turn, int) else (False, ["no turn named"])
+        self._results += 1
+        result = {"id": f"w{self._results}", "ok": ok, "undo": bool(content.get("undo")), "lines": lines}
+        self.rewind = self._rewind_view(result)

@@ -237,4 +237,16 @@ def rich_state() -> dict:
     state.set_records([{"turn": 3, "step": 1, "total_tokens": 3100, "parts": parts}])
     code = "import pandas as pd\ndf = pd.read_csv('data/sales.csv')\ndf.groupby('region').revenue.sum()"
     approval = {"id": "a3", "code": code, **approval_view(code), "timeout": 600}
-    return {"session_name": "quarterly-sales-analysis", "approval": approval, **state.snapshot()}
+    lines = [
+        "rewound to before turn 4: the conversation goes on as session 'quarterly-sales-analysis'; 'quarterly-sales' "
+        "keeps every turn, and %monad rewind --undo goes back to it",
+        "files and names as they were before turn 4 (everything put back)",
+        "moved aside (in /home/ana/work/.monad-rewind/2026-12-07_13-09-34_r9): out/growth_by_region.parquet",
+        "names given their earlier value: df_sales, growth",
+    ]
+    rewind = {
+        "turns": 3,
+        "undo": {"from": "quarterly-sales", "turn": 4},
+        "result": {"id": "w1", "ok": True, "undo": False, "lines": lines},
+    }
+    return {"session_name": "quarterly-sales-analysis", "approval": approval, "rewind": rewind, **state.snapshot()}

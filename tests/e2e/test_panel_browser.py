@@ -213,6 +213,8 @@ def test_model_written_panel_text_loads_nothing(browser, server):
         state = panel_state()
         state["suggestions"] = [{"id": f"s{i}", "text": text} for i, text in enumerate(hostile)]
         state["notices"] = [{"id": f"n{i}", "kind": "error", "text": text} for i, text in enumerate(hostile)]
+        result = {"id": "w1", "ok": True, "undo": False, "lines": hostile}  # file and session names are anyone's
+        state["rewind"] = {"turns": 2, "undo": {"from": hostile[0], "turn": 1}, "result": result}
         part = {
             "kind": "message",
             "role": "assistant",
@@ -234,8 +236,45 @@ def test_model_written_panel_text_loads_nothing(browser, server):
         page.wait_for_timeout(500)
         assert page.locator(".monad-panel img, .monad-panel iframe, .monad-panel video").count() == 0
         assert f"{base}/leak.png?d=secret" in page.locator("[data-role=memory]").inner_text()
+        assert f"{base}/leak.png?d=secret" in page.locator("[data-role=rewind-result]").inner_text()
         page.close()
         assert hits == []
+
+
+def test_a_rewind_from_the_timeline_asks_first_then_sends_the_turn_and_shows_what_the_kernel_did(page):
+    page.evaluate("() => window.model.update('rewind', {turns: 15, undo: {}})")
+    turns = page.locator("[data-role=rewind-turn]")
+    assert turns.evaluate_all("bs => bs.map(b => b.dataset.turn)") == [str(t) for t in range(4, 16)]
+    assert turns.first.get_attribute("aria-label") == "Rewind to before turn 4"
+    earlier = page.locator("[data-role=rewind-earlier]")
+    assert earlier.locator("option").all_inner_texts() == ["earlier…", "1", "2", "3"]
+
+    earlier.select_option("2")
+    question = page.locator("[data-role=rewind-ask]")
+    assert question.inner_text().startswith("Rewind to before turn 2? Turns 2 to 15 are undone")
+    assert sent(page) == []  # nothing is asked of the kernel before the answer
+    question.get_by_role("button", name="Rewind to before turn 2").click()
+
+    assert sent(page) == [{"type": "rewind", "turn": 2}]
+    assert page.locator("[data-role=rewind-status]").inner_text().startswith("Rewinding to before turn 2…")
+    assert page.locator("[data-role=rewind-turn][disabled]").count() == 12  # one rewind at a time
+    lines = ["rewound to before turn 2: the conversation goes on as session 'eda@turn2'", "names removed: df"]
+    page.evaluate(
+        "lines => window.model.update('rewind', {turns: 1, undo: {from: 'eda', turn: 2},"
+        " result: {id: 'w1', ok: true, undo: false, lines}})",
+        lines,
+    )
+    result = page.locator("[data-role=rewind-result]")
+    assert result.locator("li").all_inner_texts() == lines
+    assert page.locator("[data-role=rewound-from]").inner_text() == (
+        "This session is “eda” rewound to before turn 2. Undo the rewind"
+    )
+    page.locator("[data-role=rewind-undo]").click()
+    page.keyboard.press("Escape")  # the question closes, nothing sent
+    assert page.locator("[data-role=rewind-ask]").count() == 0 and len(sent(page)) == 1
+    page.locator("[data-role=rewind-undo]").click()
+    page.locator("[data-role=rewind-confirm]").click()
+    assert sent(page)[-1] == {"type": "rewind", "undo": True}
 
 
 def test_handoff_nudge_is_a_toast_and_eviction_is_not(page):

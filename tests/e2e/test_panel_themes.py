@@ -24,7 +24,8 @@ INSPECTOR_MAX = 362  # the inspector's body is bounded (360 px in panel.css), wh
 BACKGROUNDS = {"light": "rgb(255, 255, 255)", "dark": "rgb(17, 17, 17)"}
 MUST_MEASURE = {
     "run", "skip", "approval-title", "save", "dismiss", "receipt", "undo", "notice", "decision", "fact",
-    "workspace-row", "threshold", "marker-key",
+    "workspace-row", "threshold", "marker-key", "rewind-turn", "rewind-ask", "rewind-confirm", "rewind-cancel",
+    "rewind-result", "rewound-from",
 }  # fmt: skip
 EXPLAINED = """() => [...document.querySelectorAll('[data-role=threshold], [data-role=marker-key]')].map(
   e => [e.dataset.name || e.dataset.kind, e.textContent])"""
@@ -68,6 +69,7 @@ def test_every_text_is_readable_and_the_layout_fits_the_width(browser, site, sho
     page.click(".monad-inspector summary", position={"x": 5, "y": 5})
     page.click("[data-role=facts-box] summary", position={"x": 5, "y": 5})
     page.click("[data-role=workspace-details] summary", position={"x": 5, "y": 5})
+    page.click("[data-role=rewind-turn][data-turn='2']")  # the question a rewind asks first
     page.wait_for_timeout(200)  # the resize observer redraws the timeline at its real width
     page.screenshot(path=str(shots / f"panel-{theme}-{width}.png"), full_page=True)
 
@@ -111,10 +113,12 @@ def test_every_text_is_readable_and_the_layout_fits_the_width(browser, site, sho
 THEME_CELLS = [
     "%load_ext monad_notebook",
     """import threading
+from monad_notebook.magics import PanelRewinds
 from monad_notebook.widget import MonadPanel
 monad = get_ipython().find_magic("monad").__self__
 session = monad.session("themes")
-panel = MonadPanel.for_session(session)""",
+panel = MonadPanel.for_session(session)
+panel.offer_rewinds(PanelRewinds(monad))""",
     "%%monad --session themes\nLoad data/sales.csv and tell me what's in it.",
     """session.memory.add("Reports go to Ana Costa", scope="global")
 session.memory.suggest(session.name, ["The fiscal year starts in April"])
@@ -172,6 +176,7 @@ def test_the_panel_in_jupyter_is_readable_in_its_light_and_dark_theme(
             panel.screenshot(path=str(shots / f"{module}-{theme}-{width}.png"))
             measured = page.evaluate(AUDIT, ".monad-panel")
             assert {"run", "skip", "approval-title", "save", "dismiss", "fact"} <= {m["role"] for m in measured}
+            assert "rewind-turn" in {m["role"] for m in measured}
             assert unreadable(measured) == [], (theme, width)
             print(
                 f"{module} {theme} {width}px: min font {min(m['size'] for m in measured)} px, "

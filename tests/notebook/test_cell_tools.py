@@ -521,3 +521,14 @@ def test_the_next_turn_is_told_once_which_cells_it_read_the_user_changed_or_dele
     assert "- cell notes: deleted\n- cell group: changed (+2 \u22121 lines)" in told  # in the notebook's order
     assert "df.shape" not in told  # what changed is for read_cell to show, not the block
     assert all("cell group: changed" not in str(m["content"]) for m in model.calls[3].messages)  # told once
+
+
+def test_between_executions_the_notebook_holding_the_cell_that_ran_last_answers():
+    """A click in the context panel reaches the kernel with no running cell: the hello names the cell that ran last,
+    so the notebook holding it answers (a rewind from the panel proposes its cells back there)."""
+    ran = SimpleNamespace(info=SimpleNamespace(cell_id="group"))
+    frontend = NotebookFrontend(SimpleNamespace(user_ns={}, last_execution_result=ran), FakeKernel(cell_id=""))
+    notebook = FakeExtension(frontend, list(CELLS))
+
+    assert frontend.path() == "extension"
+    assert notebook.requests[0] == {"op": "hello", "cell_id": "group"}
