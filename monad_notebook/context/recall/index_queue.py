@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from monad_notebook.daemon import Daemon
 from monad_notebook.foreground import lower_priority
 from monad_notebook.messages import Message
 from monad_notebook.store.base import Chunk
@@ -46,7 +47,7 @@ class IndexQueue:
         self.pending = 0
         self._jobs: list[IndexJob] = []
         self._queued_at = 0.0  # when the oldest queued job was queued
-        self._worker: threading.Thread | None = None
+        self._worker: Daemon | None = None
 
     def put(self, job: IndexJob) -> None:
         """Queue ``job`` and start the worker if it is not running."""
@@ -57,8 +58,7 @@ class IndexQueue:
             self.pending += 1
             self.cond.notify_all()
             if self._worker is None:
-                self._worker = threading.Thread(target=self._run, name="monad-recall-index", daemon=True)
-                self._worker.start()
+                self._worker = Daemon("monad-recall-index", self._run).start()
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until every queued job is done (or given up on); False on timeout."""
