@@ -23,12 +23,12 @@ from monad_notebook.cell.heap import settle_heap
 from monad_notebook.cell.help import HELP
 from monad_notebook.cell.prompt_record import render_prompt_record
 from monad_notebook.cell.rewind import (
+    PanelRewinds,
     rebuild_lines,
     rebuild_offer,
     rewind_session,
     rewind_turn,
     rewound_from,
-    rewound_mark,
     sweep_kept,
     undo_lines,
 )
@@ -444,33 +444,3 @@ class MonadMagics(Magics):
         "rebuild": _cmd_rebuild,
         "rewind": _cmd_rewind,
     }
-
-
-class PanelRewinds:
-    """The panel's timeline rewinds through the magic, so a click does exactly what ``%monad rewind`` does
-    (``widget.source.Rewinds``); what it says is redacted like the magic's output, and an error is a line."""
-
-    def __init__(self, magics: MonadMagics) -> None:
-        self.magics = magics
-
-    def rewind(self, session: str, turn: int) -> tuple[bool, list[str]]:
-        return self._done(session, [str(turn)])
-
-    def undo(self, session: str) -> tuple[bool, list[str]]:
-        return self._done(session, ["--undo"])
-
-    def rewound_from(self, session: str) -> dict[str, Any]:
-        mark = rewound_mark(self.magics.store, session)
-        return {"from": str(mark["from"]), "turn": int(mark.get("turn") or 0)} if mark else {}
-
-    def _done(self, session: str, words: list[str]) -> tuple[bool, list[str]]:
-        using = self.magics.current
-        try:
-            ok, lines = True, self.magics.rewind(words, session=session)
-        except MonadError as exc:
-            ok, lines = False, [str(exc)]
-        except Exception as exc:  # a click has no cell to show a traceback in: the panel says it
-            ok, lines = False, [f"the rewind failed: {type(exc).__name__}: {exc}"]
-        if not ok:
-            self.magics.current = using
-        return ok, [self.magics.redact(line) for line in lines]

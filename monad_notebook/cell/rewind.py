@@ -9,9 +9,9 @@ rewind loses nothing, and ``--undo`` goes back to it.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
-from monad_notebook.errors import UsageError
+from monad_notebook.errors import MonadError, UsageError
 from monad_notebook.events import NOTEBOOK_DECIDED, NOTEBOOK_PROPOSED
 from monad_notebook.notebook.proposals import ACCEPTED, APPLIED
 from monad_notebook.rewind.kept_bytes import KeptBytes, kept_folder
@@ -173,3 +173,44 @@ def sweep_kept(store: Store, config: RewindConfig) -> int:
     return KeptBytes(kept_folder(uri if isinstance(uri, str) else "", config.kept_dir)).sweep(
         store.rewind.kept_digests()
     )
+
+
+class Rewinding(Protocol):
+    """What the panel's rewinds need of the magic: the store, the session in use, its rewind and its redaction."""
+
+    current: str | None
+
+    @property
+    def store(self) -> Store: ...
+    def rewind(self, rest: list[str], session: str | None = None) -> list[str]: ...
+    def redact(self, text: str) -> str: ...
+
+
+class PanelRewinds:
+    """The panel's timeline rewinds through the magic, so a click does exactly what ``%monad rewind`` does
+    (``widget.source.Rewinds``); what it says is redacted like the magic's output, and an error is a line."""
+
+    def __init__(self, magics: Rewinding) -> None:
+        self.magics = magics
+
+    def rewind(self, session: str, turn: int) -> tuple[bool, list[str]]:
+        return self._done(session, [str(turn)])
+
+    def undo(self, session: str) -> tuple[bool, list[str]]:
+        return self._done(session, ["--undo"])
+
+    def rewound_from(self, session: str) -> dict[str, Any]:
+        mark = rewound_mark(self.magics.store, session)
+        return {"from": str(mark["from"]), "turn": int(mark.get("turn") or 0)} if mark else {}
+
+    def _done(self, session: str, words: list[str]) -> tuple[bool, list[str]]:
+        using = self.magics.current
+        try:
+            ok, lines = True, self.magics.rewind(words, session=session)
+        except MonadError as exc:
+            ok, lines = False, [str(exc)]
+        except Exception as exc:  # a click has no cell to show a traceback in: the panel says it
+            ok, lines = False, [f"the rewind failed: {type(exc).__name__}: {exc}"]
+        if not ok:
+            self.magics.current = using
+        return ok, [self.magics.redact(line) for line in lines]

@@ -7,9 +7,12 @@ are estimates, so the two are never read as the same thing.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from monad_notebook.cell.html import Footer
+from monad_notebook.notebook.document import saved_path
+from monad_notebook.notebook.frontend import EXTENSION
 
 if TYPE_CHECKING:
     from monad_notebook.agent.loop import Reply
@@ -48,13 +51,34 @@ def _plural(count: int, word: str) -> str:
 
 
 def notebook_sentence(notebook: NotebookFrontend | None) -> str:
-    """Which notebook path is active: the extension at the cells, the cell's output, or none."""
+    """Which notebook path is active (the extension at the cells, the cell's output, or none), for ``%monad status``."""
     if notebook is None:
         return (
             "No notebook is open to this session (a script, nbclient or papermill): the notebook tools "
             "(read_notebook, insert_cell, ...) are not offered."
         )
-    return notebook.describe()
+    approval = notebook.approval
+    if approval == "off":
+        return 'The notebook tools are off (tools.notebook.approval is "off").'
+    applies = (
+        "applies its changes at once and shows each as a diff"
+        if approval == "auto"
+        else "proposes changes that wait as diffs until you accept or reject them"
+    )
+    if notebook.path() == EXTENSION:
+        where = notebook.about.get("path") or "the notebook"
+        app = notebook.about.get("app") or "JupyterLab"
+        return (
+            f"The agent reads {where} as open in {app} (unsaved edits included) and {applies} at the cell "
+            f'(tools.notebook.approval is "{approval}").'
+        )
+    saved = saved_path(getattr(notebook.shell, "user_ns", {}), Path.cwd())
+    named = f"the saved {saved.name}" if saved is not None else "no notebook file (this frontend does not name it)"
+    return (
+        f"This frontend has no monad-notebook extension: the agent reads {named} and {applies} in the "
+        "%%monad cell's output; an accepted new code cell is inserted below it when the turn ends (one per "
+        f'turn), other accepted changes are shown as code to copy (tools.notebook.approval is "{approval}").'
+    )
 
 
 def workspace_sentence(status: dict[str, Any]) -> str:

@@ -423,31 +423,6 @@ class NotebookFrontend:
         """The user's message, after the decisions the agent has not been told yet."""
         return decisions_note(self.untold()) + message
 
-    def describe(self) -> str:
-        """Which path is active, for ``%monad status``."""
-        approval = self.approval
-        if approval == "off":
-            return 'The notebook tools are off (tools.notebook.approval is "off").'
-        applies = (
-            "applies its changes at once and shows each as a diff"
-            if approval == "auto"
-            else "proposes changes that wait as diffs until you accept or reject them"
-        )
-        if self.path() == EXTENSION:
-            where = self.about.get("path") or "the notebook"
-            app = self.about.get("app") or "JupyterLab"
-            return (
-                f"The agent reads {where} as open in {app} (unsaved edits included) and {applies} at the cell "
-                f'(tools.notebook.approval is "{approval}").'
-            )
-        saved = saved_path(getattr(self.shell, "user_ns", {}), Path.cwd())
-        named = f"the saved {saved.name}" if saved is not None else "no notebook file (this frontend does not name it)"
-        return (
-            f"This frontend has no monad-notebook extension: the agent reads {named} and {applies} in the "
-            "%%monad cell's output; an accepted new code cell is inserted below it when the turn ends (one per "
-            f'turn), other accepted changes are shown as code to copy (tools.notebook.approval is "{approval}").'
-        )
-
 
 def _shown_summary(proposal: Proposal) -> str:
     """The proposal as the user reads it at the cell, with its size."""

@@ -113,7 +113,7 @@ def test_every_text_is_readable_and_the_layout_fits_the_width(browser, site, sho
 THEME_CELLS = [
     "%load_ext monad_notebook",
     """import threading
-from monad_notebook.magics import PanelRewinds
+from monad_notebook.cell.rewind import PanelRewinds
 from monad_notebook.widget import MonadPanel
 monad = get_ipython().find_magic("monad").__self__
 session = monad.session("themes")
