@@ -93,12 +93,10 @@ class MonadPanel(anywidget.AnyWidget):
     def __init__(
         self, session: PanelSource, *, memory_scope: str | None = None, rewinds: Rewinds | None = None, **kwargs: Any
     ) -> None:
-        self.session = session
         self.memory_scope = memory_scope
         self.rewinds = rewinds
         self._results = 0
-        self._state: PanelState = state_from_session(session)
-        self._memory = MemoryActions(session, self._state, memory_scope)
+        self._bind(session)
         self._pending: PendingAnswer | None = None
         self.busy_note = ""
         super().__init__(session_name=session.name, rewind=self._rewind_view(), **self._state.snapshot(), **kwargs)
@@ -144,15 +142,19 @@ class MonadPanel(anywidget.AnyWidget):
             if _panels.get(self.session) is self:
                 del _panels[self.session]
             _panels[session] = self
-        self.session = session
-        self._state = state_from_session(session)
-        self._memory = MemoryActions(session, self._state, self.memory_scope)
+        self._bind(session)
         self._unsubscribe = session.events.subscribe(self._on_event)
         with self._state.lock, self.hold_sync():
             self.session_name = session.name
             for name, value in self._state.snapshot().items():
                 setattr(self, name, value)
             self.rewind = self._rewind_view()
+
+    def _bind(self, session: PanelSource) -> None:
+        """Mirror ``session``: its state read from the store, the memory actions on it."""
+        self.session = session
+        self._state: PanelState = state_from_session(session)
+        self._memory = MemoryActions(session, self._state, self.memory_scope)
 
     def approver(self, *, timeout: float = 600.0, fallback: Any = None) -> PanelApprover:
         return PanelApprover(self, timeout=timeout, fallback=fallback)
