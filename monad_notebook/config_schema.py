@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
@@ -277,7 +277,7 @@ class RetrievalConfig(_Section):
     snippet_chars: PositiveInt = 600
 
 
-RecallStep = Literal["word_meaning", "names_first", "one_of_each"]
+RecallStep = Literal["word_meaning", "dated_first", "names_first", "one_of_each"]
 
 
 class RecallConfig(_Section):
@@ -285,7 +285,7 @@ class RecallConfig(_Section):
     max_results: Annotated[int, Field(gt=0, le=20)] = 6
     snippet_chars: Annotated[int, Field(ge=80, le=2000)] = 320
     embed_max_chars: NonNegativeInt = 200_000
-    steps: list[RecallStep] = Field(default_factory=lambda: ["word_meaning", "names_first", "one_of_each"])
+    steps: list[RecallStep] = Field(default_factory=lambda: list(get_args(RecallStep)))
     rewrite: Literal["off", "fast"] = "off"
     rewrite_timeout_seconds: Annotated[float, Field(gt=0, le=60)] = 5.0
 

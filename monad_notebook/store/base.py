@@ -109,6 +109,7 @@ class EmbeddingHit:
     name: str = ""  # the tool's name, on tool messages
     offset: int = 0
     tool_call_id: str = ""
+    created_at: float = 0.0  # when its message was written
 
 
 @dataclass
@@ -123,6 +124,7 @@ class Chunk:
     role: str = ""
     name: str = ""
     tool_call_id: str = ""
+    created_at: float = 0.0  # when its message was written (0: when the chunk is stored)
 
 
 @dataclass

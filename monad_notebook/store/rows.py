@@ -140,7 +140,8 @@ def as_chunk(item: Message | Chunk) -> Chunk:
     """A message stands for its one chunk where a chunk is expected (a vector of the whole message)."""
     if isinstance(item, Chunk):
         return item
-    return Chunk(item.id, 0, item.content, item.seq, item.turn, item.role, item.name, item.tool_call_id)
+    fields = (item.seq, item.turn, item.role, item.name, item.tool_call_id, item.created_at)
+    return Chunk(item.id, 0, item.content, *fields)
 
 
 def check_vectors(vectors: Iterable[Sequence[float]]) -> int:
@@ -195,6 +196,7 @@ def hit_from_row(row: dict[str, Any], score: float) -> EmbeddingHit:
         name=row["name"] or "",
         offset=int(row.get("offset") or 0),
         tool_call_id=row.get("tool_call_id") or "",
+        created_at=float(row.get("created_at") or 0.0),
     )
 
 

@@ -39,7 +39,7 @@ log = logging.getLogger(__name__)
 _EVERY_PARTITION = 1_000_000
 _REFINE = 2
 _WITHOUT_TEXT = "recall by words is off"
-_HIT_COLUMNS = ["message_id", "offset", "seq", "turn", "role", "name", "tool_call_id", "text"]
+_HIT_COLUMNS = ["message_id", "offset", "seq", "turn", "role", "name", "tool_call_id", "text", "created_at"]
 
 
 class LanceSearch:
@@ -75,7 +75,7 @@ class LanceSearch:
                 "name": c.name,
                 "tool_call_id": c.tool_call_id,
                 "text": c.text,
-                "created_at": now,
+                "created_at": c.created_at or now,
             }
             for c in chunks
         ]
@@ -300,7 +300,7 @@ def _vector_row(session: str, chunk: Chunk, vector: list[float], model: str, now
         "name": chunk.name,
         "text": chunk.text[:EMBEDDED_TEXT_MAX_CHARS],
         "model": model,
-        "created_at": now,
+        "created_at": chunk.created_at or now,
         "offset": chunk.offset,
         "tool_call_id": chunk.tool_call_id,
         "vector": [float(v) for v in vector],

@@ -10,7 +10,7 @@ import math
 import threading
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import replace
+from dataclasses import asdict, replace
 from typing import Any
 
 from monad_notebook.messages import Message
@@ -161,16 +161,7 @@ def _embedded(item: Message | Chunk) -> Chunk:
 
 
 def _hit_row(chunk: Chunk) -> dict[str, Any]:
-    return {
-        "message_id": chunk.message_id,
-        "offset": chunk.offset,
-        "seq": chunk.seq,
-        "turn": chunk.turn,
-        "role": chunk.role,
-        "name": chunk.name,
-        "tool_call_id": chunk.tool_call_id,
-        "text": chunk.text,
-    }
+    return asdict(chunk)  # the columns a stored chunk has, as LanceDB's rows name them
 
 
 def _cosine(a: list[float], b: list[float]) -> float:

@@ -112,6 +112,7 @@ def message_chunks(message: Message, raw: str | None = None, tuning: RecallTunin
             role=message.role,
             name=message.name,
             tool_call_id=message.tool_call_id,
+            created_at=message.created_at,
         )
         for start, end in chunk_spans(text, tuning)
     ]

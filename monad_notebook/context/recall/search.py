@@ -9,6 +9,8 @@ and their parsed parts, what each search brought, the passages so far) and goes 
                   and ``ByMeaning`` (the embedder's vectors, which find paraphrases)
     WordMeaning   step ``word_meaning``: the question's words matched to each passage's by meaning
     Fuse          reciprocal-rank fusion of each phrasing's rankings, then of the phrasings'
+    dated_first   step ``dated_first``: a passage of a message written in a month the question names
+                  ("on 3 December") comes first (``dates.py``)
     names_first   step ``names_first``: a passage naming an identifier the question gives comes first
     OneOfEach     step ``one_of_each``: another row of something already shown gives way
 
@@ -33,6 +35,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+from monad_notebook.context.recall.dates import Month, named_months
 from monad_notebook.context.recall.ranking import Passage, first_of_each, fuse, fuse_rankings, names_in, varied
 from monad_notebook.context.recall.tuning import TUNING, RecallTuning
 from monad_notebook.context.recall.wordmatch import STOP_WORDS, WordVectors, rank_by_words
@@ -46,7 +49,7 @@ log = logging.getLogger(__name__)
 
 QUERY_MAX_CHARS = 2000  # of a question, embedded (the embedder reads less)
 MAX_ALSO = 3  # other phrasings of one question searched with it, each costing both searches again
-STEPS = ("word_meaning", "names_first", "one_of_each")  # the stages a config may switch off, in order
+STEPS = ("word_meaning", "dated_first", "names_first", "one_of_each")  # the stages a config may switch off, in order
 _TOKEN = re.compile(r"[\w][\w.:/-]*[\w]")
 _SEARCHING = ThreadPoolExecutor(2, "monad-recall")  # the full-text search, while the question is embedded
 
@@ -71,6 +74,7 @@ class Candidates:
     session: str
     phrasings: list[Phrasing]
     names: list[str]  # identifiers any phrasing names (``identifier_terms``)
+    months: list[Month]  # months the question names (``dates.named_months``)
     wanted: int  # passages each search brings
     hidden: set[str]  # ids the window shows whole, which the searches skip
     in_part: dict[str, str]  # tool results the window shows in part: id -> what it shows
@@ -135,7 +139,7 @@ class Recall:
         searches: list[Search] = [ByWords(self.index, tuning.word_pool if words is not None else 0)]
         if self.embedder is not None:
             searches.append(ByMeaning(self.index, self.embedder, tuning, words))
-        steps_after = {"names_first": names_first, "one_of_each": OneOfEach(tuning.alike)}
+        steps_after = {"dated_first": dated_first, "names_first": names_first, "one_of_each": OneOfEach(tuning.alike)}
         return [
             Gather(tuple(searches)),
             *([WordMeaning(words, tuning)] if words is not None else []),
@@ -173,7 +177,7 @@ class Recall:
         phrasings = [Phrasing(text, query_terms(text, self.tuning)) for text in texts]
         wanted = self.tuning.candidates * (min(k, shown) if shown else k)
         names = identifier_terms(" ".join(asked), self.tuning)
-        found = Candidates(session, phrasings, names, wanted, *_visibility(window))
+        found = Candidates(session, phrasings, names, named_months(" ".join(asked)), wanted, *_visibility(window))
         for stage in self.stages:
             found = stage(found)
         return found.passages[:k]
@@ -287,6 +291,15 @@ class Fuse:
         ]
         found.passages = rankings[0] if len(rankings) == 1 else fuse_rankings(rankings, self.tuning)
         return found
+
+
+def dated_first(found: Candidates) -> Candidates:
+    """Step ``dated_first``: was the passage's message written in a month the question names? Those come first
+    ("what did we try on 3 December?" seldom shares a word with what was said then). ``names_first`` runs
+    after it, so a named identifier still wins."""
+    if found.months:
+        found.passages = sorted(found.passages, key=lambda p: not any(m.holds(p.hit.created_at) for m in found.months))
+    return found
 
 
 def names_first(found: Candidates) -> Candidates:
