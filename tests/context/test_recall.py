@@ -17,7 +17,7 @@ from monad_notebook.context.recall.ranking import Passage, fuse, fuse_rankings
 from monad_notebook.context.recall.search import Recall, focus
 from monad_notebook.context.recall.tuning import TUNING
 from monad_notebook.errors import ModelError
-from monad_notebook.messages import Message
+from monad_notebook.messages import Message, ToolCall
 from monad_notebook.provider.local_embedder import LocalEmbedder, local_model_files
 from monad_notebook.store.base import EmbeddingHit
 from tests.context.embedders import KeywordEmbedder, index
@@ -162,6 +162,36 @@ def test_rows_of_one_kind_of_table_give_way_to_a_passage_of_another_kind_and_non
 
     assert three[1] == note and three[0] in tables and three[2] in tables  # the note ranks last by its words
     assert sorted(four) == sorted([*tables, note])
+
+
+@pytest.mark.parametrize("reopened", [False, True], ids=["as it is said", "a session opened again"])
+def test_a_reply_is_found_by_the_words_of_what_it_answers_but_not_after_tools_ran(store, reopened):
+    embedder = KeywordEmbedder()  # the replies' own words share nothing with the questions
+    call = ToolCall("c1", "search_places", '{"near": "station"}')
+    steps = [
+        [Message("user", "Which train did we take to Lyon?", session="s", seq=0, turn=1)],
+        [Message("assistant", "The 7:40 one; it was half empty.", session="s", seq=1, turn=1)],
+        [Message("user", "Find a pizza place near the station.", session="s", seq=2, turn=2)],
+        [Message("assistant", "", session="s", seq=3, turn=2, tool_calls=[call])],
+        [Message("tool", "Da Mario, 200 m", session="s", seq=4, turn=2, tool_call_id="c1", name="search_places")],
+        [Message("assistant", "Da Mario is two minutes away.", session="s", seq=5, turn=2)],
+    ]
+    indexer = RecallIndexer(store, embedder)
+    for step in steps:
+        store.append_messages(step)
+        if not reopened:
+            indexer.add("s", step, {})
+    if reopened:
+        indexer.meet("s")
+    assert indexer.flush(timeout=30)
+    recall = Recall(store.search, embedder)
+    (train,), (reply,), (pizza,), *_, (after_tools,) = steps
+
+    by_train = recall.search("s", "the train to Lyon", 3, window=[train])
+    by_pizza = recall.search("s", "a pizza place", 3, window=[pizza])
+
+    assert [(p.hit.message_id, p.hit.snippet) for p in by_train][:1] == [(reply.id, reply.content)]  # in its words
+    assert after_tools.id not in {p.hit.message_id for p in by_pizza}  # it answers the tool's output, not the question
 
 
 def test_a_failed_embedding_leaves_the_words_search_and_a_failed_store_raises(store):

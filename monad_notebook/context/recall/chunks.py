@@ -17,6 +17,14 @@ chunk is embedded whole and each of those lines on its own too (``embedding_inpu
 that stand out together, such as a table's ``[12 rows x 6 columns]`` and the ``saved ...`` line
 printed after it, say two unrelated things, and embedded as one they drown each other. Its
 full-text entry and its snippet stay the chunk itself.
+
+The agent's reply answers the user's message just before it ("Yes, twice last month" says nothing
+alone), so the first chunk of the agent's text directly after the user's (``said_before``; neither
+with a call) is also embedded after the end of the user's message: a question in the words of the
+one it answers finds the reply. Only the agent's reply, and only directly: a reply after its tools
+ran answers their outputs, which are searchable themselves, and the user's next request is a new
+one; embedded after what came before, both crowded tool outputs out (BENCHMARKS.md, "LoCoMo").
+That vector too is the chunk's: a hit on it shows the reply's own text.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from collections.abc import Callable
 
 from monad_notebook.context.lossless.eviction import PLACEHOLDER_PREFIX
 from monad_notebook.context.recall.tuning import TUNING, RecallTuning
@@ -132,14 +141,21 @@ def _standout_lines(text: str, shapes: Counter[str], tuning: RecallTuning) -> li
 
 
 def embedding_inputs(
-    message: Message, chunks: list[Chunk], seen: set[int] | None = None, tuning: RecallTuning = TUNING
+    message: Message,
+    chunks: list[Chunk],
+    seen: set[int] | None = None,
+    tuning: RecallTuning = TUNING,
+    before: str = "",
 ) -> list[tuple[Chunk, str]]:
-    """What to embed for ``message``'s chunks: each chunk's text, and for a tool output each standout line alone too.
+    """What to embed for ``message``'s chunks: each chunk's text; for a tool output each standout line alone too,
+    and with ``before`` (the user's message an agent's reply answers, ``said_before``) its first chunk after it too.
 
     Standout lines already embedded (``seen``: their hashes, updated here) are not embedded
     again: overlapping chunks share lines, and a table printed twenty times has one header.
     """
     inputs = [(chunk, chunk.text) for chunk in chunks]
+    if before and chunks:
+        inputs.append((chunks[0], before[-tuning.reply_context_chars :] + "\n" + chunks[0].text))
     if message.role != "tool" or not chunks:
         return inputs
     seen = set() if seen is None else seen
@@ -160,3 +176,23 @@ def _joined(chunks: list[Chunk]) -> str:
     for chunk in chunks:
         text += chunk.text[max(0, len(text) - chunk.offset) :]
     return text
+
+
+def said_before(messages: list[Message], earlier: Callable[[int], Message | None]) -> dict[str, str]:
+    """For each agent's reply among ``messages`` directly after the user's message, the text of that message.
+
+    The messages in hand are looked in first, then ``earlier`` (a session's message by its number).
+    """
+    by_seq = {m.seq: m for m in messages}
+    found: dict[str, str] = {}
+    for message in messages:
+        if message.role == "assistant" and _is_speech(message) and message.seq > 0:
+            prior = by_seq[message.seq - 1] if message.seq - 1 in by_seq else earlier(message.seq - 1)
+            if prior is not None and prior.role == "user" and _is_speech(prior):
+                found[message.id] = prior.content
+    return found
+
+
+def _is_speech(message: Message) -> bool:
+    """A user's or agent's message with text and no call: what a person reads as said."""
+    return message.role in ("user", "assistant") and not message.tool_calls and bool(message.content.strip())

@@ -32,10 +32,11 @@ import threading
 import time
 import weakref
 from collections.abc import Collection, Iterable, Mapping
+from functools import partial
 from typing import Protocol
 
 from monad_notebook.context.recall.backlog import Backlog
-from monad_notebook.context.recall.chunks import message_chunks, worth_indexing
+from monad_notebook.context.recall.chunks import message_chunks, said_before, worth_indexing
 from monad_notebook.context.recall.history import unindexed
 from monad_notebook.context.recall.index_queue import IndexJob, IndexQueue
 from monad_notebook.context.recall.pacing import Pacing
@@ -245,7 +246,8 @@ class RecallIndexer:
         embedder = self._vector_embedder
         if embedder is not None:
             todo = self.backlog.without_vectors(session, messages)
-            self.vectors.write(embedder, session, todo, chunks, self.embed_max_chars)
+            before = said_before(todo, partial(self.store.message_at, session))
+            self.vectors.write(embedder, session, todo, chunks, self.embed_max_chars, before)
             self.learner.learn(embedder, [c.text for m in messages for c in chunks[m.id]])
 
     def _write_words(self, session: str, messages: list[Message]) -> dict[str, list[Chunk]]:

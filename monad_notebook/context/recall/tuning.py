@@ -28,6 +28,9 @@ class RecallTuning:
     """A tool output's lines that stand out are also embedded alone when they are at most 1/this of their chunk ..."""
     min_pattern_lines: int = 3
     """... and the output has at least this many lines of repeated patterns (among unlike lines none stands out)."""
+    reply_context_chars: int = 300
+    """The agent's reply directly after the user's message has its first chunk also embedded after this much of the
+    end of that message: a reply answers what was asked just before it (``chunks.said_before``)."""
 
     min_word_chars: int = 3
     """Shorter words ("of", "id") are too common to search or match by."""

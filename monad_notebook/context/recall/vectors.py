@@ -1,9 +1,10 @@
 """The vectors of messages' passages: embedded in short calls, written in few writes, a message's together.
 
 A tool output's standout lines are embedded beside its chunks (``chunks.embedding_inputs``),
-each line once per session. What is embedded is written every ``write_chunks`` vectors or
-``write_seconds``, so a long backlog is found as it goes; a message's vectors are written
-together, so a process stopped in its middle leaves it whole to the next one's history check.
+each line once per session, and a reply's first chunk after the message it answers. What is
+embedded is written every ``write_chunks`` vectors or ``write_seconds``, so a long backlog is
+found as it goes; a message's vectors are written together, so a process stopped in its middle
+leaves it whole to the next one's history check.
 """
 
 from __future__ import annotations
@@ -37,14 +38,21 @@ class VectorWriter:
         self.write_chunks = batch_size or self.write_chunks
 
     def write(
-        self, embedder: Embedder, session: str, messages: list[Message], chunks: dict[str, list[Chunk]], max_chars: int
+        self,
+        embedder: Embedder,
+        session: str,
+        messages: list[Message],
+        chunks: dict[str, list[Chunk]],
+        max_chars: int,
+        before: dict[str, str],
     ) -> None:
         """Embed the chunks of ``messages`` that start within ``max_chars`` and write their vectors; stops when the
-        indexer does."""
+        indexer does. ``before``: the text of the message each user's or agent's message answers, by id."""
         todo: list[tuple[Chunk, str]] = []
         for message in messages:
             kept = [c for c in chunks[message.id] if c.offset < max_chars]
-            todo += embedding_inputs(message, kept, self.backlog.standouts.setdefault(session, set()))
+            seen = self.backlog.standouts.setdefault(session, set())
+            todo += embedding_inputs(message, kept, seen, before=before.get(message.id, ""))
         counts = Counter(chunk.message_id for chunk, _ in todo)
         left = {m.id: counts[m.id] for m in messages}
         self.backlog.counted(session, left)
