@@ -20,9 +20,18 @@ from benchmarks.fidelity_session import (
 )
 from monad_notebook.context.compaction.summarize import parse_sections
 from monad_notebook.context.lossless.truncation import truncate_tool_output
+from monad_notebook.context.recall.dates import named_months
 from monad_notebook.context.recall.search import STEPS
 
 pytestmark = pytest.mark.filterwarnings(r"ignore:optimize\(cleanup_older_than=0\):UserWarning")
+
+
+def test_no_probe_names_a_month_so_dated_first_leaves_the_figures_as_they_are():
+    script = make_script()  # recall is asked only the probes: the related-context block is off
+    asked = [q for p in script.plants for q in (p.probe, p.held_out, p.reworded)]
+
+    assert len(asked) == 300
+    assert not [q for q in asked if named_months(q)]
 
 
 def test_every_identifier_is_planted_once_with_a_probe_that_does_not_name_it():

@@ -1,7 +1,7 @@
 """The vectors of messages' passages: embedded in short calls, written in few writes, a message's together.
 
 A tool output's standout lines are embedded beside its chunks (``chunks.embedding_inputs``),
-each line once per session, and a reply's first chunk after the message it answers. What is
+each line once per session, and an agent's reply's first chunk after the user's message it answers. What is
 embedded is written every ``write_chunks`` vectors or ``write_seconds``, so a long backlog is
 found as it goes; a message's vectors are written together, so a process stopped in its middle
 leaves it whole to the next one's history check.
@@ -47,7 +47,7 @@ class VectorWriter:
         before: dict[str, str],
     ) -> None:
         """Embed the chunks of ``messages`` that start within ``max_chars`` and write their vectors; stops when the
-        indexer does. ``before``: the text of the message each user's or agent's message answers, by id."""
+        indexer does. ``before``: the user's message each agent's reply answers, by the reply's id (``said_before``)."""
         todo: list[tuple[Chunk, str]] = []
         for message in messages:
             kept = [c for c in chunks[message.id] if c.offset < max_chars]
