@@ -18,7 +18,9 @@ At the end, an identifier counts as reachable only if it is in the final prompt 
 summary, ledger, window), or inside a saved tool output whose ``read_tool_output`` id the final
 prompt shows, or in the ``recall`` tool's answer to its probe: a question naming its context,
 never the identifier. "Folded 5+ ago" are those whose message was folded into the summary by a
-compaction followed by at least four more.
+compaction followed by at least four more. The probes are asked once indexing has caught up and
+the store is optimized (every passage in the full-text index), so an ablation's second asking
+ranks as the first did, however loaded the machine.
 
 Every identifier is probed three times: by its tuning probe (the questions recall was tuned on),
 by its second tuning probe (a fourth vocabulary and forms of its own, asked wholly in other words
@@ -268,6 +270,7 @@ def run(
     waited = time.perf_counter()
     session.cascade.wait()
     result.index_wait = time.perf_counter() - waited
+    store.optimize()  # every passage in the full-text index: recall ranks alike on every probe and every ablation
     result.from_cache = cache.hits - hits_before if cache else 0
     final = model.calls[-1].messages
     result.final_tokens = counter.count_messages(final) + tools_tokens
