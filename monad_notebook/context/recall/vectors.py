@@ -49,9 +49,9 @@ class VectorWriter:
         """Embed the chunks of ``messages`` that start within ``max_chars`` and write their vectors; stops when the
         indexer does. ``before``: the user's message each agent's reply answers, by the reply's id (``said_before``)."""
         todo: list[tuple[Chunk, str]] = []
+        seen = self.backlog.standouts.setdefault(session, set())
         for message in messages:
             kept = [c for c in chunks[message.id] if c.offset < max_chars]
-            seen = self.backlog.standouts.setdefault(session, set())
             todo += embedding_inputs(message, kept, seen, before=before.get(message.id, ""))
         counts = Counter(chunk.message_id for chunk, _ in todo)
         left = {m.id: counts[m.id] for m in messages}
