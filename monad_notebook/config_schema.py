@@ -277,7 +277,7 @@ class RetrievalConfig(_Section):
     snippet_chars: PositiveInt = 600
 
 
-RecallStep = Literal["word_meaning", "dated_first", "names_first", "one_of_each"]
+RecallStep = Literal["word_meaning", "neighbours", "dated_first", "names_first", "one_of_each"]
 
 
 class RecallConfig(_Section):

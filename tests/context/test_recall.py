@@ -14,7 +14,7 @@ from monad_notebook.context.lossless.truncation import truncate_tool_output
 from monad_notebook.context.recall.chunks import chunk_spans, embedding_inputs, message_chunks
 from monad_notebook.context.recall.indexing import RecallIndexer
 from monad_notebook.context.recall.ranking import Passage, fuse, fuse_rankings
-from monad_notebook.context.recall.search import Recall, focus
+from monad_notebook.context.recall.search import STEPS, Recall, focus
 from monad_notebook.context.recall.tuning import TUNING
 from monad_notebook.errors import ModelError
 from monad_notebook.messages import Message, ToolCall
@@ -162,6 +162,34 @@ def test_rows_of_one_kind_of_table_give_way_to_a_passage_of_another_kind_and_non
 
     assert three[1] == note and three[0] in tables and three[2] in tables  # the note ranks last by its words
     assert sorted(four) == sorted([*tables, note])
+
+
+def test_of_two_passages_found_alike_the_one_next_to_a_better_match_comes_first(store):
+    said = [
+        "We planned the climbing trip to the gorge for weeks.",
+        "I finally posted all the photos yesterday evening after dinner.",
+        "The soup needs more salt.",
+        "Did the printer jam again?",
+        "cat photos",
+    ]
+    index(store, None, "s", [Message("user", t, session="s", seq=i) for i, t in enumerate(said)])
+    question = "photos of the climbing trip"
+
+    alone = Recall(store.search, None, steps=[s for s in STEPS if s != "neighbours"]).search("s", question, 2)
+    together = Recall(store.search, None).search("s", question, 2)
+
+    assert {p.hit.snippet for p in alone} == {said[0], said[4]}  # by their own words the cat's photos win
+    assert {p.hit.snippet for p in together} == {said[0], said[1]}  # the turn after the trip says what it was
+
+
+def test_a_tool_output_neither_gains_from_nor_lends_to_the_message_next_to_it(store):
+    said = "We planned the climbing trip to the gorge for weeks."
+    outputs = [tool_result("s", text, f"c{i}", 2 * i + 1) for i, text in enumerate(["photos: 14 files", "cat photos"])]
+    index(store, None, "s", [Message("user", said, session="s", seq=0), *outputs])
+
+    passages = Recall(store.search, None).search("s", "photos of the climbing trip", 3)
+
+    assert [p.hit.snippet for p in passages][1:] == ["cat photos", "photos: 14 files"]  # by their own words
 
 
 @pytest.mark.parametrize("reopened", [False, True], ids=["as it is said", "a session opened again"])

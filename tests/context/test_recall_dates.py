@@ -58,9 +58,9 @@ def test_a_question_naming_a_date_finds_what_was_said_that_month_first(store, re
     question = "what did the revenue look like on 3 November 2025?"
 
     dated = Recall(store.search, KeywordEmbedder()).search("s", question, 3)
-    undated = Recall(store.search, KeywordEmbedder(), steps=[s for s in STEPS if s != "dated_first"]).search(
-        "s", question, 3
-    )
+    undated = Recall(
+        store.search, KeywordEmbedder(), steps=[s for s in STEPS if s not in ("dated_first", "neighbours")]
+    ).search("s", question, 3)
 
     assert [p.hit.message_id for p in dated][:1] == [messages[1].id]
     assert [p.hit.message_id for p in undated][:1] != [messages[1].id]  # its words alone rank it lower

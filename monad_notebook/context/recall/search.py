@@ -9,6 +9,8 @@ and their parsed parts, what each search brought, the passages so far) and goes 
                   and ``ByMeaning`` (the embedder's vectors, which find paraphrases)
     WordMeaning   step ``word_meaning``: the question's words matched to each passage's by meaning
     Fuse          reciprocal-rank fusion of each phrasing's rankings, then of the phrasings'
+    neighbours    step ``neighbours``: a user's or the agent's message gains part of the place of the message
+                  said next to it, when that one was found higher (one thing is often said over two turns)
     dated_first   step ``dated_first``: a passage of a message written in a month the question names
                   ("on 3 December") comes first (``dates.py``)
     names_first   step ``names_first``: a passage naming an identifier the question gives comes first
@@ -36,7 +38,14 @@ from functools import partial
 from typing import Any
 
 from monad_notebook.context.recall.dates import Month, named_months
-from monad_notebook.context.recall.ranking import Passage, first_of_each, fuse, fuse_rankings, names_in, varied
+from monad_notebook.context.recall.ranking import (
+    Passage,
+    first_of_each,
+    fuse,
+    fuse_rankings,
+    names_in,
+    varied,
+)
 from monad_notebook.context.recall.tuning import TUNING, RecallTuning
 from monad_notebook.context.recall.wordmatch import STOP_WORDS, WordVectors, rank_by_words
 from monad_notebook.messages import Message
@@ -49,7 +58,13 @@ log = logging.getLogger(__name__)
 
 QUERY_MAX_CHARS = 2000  # of a question, embedded (the embedder reads less)
 MAX_ALSO = 3  # other phrasings of one question searched with it, each costing both searches again
-STEPS = ("word_meaning", "dated_first", "names_first", "one_of_each")  # the stages a config may switch off, in order
+STEPS = (
+    "word_meaning",
+    "neighbours",
+    "dated_first",
+    "names_first",
+    "one_of_each",
+)  # the stages a config may switch off, in order
 _TOKEN = re.compile(r"[\w][\w.:/-]*[\w]")
 _SEARCHING = ThreadPoolExecutor(2, "monad-recall")  # the full-text search, while the question is embedded
 
@@ -139,7 +154,12 @@ class Recall:
         searches: list[Search] = [ByWords(self.index, tuning.word_pool if words is not None else 0)]
         if self.embedder is not None:
             searches.append(ByMeaning(self.index, self.embedder, tuning, words))
-        steps_after = {"dated_first": dated_first, "names_first": names_first, "one_of_each": OneOfEach(tuning.alike)}
+        steps_after = {
+            "neighbours": Neighbours(tuning.neighbour_share, tuning.rrf_k),
+            "dated_first": dated_first,
+            "names_first": names_first,
+            "one_of_each": OneOfEach(tuning.alike),
+        }
         return [
             Gather(tuple(searches)),
             *([WordMeaning(words, tuning)] if words is not None else []),
@@ -290,6 +310,34 @@ class Fuse:
             for p in found.phrasings
         ]
         found.passages = rankings[0] if len(rankings) == 1 else fuse_rankings(rankings, self.tuning)
+        return found
+
+
+@dataclass(frozen=True)
+class Neighbours:
+    """Step ``neighbours``: was the message said just before or after this passage's found and placed higher? Then
+    the passage gains ``share`` of that one's fused place (``1 / (rrf_k + rank)``, as the fusion counts a rank).
+
+    What a user or the agent said often means something only with the message next to it: the
+    answer to "what did she research?" follows the question that names the research, and a question's
+    words find one of two messages that say the thing together. Only a better-placed message lends,
+    and never so much that the passage passes it: a run of messages found together does not climb
+    as one over a passage found alone, and the best match keeps its place. Tool outputs neither
+    gain nor lend (a call's output is found by its own words). Only passages already found move,
+    so nothing more is read.
+    """
+
+    share: float
+    rrf_k: int
+
+    def __call__(self, found: Candidates) -> Candidates:
+        placed = {p.hit.seq: 1.0 / (self.rrf_k + rank + 1) for rank, p in enumerate(found.passages)}
+        said = {p.hit.seq: placed[p.hit.seq] for p in found.passages if p.hit.role != "tool"}
+        for passage in found.passages:
+            seq = passage.hit.seq
+            lent = max((said.get(n, 0.0) for n in (seq - 1, seq + 1) if seq in said), default=0.0)
+            passage.score = min(placed[seq] + self.share * lent, lent) if lent > placed[seq] else placed[seq]
+        found.passages.sort(key=lambda p: -p.score)  # stable: a passage level with its lender stays after it
         return found
 
 

@@ -55,6 +55,8 @@ class RecallTuning:
     """At or above this cosine a vector hit counts in full in the fusion; between the two, in part."""
     rrf_k: int = 20
     """Reciprocal-rank fusion's k: lower gives the first places of each ranking more weight over the rest."""
+    neighbour_share: float = 0.3
+    """``neighbours``: the share of a better-placed neighbouring message's fused place a passage gains."""
     alike: float = 0.4
     """``one_of_each``: two passages sharing this share of their words (digits blanked) are of one kind."""
     words_trusted: float = 0.5
