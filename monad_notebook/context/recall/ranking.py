@@ -1,7 +1,8 @@
 """How recall's rankings become one and how its passages are ordered: what its stages compute.
 
 ``fuse`` and ``fuse_rankings`` are reciprocal-rank fusion, weighted by how well each hit
-matches; ``varied`` puts one passage of each kind first. The stages that call them
+matches; ``beside_better`` lifts a message said next to a better-placed one; ``varied`` puts one
+passage of each kind first. The stages that call them
 (``search.py``) say which question each answers.
 """
 
@@ -90,8 +91,29 @@ def _count(
     elif rank < best_rank[hit.message_id]:
         found.hit = hit
         best_rank[hit.message_id] = rank
-    found.score += weight / (k + rank + 1)
+    found.score += place(rank, k, weight)
     return found
+
+
+def place(rank: int, k: int, weight: float = 1.0) -> float:
+    """What ``rank`` (0 for the first) counts for in a reciprocal-rank fusion of constant ``k``."""
+    return weight / (k + rank + 1)
+
+
+def beside_better(passages: list[Passage], share: float, k: int) -> list[Passage]:
+    """``passages`` again, each user's or agent's message gaining ``share`` of the place of the message said just
+    before or after it when that one is placed higher, never passing it; tool outputs neither gain nor lend.
+
+    Places count as the fusion counts ranks (``place``). The sort is stable, so a passage level
+    with the one that lent to it stays after it.
+    """
+    placed = {p.hit.seq: place(rank, k) for rank, p in enumerate(passages)}
+    said = {p.hit.seq: placed[p.hit.seq] for p in passages if p.hit.role != "tool"}
+    for passage in passages:
+        seq = passage.hit.seq
+        lent = max((said.get(n, 0.0) for n in (seq - 1, seq + 1) if seq in said), default=0.0)
+        passage.score = min(placed[seq] + share * lent, lent) if lent > placed[seq] else placed[seq]
+    return sorted(passages, key=lambda p: -p.score)
 
 
 def first_of_each(hits: list[EmbeddingHit]) -> list[EmbeddingHit]:

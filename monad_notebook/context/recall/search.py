@@ -40,6 +40,7 @@ from typing import Any
 from monad_notebook.context.recall.dates import Month, named_months
 from monad_notebook.context.recall.ranking import (
     Passage,
+    beside_better,
     first_of_each,
     fuse,
     fuse_rankings,
@@ -58,13 +59,8 @@ log = logging.getLogger(__name__)
 
 QUERY_MAX_CHARS = 2000  # of a question, embedded (the embedder reads less)
 MAX_ALSO = 3  # other phrasings of one question searched with it, each costing both searches again
-STEPS = (
-    "word_meaning",
-    "neighbours",
-    "dated_first",
-    "names_first",
-    "one_of_each",
-)  # the stages a config may switch off, in order
+# the stages a config may switch off, in order
+STEPS = ("word_meaning", "neighbours", "dated_first", "names_first", "one_of_each")
 _TOKEN = re.compile(r"[\w][\w.:/-]*[\w]")
 _SEARCHING = ThreadPoolExecutor(2, "monad-recall")  # the full-text search, while the question is embedded
 
@@ -315,8 +311,8 @@ class Fuse:
 
 @dataclass(frozen=True)
 class Neighbours:
-    """Step ``neighbours``: was the message said just before or after this passage's found and placed higher? Then
-    the passage gains ``share`` of that one's fused place (``1 / (rrf_k + rank)``, as the fusion counts a rank).
+    """Step ``neighbours``: was the message said just before or after this passage's own found and placed higher?
+    Then the passage gains ``share`` of that one's place (``ranking.beside_better``).
 
     What a user or the agent said often means something only with the message next to it: the
     answer to "what did she research?" follows the question that names the research, and a question's
@@ -331,13 +327,7 @@ class Neighbours:
     rrf_k: int
 
     def __call__(self, found: Candidates) -> Candidates:
-        placed = {p.hit.seq: 1.0 / (self.rrf_k + rank + 1) for rank, p in enumerate(found.passages)}
-        said = {p.hit.seq: placed[p.hit.seq] for p in found.passages if p.hit.role != "tool"}
-        for passage in found.passages:
-            seq = passage.hit.seq
-            lent = max((said.get(n, 0.0) for n in (seq - 1, seq + 1) if seq in said), default=0.0)
-            passage.score = min(placed[seq] + self.share * lent, lent) if lent > placed[seq] else placed[seq]
-        found.passages.sort(key=lambda p: -p.score)  # stable: a passage level with its lender stays after it
+        found.passages = beside_better(found.passages, self.share, self.rrf_k)
         return found
 
 
